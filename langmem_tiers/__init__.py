@@ -1,0 +1,1 @@
+"""langmem_tiers."""

@@ -1,0 +1,103 @@
+"""Shared fixtures: throwaway databases and the sync/async twin driver.
+
+PostgreSQL tests use ``LANGMEM_TIERS_TEST_POSTGRES_URL`` (default
+``postgresql://postgres@127.0.0.1:5432/test``). Each test gets its own schema, dropped
+afterwards. Without a reachable server the tests skip, except with ``CI=true``, where
+they fail: CI must prove the PostgreSQL path.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import uuid
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import quote
+
+import pytest
+
+DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
+POSTGRES_URL = os.environ.get("LANGMEM_TIERS_TEST_POSTGRES_URL", DEFAULT_POSTGRES_URL)
+IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+
+_postgres_problem: str | None = None
+_postgres_checked = False
+
+
+def _check_postgres() -> str | None:
+    """Why PostgreSQL with pgvector cannot be used, or None when it can."""
+    global _postgres_checked, _postgres_problem
+    if _postgres_checked:
+        return _postgres_problem
+    _postgres_checked = True
+    try:
+        import psycopg
+    except ImportError:
+        _postgres_problem = "psycopg is not installed (pip install -e '.[test]')"
+        return _postgres_problem
+    try:
+        with psycopg.connect(POSTGRES_URL, connect_timeout=3, autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    except Exception as err:  # any failure means: not usable here
+        _postgres_problem = f"{type(err).__name__}: {str(err).strip().splitlines()[0]}"
+    return _postgres_problem
+
+
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    """A URL whose search_path points at a fresh schema, dropped after the test."""
+    problem = _check_postgres()
+    if problem is not None:
+        message = (
+            f"PostgreSQL with pgvector is not reachable at {POSTGRES_URL} ({problem}). "
+            "Start PostgreSQL, run scripts/install_pgvector.sh, or set "
+            "LANGMEM_TIERS_TEST_POSTGRES_URL to enable these tests."
+        )
+        if IN_CI:
+            pytest.fail(message)
+        pytest.skip(message)
+    import psycopg
+
+    schema = f"t_{uuid.uuid4().hex[:16]}"
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
+        conn.execute(f'CREATE SCHEMA "{schema}"')
+    separator = "&" if "?" in POSTGRES_URL else "?"
+    options = quote(f"-c search_path={schema},public")
+    try:
+        yield f"{POSTGRES_URL}{separator}options={options}"
+    finally:
+        with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+
+
+class Twin:
+    """Calls the sync or the async twin of every method, so one test covers both.
+
+    ``await twin.put(...)`` runs ``obj.put(...)`` in sync mode and ``await obj.aput(...)``
+    in async mode. Attributes that are not methods pass through.
+    """
+
+    def __init__(self, obj: Any, mode: str) -> None:
+        self.obj = obj
+        self.mode = mode
+
+    def __getattr__(self, name: str) -> Any:
+        sync_attr = getattr(self.obj, name)
+        if not callable(sync_attr):
+            return sync_attr
+
+        async def call(*args: Any, **kwargs: Any) -> Any:
+            if self.mode == "async":
+                result = getattr(self.obj, "a" + name)(*args, **kwargs)
+                assert inspect.isawaitable(result), f"a{name} must be a coroutine"
+                return await result
+            return sync_attr(*args, **kwargs)
+
+        return call
+
+
+@pytest.fixture(params=["sync", "async"])
+def mode(request: pytest.FixtureRequest) -> str:
+    """Run the test once through the sync API and once through the async twin."""
+    return str(request.param)
