@@ -1,0 +1,1 @@
+"""Long-term memory: the store, its backends, ranking and the memory engine."""
