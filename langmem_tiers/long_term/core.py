@@ -1,0 +1,670 @@
+"""The logic of the long-term store, written once as flows over a dialect and a vector index.
+
+:class:`StoreCore` turns LangGraph ops into flows (see flow.py); the store class only
+drives them with a backend's sync or async I/O. Order of a batch:
+
+1. validate every op (nothing is written when one is bad);
+2. embed the texts of puts and the queries (one call each, before any transaction);
+3. write vectors to an external index (Qdrant) — orphans are harmless, missing ones not;
+4. in one transaction: reads (gets, searches, namespace listings, as LangGraph's
+   PostgreSQL store does, reads see the state before the batch's writes), then writes
+   (items, terms, vectors) and the buffered access counts;
+5. delete vectors of deleted items from an external index.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, NamedTuple
+
+from langgraph.store.base import (
+    GetOp,
+    Item,
+    ListNamespacesOp,
+    Op,
+    PutOp,
+    Result,
+    SearchItem,
+    SearchOp,
+)
+
+from langmem_tiers.config import Settings
+from langmem_tiers.errors import (
+    DimensionMismatchError,
+    EmbeddingError,
+    InvalidContentError,
+    InvalidNamespaceError,
+    MigrationError,
+    ValidationError,
+)
+from langmem_tiers.long_term import lexical
+from langmem_tiers.long_term.dialect import ITEMS, META, MIGRATIONS, TERMS, Dialect, item_columns
+from langmem_tiers.long_term.filters import compile_filter, validate_filter
+from langmem_tiers.long_term.flow import Embed, Flow, Sql, SqlMany, Transaction
+from langmem_tiers.long_term.fusion import fuse
+from langmem_tiers.long_term.ranking import Candidate, ScoreComponents, rank
+from langmem_tiers.long_term.records import (
+    ItemRecord,
+    join_namespace,
+    split_namespace,
+    texts_to_index,
+    validate_key,
+    validate_namespace,
+    validate_value,
+)
+from langmem_tiers.long_term.vectors import VectorIndex, VectorRow
+
+__all__ = ["RankedItem", "StoreCore"]
+
+_MAX_QUERY_CHARS = 10_000
+_ACCESS_FLUSH_ITEMS = 500
+_ACCESS_FLUSH_SECONDS = 2.0
+
+
+class RankedItem(SearchItem):
+    """A search result with the components of its hybrid score.
+
+    ``score`` is the combined score; ``scores`` maps ``semantic``, ``recency``,
+    ``frequency`` and ``confidence`` to their values in [0, 1].
+    """
+
+    __slots__ = ("scores",)
+
+    def __init__(
+        self,
+        namespace: tuple[str, ...],
+        key: str,
+        value: dict[str, Any],
+        created_at: datetime,
+        updated_at: datetime,
+        score: float,
+        scores: dict[str, float],
+    ) -> None:
+        super().__init__(namespace, key, value, created_at, updated_at, score)
+        self.scores = scores
+
+    def dict(self) -> dict[str, Any]:
+        out = super().dict()
+        out["scores"] = dict(self.scores)
+        return out
+
+
+class _PreparedPut(NamedTuple):
+    record: ItemRecord | None  # None: delete
+    namespace: tuple[str, ...]
+    key: str
+    texts: list[tuple[str, str]]  # (field, text) to embed
+    terms: dict[str, int]
+    doc_len: int
+
+
+class _PreparedSearch(NamedTuple):
+    prefix: tuple[str, ...]
+    where: str
+    params: list[Any]
+    value_filtered: bool
+    limit: int
+    offset: int
+    query: str | None
+
+
+@dataclass
+class _AccessBuffer:
+    """Access counts of retrieved items, flushed in one statement instead of one write each."""
+
+    counts: dict[str, int] = field(default_factory=dict)
+    last_at: dict[str, datetime] = field(default_factory=dict)
+    since: float = field(default_factory=time.monotonic)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def record(self, ids: Iterable[str], at: datetime) -> None:
+        with self.lock:
+            if not self.counts:
+                self.since = time.monotonic()
+            for item_id in ids:
+                self.counts[item_id] = self.counts.get(item_id, 0) + 1
+                self.last_at[item_id] = at
+
+    def pending(self, item_id: str) -> int:
+        return self.counts.get(item_id, 0)
+
+    def due(self, force: bool) -> bool:
+        if not self.counts:
+            return False
+        return (
+            force
+            or len(self.counts) >= _ACCESS_FLUSH_ITEMS
+            or time.monotonic() - self.since >= _ACCESS_FLUSH_SECONDS
+        )
+
+    def take(self) -> list[tuple[int, datetime, str]]:
+        with self.lock:
+            rows = [(n, self.last_at[i], i) for i, n in self.counts.items()]
+            self.counts, self.last_at = {}, {}
+            return rows
+
+    def restore(self, rows: Sequence[tuple[int, datetime, str]]) -> None:
+        with self.lock:
+            for n, at, item_id in rows:
+                self.counts[item_id] = self.counts.get(item_id, 0) + n
+                self.last_at[item_id] = max(at, self.last_at.get(item_id, at))
+
+
+class StoreCore:
+    """Everything the store does that is not I/O."""
+
+    def __init__(
+        self,
+        dialect: Dialect,
+        index: VectorIndex,
+        *,
+        dims: int,
+        fields: Sequence[str] | None,
+        settings: Settings,
+    ) -> None:
+        self.dialect = dialect
+        self.index = index
+        self.dims = dims
+        self.fields = list(fields) if fields is not None else None
+        self.settings = settings
+        self.access = _AccessBuffer()
+
+    # -- setup ---------------------------------------------------------------------------
+    def setup_flow(self) -> Flow[None]:
+        """Apply missing migrations (idempotent) and check the vector dimensions."""
+        yield Transaction(self._migrate_flow())
+        if not self.index.in_database:
+            yield from self.index.setup_flow(self.dims)
+
+    def _migrate_flow(self) -> Flow[None]:
+        d = self.dialect
+        yield Sql(d.create_migrations_table())
+        rows = yield Sql(f"SELECT max(version) FROM {MIGRATIONS}")
+        current = rows[0][0] or 0
+        migrations = d.migrations()
+        if current > len(migrations) + 1:
+            raise MigrationError(
+                f"the database schema is at version {current}, newer than this package knows "
+                f"({len(migrations) + 1}); upgrade langmem-tiers."
+            )
+        for version, statements in enumerate(migrations, start=1):
+            if version <= current:
+                continue
+            for statement in statements:
+                yield Sql(statement)
+            yield Sql(
+                f"INSERT INTO {MIGRATIONS} (version, applied_at) VALUES (?, ?)",
+                [version, d.ts_param(d.now())],
+            )
+        vector_version = len(migrations) + 1
+        stored = yield Sql(f"SELECT value FROM {META} WHERE name = 'dims'")
+        if stored:
+            if int(stored[0][0]) != self.dims:
+                raise DimensionMismatchError(
+                    f"this store was created with {stored[0][0]}-dimensional vectors, but the "
+                    f"embeddings give {self.dims}. Use the same embeddings, or a new database."
+                )
+        else:
+            if self.index.in_database:
+                for statement in d.vector_migrations(self.dims):
+                    yield Sql(statement)
+            yield Sql(f"INSERT INTO {META} (name, value) VALUES ('dims', ?)", [str(self.dims)])
+            yield Sql(
+                f"INSERT INTO {MIGRATIONS} (version, applied_at) VALUES (?, ?)",
+                [vector_version, d.ts_param(d.now())],
+            )
+
+    # -- batch -----------------------------------------------------------------------------
+    def batch_flow(self, ops: Iterable[Op]) -> Flow[list[Result]]:
+        ops = list(ops)
+        puts: dict[tuple[tuple[str, ...], str], _PreparedPut] = {}
+        searches: dict[int, _PreparedSearch] = {}
+        for i, op in enumerate(ops):
+            if isinstance(op, PutOp):
+                prepared = self._prepare_put(op)
+                puts[(prepared.namespace, prepared.key)] = prepared  # the last put wins
+            elif isinstance(op, SearchOp):
+                searches[i] = self._prepare_search(op)
+            elif isinstance(op, GetOp):
+                validate_namespace(op.namespace)
+                validate_key(op.key)
+            elif isinstance(op, ListNamespacesOp):
+                for condition in op.match_conditions or ():
+                    validate_namespace(tuple(condition.path), field="match path", prefix=True)
+                _check_page(op.limit, op.offset)
+            else:
+                raise ValidationError(f"unsupported store operation {type(op).__name__}: {op!r}")
+
+        texts = [text for p in puts.values() for _, text in p.texts]
+        vectors_by_text = yield from self._embed_flow(texts, query=False)
+        queries = sorted({s.query for s in searches.values() if s.query})
+        query_vectors = yield from self._embed_flow(queries, query=True)
+        query_vector = dict(zip(queries, query_vectors, strict=True))
+
+        rows: list[VectorRow] = []
+        position = 0
+        for p in puts.values():
+            for field_id, _ in p.texts:
+                assert p.record is not None
+                rows.append(
+                    VectorRow(p.record.id, field_id, p.record.prefix, vectors_by_text[position])
+                )
+                position += 1
+        written_ids = [p.record.id for p in puts.values() if p.record is not None]
+        deleted = [p for p in puts.values() if p.record is None]
+
+        if not self.index.in_database and puts:
+            yield from self.index.write_flow(rows, written_ids)
+
+        now = self.dialect.now()
+        results: list[Result] = yield Transaction(
+            self._transaction_flow(ops, searches, query_vector, list(puts.values()), rows, now)
+        )
+
+        if not self.index.in_database and deleted:
+            from langmem_tiers.long_term.records import item_id
+
+            yield from self.index.delete_flow([item_id(p.namespace, p.key) for p in deleted])
+        return results
+
+    def _transaction_flow(
+        self,
+        ops: list[Op],
+        searches: dict[int, _PreparedSearch],
+        query_vector: dict[str, list[float]],
+        puts: list[_PreparedPut],
+        rows: list[VectorRow],
+        now: datetime,
+    ) -> Flow[list[Result]]:
+        results: list[Result] = [None] * len(ops)
+        accessed: list[str] = []
+        gets = [(i, op) for i, op in enumerate(ops) if isinstance(op, GetOp)]
+        if gets:
+            found = yield from self._get_flow([op for _, op in gets])
+            for (i, op), hit in zip(gets, found, strict=True):
+                results[i] = hit[0] if hit else None
+                if hit:
+                    accessed.append(hit[1])
+        for i, search in searches.items():
+            if search.query:
+                items, ids = yield from self._ranked_search_flow(
+                    search, query_vector[search.query], now
+                )
+                accessed.extend(ids)
+                results[i] = items
+            else:
+                results[i] = yield from self._list_flow(search)
+        for i, op in enumerate(ops):
+            if isinstance(op, ListNamespacesOp):
+                results[i] = yield from self._namespaces_flow(op)
+        if puts:
+            yield from self._write_flow(puts, rows, now)
+        if self.access.due(force=bool(puts)):
+            yield from self._flush_access_flow()
+        self.access.record(accessed, now)
+        return results
+
+    # -- preparation (pure) ------------------------------------------------------------------
+    def _prepare_put(self, op: PutOp) -> _PreparedPut:
+        validate_namespace(op.namespace)
+        key = validate_key(op.key)
+        if op.value is None:
+            return _PreparedPut(None, op.namespace, key, [], {}, 0)
+        record = validate_value(
+            op.namespace, key, op.value, max_chars=self.settings.max_content_chars
+        )
+        if op.index is False:
+            return _PreparedPut(record, op.namespace, key, [], {}, 0)
+        fields = list(op.index) if isinstance(op.index, list) else self.fields
+        texts = texts_to_index(record, fields)
+        terms = lexical.analyze(" ".join(text for _, text in texts))
+        return _PreparedPut(
+            record, op.namespace, key, texts, lexical.term_frequencies(terms), len(terms)
+        )
+
+    def _prepare_search(self, op: SearchOp) -> _PreparedSearch:
+        prefix = tuple(op.namespace_prefix)
+        validate_namespace(prefix, field="namespace_prefix", prefix=True)
+        limit, offset = _check_page(op.limit, op.offset)
+        if op.query is not None:
+            if not isinstance(op.query, str):
+                raise InvalidContentError(f"query must be a string, got {op.query!r}.")
+            if "\x00" in op.query:
+                raise InvalidContentError("query contains a NUL byte (\\x00); remove it.")
+            if len(op.query) > _MAX_QUERY_CHARS:
+                raise InvalidContentError(
+                    f"query is {len(op.query)} characters; the limit is {_MAX_QUERY_CHARS}."
+                )
+        conditions = validate_filter(op.filter)
+        where_parts = ["i.status = 'active'"]
+        params: list[Any] = []
+        if prefix:
+            joined = join_namespace(prefix)
+            # Items in the namespace itself or below it: '/' sorts right after '.'.
+            where_parts.append("(i.prefix = ? OR (i.prefix > ? AND i.prefix < ?))")
+            params.extend([joined, joined + ".", joined + "/"])
+        filter_sql, filter_params = compile_filter(conditions, self.dialect)
+        where_parts.append(filter_sql)
+        params.extend(filter_params)
+        return _PreparedSearch(
+            prefix,
+            " AND ".join(where_parts),
+            params,
+            bool(conditions),
+            limit,
+            offset,
+            op.query if op.query and op.query.strip() else None,
+        )
+
+    # -- embeddings --------------------------------------------------------------------------
+    def _embed_flow(self, texts: Sequence[str], *, query: bool) -> Flow[list[list[float]]]:
+        if not texts:
+            return []
+        try:
+            vectors = yield Embed(list(texts), query=query)
+        except ValidationError:
+            raise
+        except Exception as err:
+            raise EmbeddingError(
+                f"the embedder failed on {len(texts)} text(s): {type(err).__name__}: {err}. "
+                "Nothing was stored."
+            ) from err
+        vectors = [list(v) for v in vectors]
+        if len(vectors) != len(texts):
+            raise EmbeddingError(
+                f"the embedder returned {len(vectors)} vectors for {len(texts)} texts."
+            )
+        for vector in vectors:
+            if len(vector) != self.dims:
+                raise DimensionMismatchError(
+                    f"the embedder returned a {len(vector)}-dimensional vector, but the index "
+                    f"has dims={self.dims}; set index={{'dims': {len(vector)}, ...}} to match "
+                    "the embedder."
+                )
+            if not all(math.isfinite(x) for x in vector):
+                raise EmbeddingError("the embedder returned a vector with NaN or infinity.")
+        return vectors
+
+    # -- reads -------------------------------------------------------------------------------
+    _ITEM_COLS = "i.prefix, i.key, i.value, i.created_at, i.updated_at, i.id"
+
+    def _item(self, row: Sequence[Any]) -> Item:
+        d = self.dialect
+        return Item(
+            value=d.json_value(row[2]),
+            key=row[1],
+            namespace=split_namespace(row[0]),
+            created_at=d.ts_value(row[3]),  # type: ignore[arg-type]
+            updated_at=d.ts_value(row[4]),  # type: ignore[arg-type]
+        )
+
+    def _get_flow(self, ops: list[GetOp]) -> Flow[list[tuple[Item, str] | None]]:
+        by_prefix: dict[str, list[str]] = {}
+        for op in ops:
+            by_prefix.setdefault(join_namespace(op.namespace), []).append(op.key)
+        found: dict[tuple[str, str], tuple[Item, str]] = {}
+        for prefix, keys in by_prefix.items():
+            marks = ", ".join("?" for _ in keys)
+            rows = yield Sql(
+                f"SELECT {self._ITEM_COLS} FROM {ITEMS} i WHERE i.prefix = ? AND i.key IN ({marks})",
+                [prefix, *keys],
+            )
+            for row in rows:
+                found[(row[0], row[1])] = (self._item(row), row[5])
+        return [found.get((join_namespace(op.namespace), op.key)) for op in ops]
+
+    def _list_flow(self, search: _PreparedSearch) -> Flow[list[SearchItem]]:
+        rows = yield Sql(
+            f"SELECT {self._ITEM_COLS} FROM {ITEMS} i WHERE {search.where}"
+            " ORDER BY i.updated_at DESC, i.prefix, i.key LIMIT ? OFFSET ?",
+            [*search.params, search.limit, search.offset],
+        )
+        out = []
+        for row in rows:
+            item = self._item(row)
+            out.append(
+                SearchItem(item.namespace, item.key, item.value, item.created_at, item.updated_at)
+            )
+        return out
+
+    def _lexical_flow(
+        self,
+        weights: dict[str, float],
+        search: _PreparedSearch,
+        k: int | None,
+        only_ids: Sequence[str] | None = None,
+    ) -> Flow[dict[str, float]]:
+        """BM25 over the filtered candidate set, statistics from that set."""
+        if not weights:
+            return {}
+        terms = sorted(weights)
+        marks = ", ".join("?" for _ in terms)
+        stats = yield Sql(
+            f"SELECT count(*), avg(i.doc_len) FROM {ITEMS} i WHERE {search.where} AND i.doc_len > 0",
+            search.params,
+        )
+        n_docs, avgdl = int(stats[0][0] or 0), float(stats[0][1] or 0.0)
+        if n_docs == 0 or avgdl <= 0:
+            return {}
+        df_rows = yield Sql(
+            f"SELECT t.term, count(*) FROM {TERMS} t JOIN {ITEMS} i ON i.id = t.item_id"
+            f" WHERE t.term IN ({marks}) AND {search.where} GROUP BY t.term",
+            [*terms, *search.params],
+        )
+        idf_weights = [
+            (term, weights[term] * math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5)))
+            for term, df in df_rows
+        ]
+        if not idf_weights:
+            return {}
+        values = ", ".join("(CAST(? AS TEXT), CAST(? AS DOUBLE PRECISION))" for _ in idf_weights)
+        k1, b = lexical.BM25_K1, lexical.BM25_B
+        id_clause, id_params = "", []
+        if only_ids is not None:
+            if not only_ids:
+                return {}
+            id_clause = f" AND t.item_id IN ({', '.join('?' for _ in only_ids)})"
+            id_params = list(only_ids)
+        limit_clause, limit_params = ("", []) if k is None else (" LIMIT ?", [k])
+        rows = yield Sql(
+            f"WITH w(term, weight) AS (VALUES {values})"
+            f" SELECT t.item_id, SUM(w.weight * t.tf * ? / (t.tf + ? * (? + ? * i.doc_len / ?)))"
+            f" AS score FROM {TERMS} t JOIN w ON w.term = t.term"
+            f" JOIN {ITEMS} i ON i.id = t.item_id WHERE {search.where}{id_clause}"
+            f" GROUP BY t.item_id ORDER BY score DESC, t.item_id{limit_clause}",
+            [
+                *[x for pair in idf_weights for x in pair],
+                k1 + 1.0,
+                k1,
+                1.0 - b,
+                b,
+                avgdl,
+                *search.params,
+                *id_params,
+                *limit_params,
+            ],
+        )
+        return {r[0]: float(r[1]) for r in rows}
+
+    def _ranked_search_flow(
+        self, search: _PreparedSearch, vector: list[float], now: datetime
+    ) -> Flow[tuple[list[SearchItem], list[str]]]:
+        assert search.query is not None
+        want = search.offset + search.limit
+        if want == 0:
+            return [], []
+        pool = want * self.settings.candidate_multiplier
+        weights = lexical.query_weights(lexical.analyze_query(search.query))
+        dense = yield from self.index.search_flow(
+            vector,
+            search.where,
+            search.params,
+            pool,
+            prefix=join_namespace(search.prefix),
+            value_filtered=search.value_filtered,
+        )
+        lex = yield from self._lexical_flow(weights, search, pool)
+        # Complete both score maps over the union, so fusion compares like with like.
+        missing_dense = [i for i in lex if i not in dense]
+        if missing_dense:
+            dense.update((yield from self.index.score_flow(vector, missing_dense)))
+        missing_lex = [i for i in dense if i not in lex]
+        if missing_lex and weights:
+            lex.update((yield from self._lexical_flow(weights, search, None, missing_lex)))
+        ids = sorted(set(dense) | set(lex))
+        if not ids:
+            return [], []
+        marks = ", ".join("?" for _ in ids)
+        rows = yield Sql(
+            f"SELECT {self._ITEM_COLS}, i.event_at, i.access_count, i.confidence"
+            f" FROM {ITEMS} i WHERE i.id IN ({marks}) AND {search.where}",
+            [*ids, *search.params],
+        )
+        relevance = fuse(dense, lex)
+        by_id = {row[5]: row for row in rows}
+        candidates = [
+            Candidate(
+                id=item_id,
+                relevance=relevance.get(item_id, 0.0),
+                time=self.dialect.ts_value(row[6]) or self.dialect.ts_value(row[4]),  # type: ignore[arg-type]
+                access_count=int(row[7]) + self.access.pending(item_id),
+                confidence=float(row[8]),
+            )
+            for item_id, row in by_id.items()
+        ]
+        ranked = rank(candidates, self.settings.weights, self.settings.recency_half_life_days, now)
+        page = ranked[search.offset : search.offset + search.limit]
+        out: list[SearchItem] = []
+        for r in page:
+            item = self._item(by_id[r.id])
+            out.append(
+                RankedItem(
+                    item.namespace,
+                    item.key,
+                    item.value,
+                    item.created_at,
+                    item.updated_at,
+                    r.score,
+                    r.components._asdict(),
+                )
+            )
+        return out, [r.id for r in page]
+
+    def _namespaces_flow(self, op: ListNamespacesOp) -> Flow[list[tuple[str, ...]]]:
+        rows = yield Sql(f"SELECT DISTINCT prefix FROM {ITEMS}")
+        namespaces = [split_namespace(r[0]) for r in rows]
+        for condition in op.match_conditions or ():
+            namespaces = [ns for ns in namespaces if _matches(condition, ns)]
+        if op.max_depth is not None:
+            namespaces = list({ns[: op.max_depth] for ns in namespaces})
+        namespaces.sort()
+        return namespaces[op.offset : op.offset + op.limit]
+
+    # -- writes ------------------------------------------------------------------------------
+    def _write_flow(
+        self, puts: list[_PreparedPut], rows: list[VectorRow], now: datetime
+    ) -> Flow[None]:
+        d = self.dialect
+        deletes = [p for p in puts if p.record is None]
+        for p in deletes:
+            yield Sql(
+                f"DELETE FROM {ITEMS} WHERE prefix = ? AND key = ?",
+                [join_namespace(p.namespace), p.key],
+            )
+        upserts = [p for p in puts if p.record is not None]
+        if not upserts:
+            return
+        yield SqlMany(d.upsert_items_sql(), [self._item_row(p, now) for p in upserts])
+        ids = [p.record.id for p in upserts if p.record is not None]
+        marks = ", ".join("?" for _ in ids)
+        yield Sql(f"DELETE FROM {TERMS} WHERE item_id IN ({marks})", ids)
+        term_rows = [
+            (term, p.record.id, tf)
+            for p in upserts
+            if p.record is not None
+            for term, tf in p.terms.items()
+        ]
+        if term_rows:
+            yield SqlMany(f"INSERT INTO {TERMS} (term, item_id, tf) VALUES (?, ?, ?)", term_rows)
+        if self.index.in_database:
+            yield from self.index.write_flow(rows, ids)
+
+    def _item_row(self, p: _PreparedPut, now: datetime) -> tuple[Any, ...]:
+        d = self.dialect
+        r = p.record
+        assert r is not None
+        values = {
+            "id": r.id,
+            "prefix": r.prefix,
+            "key": r.key,
+            "scope": r.scope,
+            "kind": r.kind,
+            "value": d.json_param(r.value),
+            "created_at": d.ts_param(now),
+            "updated_at": d.ts_param(now),
+            "event_at": d.ts_param(r.event_at),
+            "session_id": r.session_id,
+            "actor": r.actor,
+            "action_type": r.action_type,
+            "subject": r.subject,
+            "category": r.category,
+            "valid_from": d.ts_param(r.valid_from),
+            "valid_until": d.ts_param(r.valid_until),
+            "proc_key": r.proc_key,
+            "confidence": r.confidence,
+            "importance": r.importance,
+            "status": r.status,
+            "doc_len": p.doc_len,
+        }
+        return tuple(values[c] for c in item_columns)
+
+    def _flush_access_flow(self) -> Flow[None]:
+        rows = self.access.take()
+        if not rows:
+            return
+        d = self.dialect
+        try:
+            yield SqlMany(
+                f"UPDATE {ITEMS} SET access_count = access_count + ?, last_accessed_at = ?"
+                " WHERE id = ?",
+                [(n, d.ts_param(at), item_id) for n, at, item_id in rows],
+            )
+        except BaseException:
+            self.access.restore(rows)
+            raise
+
+    def flush_flow(self) -> Flow[None]:
+        """Write buffered access counts now (the store does this on close)."""
+        if self.access.counts:
+            yield Transaction(self._flush_access_flow())
+
+
+def _check_page(limit: Any, offset: Any) -> tuple[int, int]:
+    for name, value in (("limit", limit), ("offset", offset)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValidationError(f"{name} must be a whole number >= 0, got {value!r}.")
+    return int(limit), int(offset)
+
+
+def _matches(condition: Any, namespace: tuple[str, ...]) -> bool:
+    path = tuple(condition.path)
+    if len(namespace) < len(path):
+        return False
+    if condition.match_type == "prefix":
+        pairs = zip(namespace, path, strict=False)
+    elif condition.match_type == "suffix":
+        pairs = zip(reversed(namespace), reversed(path), strict=False)
+    else:
+        raise InvalidNamespaceError(
+            f"match_type must be 'prefix' or 'suffix', got {condition.match_type!r}."
+        )
+    return all(p == "*" or n == p for n, p in pairs)
+
+
+def utc_now() -> datetime:
+    return datetime.now(timezone.utc)

@@ -1,0 +1,293 @@
+"""SQL for the long-term store: schema migrations and the query builders of each dialect.
+
+SQL is written once with ``?`` placeholders; the PostgreSQL executor turns them into
+``%s``. The two dialects differ only in column types, JSON access and parameter
+adaptation, which live in the small :class:`SqliteDialect` / :class:`PostgresDialect`.
+Values are always bound parameters; the only identifiers built into SQL are the fixed
+table names below and validated JSON paths.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from typing import Any
+
+__all__ = ["Dialect", "PostgresDialect", "SqliteDialect", "item_columns"]
+
+ITEMS = "lmt_items"
+TERMS = "lmt_terms"
+VECTORS = "lmt_vectors"
+META = "lmt_meta"
+MIGRATIONS = "lmt_migrations"
+
+# Columns filled from a memory's value (see records.py), in insert order.
+item_columns: tuple[str, ...] = (
+    "id",
+    "prefix",
+    "key",
+    "scope",
+    "kind",
+    "value",
+    "created_at",
+    "updated_at",
+    "event_at",
+    "session_id",
+    "actor",
+    "action_type",
+    "subject",
+    "category",
+    "valid_from",
+    "valid_until",
+    "proc_key",
+    "confidence",
+    "importance",
+    "status",
+    "doc_len",
+)
+
+# Columns an update must not overwrite: creation time and usage statistics.
+_KEEP_ON_UPDATE = {"id", "prefix", "key", "created_at"}
+
+
+class Dialect:
+    """What differs between SQL engines, plus the query builders they share."""
+
+    name: str = "sql"
+    json_type = "TEXT"
+    ts_type = "TEXT"
+
+    # -- parameter adaptation ------------------------------------------------------
+    def json_param(self, value: Any) -> Any:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+    def ts_param(self, value: datetime | None) -> Any:
+        if value is None:
+            return None
+        return value.astimezone(timezone.utc).isoformat(timespec="microseconds")
+
+    def ts_value(self, raw: Any) -> datetime | None:
+        if raw is None:
+            return None
+        if isinstance(raw, datetime):
+            return raw if raw.tzinfo else raw.replace(tzinfo=timezone.utc)
+        return datetime.fromisoformat(str(raw))
+
+    def json_value(self, raw: Any) -> Any:
+        return json.loads(raw) if isinstance(raw, (str, bytes)) else raw
+
+    def vector_param(self, vector: Sequence[float]) -> Any:
+        return struct.pack(f"<{len(vector)}f", *vector)
+
+    # -- JSON filters --------------------------------------------------------------
+    def json_extract(self, path: Sequence[str]) -> tuple[str, list[Any]]:
+        """SQL that yields the value at ``path`` inside ``value``, comparable to params."""
+        raise NotImplementedError
+
+    def json_compare(self, path: Sequence[str], op: str, operand: Any) -> tuple[str, list[Any]]:
+        """A WHERE clause comparing the value at ``path`` with ``operand``."""
+        raise NotImplementedError
+
+    # -- schema ----------------------------------------------------------------------
+    def migrations(self) -> list[list[str]]:
+        """Append-only list of migrations; migration ``i`` brings the schema to version ``i+1``."""
+        j, ts = self.json_type, self.ts_type
+        return [
+            [
+                f"""CREATE TABLE {ITEMS} (
+                    id TEXT PRIMARY KEY,
+                    prefix TEXT NOT NULL,
+                    key TEXT NOT NULL,
+                    scope TEXT NOT NULL,
+                    kind TEXT,
+                    value {j} NOT NULL,
+                    created_at {ts} NOT NULL,
+                    updated_at {ts} NOT NULL,
+                    event_at {ts},
+                    session_id TEXT,
+                    actor TEXT,
+                    action_type TEXT,
+                    subject TEXT,
+                    category TEXT,
+                    version INTEGER NOT NULL DEFAULT 1,
+                    valid_from {ts},
+                    valid_until {ts},
+                    proc_key TEXT,
+                    reinforcement_count INTEGER NOT NULL DEFAULT 0,
+                    last_used_at {ts},
+                    confidence DOUBLE PRECISION NOT NULL DEFAULT 1.0,
+                    importance DOUBLE PRECISION NOT NULL DEFAULT 1.0,
+                    access_count BIGINT NOT NULL DEFAULT 0,
+                    last_accessed_at {ts},
+                    status TEXT NOT NULL DEFAULT 'active',
+                    consolidated_into_id TEXT,
+                    doc_len INTEGER NOT NULL DEFAULT 0,
+                    UNIQUE (prefix, key)
+                )""",
+                f"CREATE INDEX {ITEMS}_prefix_updated ON {ITEMS} (prefix, updated_at)",
+                f"CREATE INDEX {ITEMS}_scope_kind ON {ITEMS} (scope, kind, status)",
+                f"CREATE INDEX {ITEMS}_session ON {ITEMS} (scope, session_id)"
+                " WHERE session_id IS NOT NULL",
+                f"CREATE INDEX {ITEMS}_proc_key ON {ITEMS} (scope, proc_key)"
+                " WHERE proc_key IS NOT NULL",
+                f"""CREATE TABLE {TERMS} (
+                    term TEXT NOT NULL,
+                    item_id TEXT NOT NULL REFERENCES {ITEMS} (id) ON DELETE CASCADE,
+                    tf INTEGER NOT NULL,
+                    PRIMARY KEY (term, item_id)
+                )""",
+                f"CREATE INDEX {TERMS}_item ON {TERMS} (item_id)",
+                f"CREATE TABLE {META} (name TEXT PRIMARY KEY, value TEXT NOT NULL)",
+            ],
+        ]
+
+    def vector_migrations(self, dims: int) -> list[str]:
+        """Statements that create the vector table for ``dims``-dimensional vectors."""
+        return [
+            f"""CREATE TABLE {VECTORS} (
+                item_id TEXT NOT NULL REFERENCES {ITEMS} (id) ON DELETE CASCADE,
+                field TEXT NOT NULL,
+                prefix TEXT NOT NULL,
+                embedding BLOB NOT NULL,
+                PRIMARY KEY (item_id, field)
+            )""",
+            f"CREATE INDEX {VECTORS}_prefix ON {VECTORS} (prefix)",
+        ]
+
+    # -- statements --------------------------------------------------------------------
+    def upsert_items_sql(self) -> str:
+        cols = ", ".join(item_columns)
+        marks = ", ".join(self.placeholder(c) for c in item_columns)
+        updates = ", ".join(f"{c} = excluded.{c}" for c in item_columns if c not in _KEEP_ON_UPDATE)
+        return (
+            f"INSERT INTO {ITEMS} ({cols}) VALUES ({marks}) "
+            f"ON CONFLICT (prefix, key) DO UPDATE SET {updates}"
+        )
+
+    def placeholder(self, column: str) -> str:
+        return "?"
+
+    def create_migrations_table(self) -> str:
+        return (
+            f"CREATE TABLE IF NOT EXISTS {MIGRATIONS} "
+            f"(version INTEGER PRIMARY KEY, applied_at {self.ts_type} NOT NULL)"
+        )
+
+    def now(self) -> datetime:
+        return datetime.now(timezone.utc)
+
+
+def _sqlite_path(path: Sequence[str]) -> str:
+    return "$" + "".join('."' + p.replace("\\", "\\\\").replace('"', '\\"') + '"' for p in path)
+
+
+class SqliteDialect(Dialect):
+    """SQLite: JSON as text, timestamps as ISO-8601 text in UTC, vectors as float32 blobs."""
+
+    name = "sqlite"
+
+    def json_extract(self, path: Sequence[str]) -> tuple[str, list[Any]]:
+        return "json_extract(value, ?)", [_sqlite_path(path)]
+
+    def json_compare(self, path: Sequence[str], op: str, operand: Any) -> tuple[str, list[Any]]:
+        expr, params = self.json_extract(path)
+        typed = f"json_type(value, ?)"
+        if isinstance(operand, (dict, list)):
+            literal = json.dumps(operand, ensure_ascii=False, separators=(",", ":"))
+            if op == "$eq":
+                return f"({expr} = json(?) AND {typed} IN ('object', 'array'))", [
+                    *params,
+                    literal,
+                    *params,
+                ]
+            return f"(({expr} IS NOT json(?)) OR {typed} NOT IN ('object', 'array'))", [
+                *params,
+                literal,
+                *params,
+            ]
+        if isinstance(operand, bool):
+            # JSON true/false come out of json_extract as 1/0; check the JSON type too.
+            kind = "true" if operand else "false"
+            if op == "$eq":
+                return f"({typed} = ?)", [*params, kind]
+            return f"({typed} IS NOT ?)", [*params, kind]
+        if operand is None:
+            if op == "$eq":
+                return f"({typed} = 'null')", params
+            return f"({typed} IS NOT 'null')", params
+        sql_op = _COMPARATORS[op]
+        if op in ("$eq", "$ne"):
+            # Strings only equal strings, numbers only numbers, as in JSON.
+            type_ok = "('text')" if isinstance(operand, str) else "('integer', 'real')"
+            if op == "$eq":
+                return f"({expr} = ? AND {typed} IN {type_ok})", [*params, operand, *params]
+            return f"({expr} IS NOT ? OR {typed} NOT IN {type_ok} OR {typed} IS NULL)", [
+                *params,
+                operand,
+                *params,
+            ]
+        if isinstance(operand, str):
+            return f"({typed} = 'text' AND {expr} {sql_op} ?)", [*params, *params, operand]
+        return f"({typed} IN ('integer', 'real') AND {expr} {sql_op} ?)", [
+            *params,
+            *params,
+            operand,
+        ]
+
+
+_COMPARATORS = {"$eq": "=", "$ne": "<>", "$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
+
+
+class PostgresDialect(Dialect):
+    """PostgreSQL: JSONB values, TIMESTAMPTZ times, pgvector vectors."""
+
+    name = "postgres"
+    json_type = "JSONB"
+    ts_type = "TIMESTAMPTZ"
+
+    def json_param(self, value: Any) -> Any:
+        from psycopg.types.json import Jsonb
+
+        return Jsonb(value)
+
+    def ts_param(self, value: datetime | None) -> Any:
+        return value
+
+    def vector_param(self, vector: Sequence[float]) -> Any:
+        return "[" + ",".join(repr(float(x)) for x in vector) + "]"
+
+    def placeholder(self, column: str) -> str:
+        return "?::vector" if column == "embedding" else "?"
+
+    def vector_migrations(self, dims: int) -> list[str]:
+        return [
+            f"""CREATE TABLE {VECTORS} (
+                item_id TEXT NOT NULL REFERENCES {ITEMS} (id) ON DELETE CASCADE,
+                field TEXT NOT NULL,
+                prefix TEXT NOT NULL,
+                embedding vector({int(dims)}) NOT NULL,
+                PRIMARY KEY (item_id, field)
+            )""",
+            f"CREATE INDEX {VECTORS}_prefix ON {VECTORS} (prefix)",
+            f"CREATE INDEX {VECTORS}_hnsw ON {VECTORS} USING hnsw (embedding vector_cosine_ops)",
+        ]
+
+    def json_extract(self, path: Sequence[str]) -> tuple[str, list[Any]]:
+        return "(value #> ?::text[])", [list(path)]
+
+    def json_compare(self, path: Sequence[str], op: str, operand: Any) -> tuple[str, list[Any]]:
+        expr, params = self.json_extract(path)
+        literal = json.dumps(operand, ensure_ascii=False)
+        if op == "$eq":
+            return f"({expr} = ?::jsonb)", [*params, literal]
+        if op == "$ne":
+            return f"({expr} IS DISTINCT FROM ?::jsonb)", [*params, literal]
+        kind = "string" if isinstance(operand, str) else "number"
+        return f"(jsonb_typeof({expr}) = ? AND {expr} {_COMPARATORS[op]} ?::jsonb)", [
+            *params,
+            kind,
+            *params,
+            literal,
+        ]

@@ -1,0 +1,153 @@
+"""Write store logic once, run it sync or async.
+
+Store operations are generators ("flows") that *yield* I/O requests and receive their
+results; they hold all the logic. A backend implements the few request types once with
+blocking calls (:class:`SyncIO`) and once with ``await`` (:class:`AsyncIO`), and
+:func:`run` / :func:`arun` drive any flow with either. So the sync and async APIs share
+every line but the I/O itself, and cannot drift apart.
+
+Example:
+    >>> def double_count() -> Flow[int]:
+    ...     rows = yield Sql("SELECT count(*) FROM t")
+    ...     return 2 * rows[0][0]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Sequence
+from typing import Any, NamedTuple, Protocol, TypeVar, Union
+
+__all__ = [
+    "AsyncIO",
+    "Embed",
+    "Flow",
+    "QdrantCall",
+    "Request",
+    "Sql",
+    "SqlMany",
+    "SyncIO",
+    "Transaction",
+    "arun",
+    "run",
+]
+
+T = TypeVar("T")
+
+
+class Sql(NamedTuple):
+    """Run one statement; the result is the list of rows (empty when it returns none)."""
+
+    text: str
+    params: Sequence[Any] = ()
+
+
+class SqlMany(NamedTuple):
+    """Run one statement for many parameter rows (``executemany``); the result is None."""
+
+    text: str
+    rows: Sequence[Sequence[Any]]
+
+
+class Embed(NamedTuple):
+    """Embed texts; the result is one vector per text."""
+
+    texts: Sequence[str]
+    query: bool = False
+
+
+class QdrantCall(NamedTuple):
+    """Call a method of the Qdrant client with keyword arguments; the result is its return."""
+
+    method: str
+    kwargs: dict[str, Any]
+
+
+class Transaction(NamedTuple):
+    """Run a nested flow inside one database transaction; the result is the flow's return.
+
+    The transaction commits when the flow returns and rolls back when it raises.
+    """
+
+    flow: Flow[Any]
+
+
+Request = Union[Sql, SqlMany, Embed, QdrantCall, Transaction]
+Flow = Generator[Request, Any, T]
+
+
+class SyncIO(Protocol):
+    """Blocking implementation of the requests."""
+
+    def sql(self, request: Sql) -> list[tuple[Any, ...]]: ...
+    def sql_many(self, request: SqlMany) -> None: ...
+    def embed(self, request: Embed) -> list[list[float]]: ...
+    def qdrant(self, request: QdrantCall) -> Any: ...
+    def transaction(self, flow: Flow[T]) -> T: ...
+
+
+class AsyncIO(Protocol):
+    """Awaitable implementation of the requests."""
+
+    async def sql(self, request: Sql) -> list[tuple[Any, ...]]: ...
+    async def sql_many(self, request: SqlMany) -> None: ...
+    async def embed(self, request: Embed) -> list[list[float]]: ...
+    async def qdrant(self, request: QdrantCall) -> Any: ...
+    async def transaction(self, flow: Flow[T]) -> T: ...
+
+
+def run(flow: Flow[T], io: SyncIO) -> T:
+    """Drive a flow to its end with blocking I/O."""
+    try:
+        request = next(flow)
+        while True:
+            try:
+                result = _dispatch(request, io)
+            except BaseException as err:
+                request = flow.throw(err)
+            else:
+                request = flow.send(result)
+    except StopIteration as stop:
+        return stop.value  # type: ignore[no-any-return]
+
+
+async def arun(flow: Flow[T], io: AsyncIO) -> T:
+    """Drive a flow to its end with awaitable I/O."""
+    try:
+        request = next(flow)
+        while True:
+            try:
+                result = await _adispatch(request, io)
+            except BaseException as err:
+                request = flow.throw(err)
+            else:
+                request = flow.send(result)
+    except StopIteration as stop:
+        return stop.value  # type: ignore[no-any-return]
+
+
+def _dispatch(request: Request, io: SyncIO) -> Any:
+    if isinstance(request, Sql):
+        return io.sql(request)
+    if isinstance(request, SqlMany):
+        return io.sql_many(request)
+    if isinstance(request, Embed):
+        return io.embed(request)
+    if isinstance(request, QdrantCall):
+        return io.qdrant(request)
+    if isinstance(request, Transaction):
+        return io.transaction(request.flow)
+    raise TypeError(f"unknown flow request {request!r}")
+
+
+async def _adispatch(request: Request, io: AsyncIO) -> Any:
+    if isinstance(request, Sql):
+        return await io.sql(request)
+    if isinstance(request, SqlMany):
+        return await io.sql_many(request)
+    if isinstance(request, Embed):
+        return await io.embed(request)
+    if isinstance(request, QdrantCall):
+        return await io.qdrant(request)
+    if isinstance(request, Transaction):
+        return await io.transaction(request.flow)
+    raise TypeError(f"unknown flow request {request!r}")

@@ -1,0 +1,277 @@
+"""Validation at the store's edge and the mapping of a value onto the memory columns.
+
+A put is validated completely before any I/O, so a bad op in a batch stores nothing.
+Memory kinds (namespaces ending in ``episodic``, ``semantic`` or ``procedural``) have
+columns taken from well-known keys of the value; the value itself is stored unchanged
+and comes back from ``get`` exactly as it was put.
+
+Well-known keys (all optional but ``content``):
+
+=============  =================================================================
+all kinds      ``content`` (str, required), ``confidence`` (0..1), ``importance``
+               (>= 0), ``status``
+episodic       ``event_timestamp`` (ISO-8601), ``session_id``, ``actor``,
+               ``action_type``
+semantic       ``subject``, ``category``, ``valid_from``, ``valid_until``
+procedural     ``key`` (defaults to the item key)
+=============  =================================================================
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import uuid
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timezone
+from typing import Any, NamedTuple
+
+from langgraph.store.base import get_text_at_path, tokenize_path
+
+from langmem_tiers.errors import InvalidContentError, InvalidNamespaceError
+from langmem_tiers.long_term.scope import parse_memory_namespace
+
+__all__ = [
+    "STATUSES",
+    "ItemRecord",
+    "item_id",
+    "join_namespace",
+    "parse_timestamp",
+    "split_namespace",
+    "texts_to_index",
+    "validate_key",
+    "validate_namespace",
+    "validate_value",
+]
+
+STATUSES = ("active", "superseded", "decayed", "deleted", "compressed")
+_ITEM_ID_NAMESPACE = uuid.UUID("6f1c8a52-3b7e-4d3a-9a53-1f0e2d6c7b90")
+MAX_LABEL_CHARS = 512
+MAX_KEY_CHARS = 1024
+
+
+class ItemRecord(NamedTuple):
+    """Column values of one item, from its namespace, key and value."""
+
+    id: str
+    prefix: str
+    key: str
+    scope: str
+    kind: str | None
+    value: dict[str, Any]
+    event_at: datetime | None
+    session_id: str | None
+    actor: str | None
+    action_type: str | None
+    subject: str | None
+    category: str | None
+    valid_from: datetime | None
+    valid_until: datetime | None
+    proc_key: str | None
+    confidence: float
+    importance: float
+    status: str
+
+
+def join_namespace(namespace: Sequence[str]) -> str:
+    """Namespaces are stored as labels joined by ``.`` (labels never contain one)."""
+    return ".".join(namespace)
+
+
+def split_namespace(prefix: str) -> tuple[str, ...]:
+    return tuple(prefix.split("."))
+
+
+def item_id(namespace: Sequence[str], key: str) -> str:
+    """A stable id for (namespace, key): the same item always has the same id."""
+    return str(uuid.uuid5(_ITEM_ID_NAMESPACE, join_namespace(namespace) + "\x1f" + key))
+
+
+def validate_namespace(namespace: Any, *, field: str = "namespace", prefix: bool = False) -> None:
+    """Raise InvalidNamespaceError unless ``namespace`` is a valid (prefix of a) namespace."""
+    if not isinstance(namespace, tuple):
+        raise InvalidNamespaceError(
+            f"{field} must be a tuple of strings, got {type(namespace).__name__} {namespace!r}."
+        )
+    if not namespace and not prefix:
+        raise InvalidNamespaceError(f"{field} cannot be empty; pass e.g. ('agent_a', 'semantic').")
+    for label in namespace:
+        if not isinstance(label, str) or not label:
+            raise InvalidNamespaceError(
+                f"{field} labels must be non-empty strings, got {label!r} in {namespace!r}."
+            )
+        if "." in label:
+            raise InvalidNamespaceError(
+                f"{field} label {label!r} contains '.', which separates labels; encode ids with "
+                "langmem_tiers.long_term.scope.encode_label (e.g. for e-mail addresses)."
+            )
+        if "\x00" in label:
+            raise InvalidNamespaceError(f"{field} label {label!r} contains a NUL byte.")
+        if len(label) > MAX_LABEL_CHARS:
+            raise InvalidNamespaceError(
+                f"{field} label is {len(label)} characters; the limit is {MAX_LABEL_CHARS}."
+            )
+    if namespace and namespace[0] == "langgraph" and not prefix:
+        raise InvalidNamespaceError(
+            f"{field} may not start with 'langgraph' (reserved by LangGraph), got {namespace!r}."
+        )
+
+
+def validate_key(key: Any) -> str:
+    if not isinstance(key, str) or not key:
+        raise InvalidContentError(f"key must be a non-empty string, got {key!r}.")
+    if "\x00" in key:
+        raise InvalidContentError(f"key {key!r} contains a NUL byte; remove it.")
+    if len(key) > MAX_KEY_CHARS:
+        raise InvalidContentError(f"key is {len(key)} characters; the limit is {MAX_KEY_CHARS}.")
+    return key
+
+
+def validate_value(
+    namespace: tuple[str, ...], key: str, value: Any, *, max_chars: int
+) -> ItemRecord:
+    """Check a value and extract its memory columns; raise InvalidContentError when bad."""
+    where = f"value of {join_namespace(namespace)}/{key}"
+    if not isinstance(value, Mapping):
+        raise InvalidContentError(
+            f"{where} must be a dict (mapping), got {type(value).__name__}."
+        )
+    for k in value:
+        if not isinstance(k, str):
+            raise InvalidContentError(f"{where} has a non-string key {k!r}; JSON keys are strings.")
+    try:
+        encoded = json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as err:
+        raise InvalidContentError(
+            f"{where} is not JSON-serialisable ({err}); store only str, int, float, bool, None, "
+            "lists and dicts."
+        ) from err
+    except RecursionError as err:
+        raise InvalidContentError(f"{where} is nested too deeply to store.") from err
+    if "\\u0000" in encoded:
+        raise InvalidContentError(f"{where} contains a NUL byte (\\x00) in a string; remove it.")
+    if len(encoded) > max_chars:
+        raise InvalidContentError(
+            f"{where} is {len(encoded)} characters of JSON; the limit (max_content_chars) is "
+            f"{max_chars}. Split it, or raise the limit."
+        )
+    plain: dict[str, Any] = json.loads(encoded)
+    scope, kind = parse_memory_namespace(namespace)
+    confidence, importance, status = 1.0, 1.0, "active"
+    cols: dict[str, Any] = {}
+    if kind is not None:
+        content = plain.get("content")
+        if not isinstance(content, str) or not content.strip():
+            raise InvalidContentError(
+                f"{where}: {kind} memories need a non-empty string 'content', got {content!r}."
+            )
+        confidence = _unit_float(plain, "confidence", where, default=1.0)
+        importance = _nonneg_float(plain, "importance", where, default=1.0)
+        status = plain.get("status", "active")
+        if status not in STATUSES:
+            raise InvalidContentError(
+                f"{where}: status must be one of {', '.join(STATUSES)}, got {status!r}."
+            )
+        if kind == "episodic":
+            cols["event_at"] = _optional_time(plain, "event_timestamp", where)
+            for name in ("session_id", "actor", "action_type"):
+                cols[name] = _optional_str(plain, name, where)
+        elif kind == "semantic":
+            cols["subject"] = _optional_str(plain, "subject", where)
+            cols["category"] = _optional_str(plain, "category", where)
+            cols["valid_from"] = _optional_time(plain, "valid_from", where)
+            cols["valid_until"] = _optional_time(plain, "valid_until", where)
+        else:
+            cols["proc_key"] = _optional_str(plain, "key", where) or key
+    return ItemRecord(
+        id=item_id(namespace, key),
+        prefix=join_namespace(namespace),
+        key=key,
+        scope=join_namespace(scope),
+        kind=kind,
+        value=plain,
+        event_at=cols.get("event_at"),
+        session_id=cols.get("session_id"),
+        actor=cols.get("actor"),
+        action_type=cols.get("action_type"),
+        subject=cols.get("subject"),
+        category=cols.get("category"),
+        valid_from=cols.get("valid_from"),
+        valid_until=cols.get("valid_until"),
+        proc_key=cols.get("proc_key"),
+        confidence=confidence,
+        importance=importance,
+        status=status,
+    )
+
+
+def texts_to_index(
+    record: ItemRecord, fields: Sequence[str] | None
+) -> list[tuple[str, str]]:
+    """``(field_id, text)`` pairs to embed for an item.
+
+    ``fields=None`` means the default: ``content`` for memory kinds, the whole value
+    (``$``) for plain documents.
+    """
+    if fields is None:
+        fields = ["content"] if record.kind is not None else ["$"]
+    out: list[tuple[str, str]] = []
+    for path in fields:
+        if path == "$":
+            out.append(("$", json.dumps(record.value, ensure_ascii=False, sort_keys=True)))
+            continue
+        texts = get_text_at_path(record.value, tokenize_path(path))
+        for i, text in enumerate(texts):
+            if text and text.strip():
+                out.append((f"{path}#{i}" if len(texts) > 1 else path, text))
+    return out
+
+
+def parse_timestamp(raw: Any, *, field: str) -> datetime:
+    """An aware datetime from an ISO-8601 string or a datetime (naive means UTC)."""
+    if isinstance(raw, datetime):
+        parsed = raw
+    elif isinstance(raw, str):
+        try:
+            parsed = datetime.fromisoformat(raw.replace("Z", "+00:00"))
+        except ValueError as err:
+            raise InvalidContentError(
+                f"{field} must be an ISO-8601 timestamp like 2024-05-01T12:00:00+00:00, "
+                f"got {raw!r}."
+            ) from err
+    else:
+        raise InvalidContentError(f"{field} must be an ISO-8601 string, got {raw!r}.")
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+
+
+def _optional_time(value: Mapping[str, Any], name: str, where: str) -> datetime | None:
+    raw = value.get(name)
+    return None if raw is None else parse_timestamp(raw, field=f"{where}: {name}")
+
+
+def _optional_str(value: Mapping[str, Any], name: str, where: str) -> str | None:
+    raw = value.get(name)
+    if raw is None:
+        return None
+    if not isinstance(raw, str):
+        raise InvalidContentError(f"{where}: {name} must be a string, got {raw!r}.")
+    return raw
+
+
+def _unit_float(value: Mapping[str, Any], name: str, where: str, *, default: float) -> float:
+    raw = value.get(name, default)
+    if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not 0 <= raw <= 1:
+        raise InvalidContentError(f"{where}: {name} must be a number in [0, 1], got {raw!r}.")
+    return float(raw)
+
+
+def _nonneg_float(value: Mapping[str, Any], name: str, where: str, *, default: float) -> float:
+    raw = value.get(name, default)
+    if (
+        isinstance(raw, bool)
+        or not isinstance(raw, (int, float))
+        or not math.isfinite(raw)
+        or raw < 0
+    ):
+        raise InvalidContentError(f"{where}: {name} must be a number >= 0, got {raw!r}.")
+    return float(raw)
