@@ -1,0 +1,1108 @@
+"""The one conformance spec of the long-term store.
+
+Every test runs for every backend in ``conftest.BACKENDS`` and through both the sync and
+the async methods (``twin``). Part 1 is LangGraph's ``BaseStore`` contract as its own
+``InMemoryStore`` (the "reference" backend) behaves; it must pass there. Part 2 holds
+what langmem_tiers promises on top (tests that take the ``ours`` fixture, skipped on the
+reference): memory kinds, hybrid ranking, and bad input refused with nothing stored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta, timezone
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from langgraph.store.base import (
+    BaseStore,
+    GetOp,
+    Item,
+    ListNamespacesOp,
+    MatchCondition,
+    PutOp,
+    SearchItem,
+    SearchOp,
+)
+
+from langmem_tiers import errors
+from langmem_tiers.config import RankingWeights
+
+from .fakes import KeywordEmbeddings, default_index
+
+if TYPE_CHECKING:
+    from conftest import Twin
+
+MakeStore = Callable[..., BaseStore]
+TwinOf = Callable[[Any], "Twin"]
+
+# Filler words that are in no test vocabulary: document i carries the first i of them,
+# so its similarity to a one-word query falls strictly with i.
+_FILLERS = [
+    *("alfa", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india"),
+    *("juliett", "kilo", "lima", "mike", "november", "oscar", "papa", "quebec", "romeo"),
+    *("sierra", "tango", "uniform", "victor", "whiskey", "xray", "yankee", "zulu"),
+]
+
+
+def keys(items: Sequence[Item]) -> list[str]:
+    """The keys of items, in order."""
+    return [item.key for item in items]
+
+
+def scored(items: Sequence[SearchItem]) -> list[SearchItem]:
+    """The results a vector search actually scored."""
+    return [item for item in items if item.score is not None]
+
+
+async def put_all(
+    twin: Twin, namespace: tuple[str, ...], values: dict[str, dict[str, Any]]
+) -> None:
+    """Put values one by one, in order (so insertion order is the dict's order)."""
+    for key, value in values.items():
+        await twin.put(namespace, key, value)
+
+
+# ---------------------------------------------------------------------------------------
+# Part 1: LangGraph BaseStore semantics (must pass on the reference)
+# ---------------------------------------------------------------------------------------
+
+# -- put / get / delete -----------------------------------------------------------------
+
+
+async def test_put_then_get_returns_the_item(twin: Twin) -> None:
+    ns = ("users", "u1")
+    value = {
+        "text": "café ☕ at noon",
+        "n": 3,
+        "x": 2.5,
+        "ok": True,
+        "none": None,
+        "tags": ["a", "b"],
+        "meta": {"lang": "fr", "depth": {"k": [1, 2]}},
+    }
+    await twin.put(ns, "prefs", value)
+    value["text"] = "changed after put"  # the store must have kept its own copy
+    item = await twin.get(ns, "prefs")
+    assert item is not None
+    assert item.namespace == ns
+    assert item.key == "prefs"
+    assert item.value == {**value, "text": "café ☕ at noon"}
+    assert isinstance(item.created_at, datetime)
+    assert isinstance(item.updated_at, datetime)
+    assert item.created_at.tzinfo is not None
+    assert item.updated_at.tzinfo is not None
+    assert item.created_at <= item.updated_at
+
+
+async def test_get_of_missing_key_or_namespace_is_none(twin: Twin) -> None:
+    await twin.put(("docs",), "a", {"text": "apple"})
+    assert await twin.get(("docs",), "missing") is None
+    assert await twin.get(("nowhere",), "a") is None
+    assert await twin.get(("docs", "a"), "a") is None
+
+
+async def test_same_key_in_two_namespaces_is_two_items(twin: Twin) -> None:
+    await twin.put(("a",), "k", {"v": 1})
+    await twin.put(("a", "b"), "k", {"v": 2})
+    first = await twin.get(("a",), "k")
+    second = await twin.get(("a", "b"), "k")
+    assert first is not None
+    assert second is not None
+    assert (first.value, second.value) == ({"v": 1}, {"v": 2})
+    await twin.delete(("a",), "k")
+    assert await twin.get(("a",), "k") is None
+    assert await twin.get(("a", "b"), "k") is not None
+
+
+async def test_delete_removes_the_item_and_is_idempotent(twin: Twin) -> None:
+    ns = ("docs",)
+    await twin.put(ns, "a", {"text": "apple"})
+    await twin.put(ns, "b", {"text": "banana"})
+    await twin.delete(ns, "a")
+    assert await twin.get(ns, "a") is None
+    assert keys(await twin.search(ns)) == ["b"]
+    await twin.delete(ns, "a")  # deleting again is not an error
+    await twin.delete(ns, "never-there")
+    assert keys(await twin.search(ns)) == ["b"]
+
+
+async def test_put_of_none_value_in_a_batch_deletes(twin: Twin) -> None:
+    ns = ("docs",)
+    await twin.put(ns, "a", {"text": "apple"})
+    assert await twin.batch([PutOp(ns, "a", None)]) == [None]
+    assert await twin.get(ns, "a") is None
+
+
+async def test_update_replaces_the_value_and_moves_updated_at(twin: Twin) -> None:
+    ns = ("docs",)
+    await twin.put(ns, "a", {"text": "apple", "old_only": 1})
+    before = await twin.get(ns, "a")
+    assert before is not None
+    await asyncio.sleep(0.01)  # timestamps need time to differ
+    await twin.put(ns, "a", {"text": "apple pie"})
+    after = await twin.get(ns, "a")
+    assert after is not None
+    assert after.value == {"text": "apple pie"}  # replaced, not merged
+    assert after.updated_at > before.updated_at
+
+
+@pytest.mark.usefixtures("ours")
+async def test_update_keeps_created_at(twin: Twin) -> None:
+    # The reference stamps created_at anew on every put; LangGraph's PostgresStore keeps
+    # it, and a memory's creation time is what its history is told from.
+    ns = ("docs",)
+    await twin.put(ns, "a", {"text": "apple"})
+    before = await twin.get(ns, "a")
+    assert before is not None
+    await asyncio.sleep(0.01)
+    await twin.put(ns, "a", {"text": "apple pie"})
+    after = await twin.get(ns, "a")
+    assert after is not None
+    assert after.created_at == before.created_at
+    assert after.updated_at > before.updated_at
+
+
+# -- batch ------------------------------------------------------------------------------
+
+
+async def test_batch_of_mixed_ops_returns_results_in_order(twin: Twin) -> None:
+    ns = ("docs",)
+    await put_all(twin, ns, {"a": {"text": "apple", "n": 1}, "b": {"text": "banana", "n": 2}})
+    results = await twin.batch(
+        [
+            GetOp(ns, "a"),
+            PutOp(ns, "c", {"text": "car", "n": 3}),
+            SearchOp(ns, filter={"n": 2}),
+            ListNamespacesOp(match_conditions=(MatchCondition("prefix", ("docs",)),)),
+            GetOp(ns, "missing"),
+            PutOp(ns, "b", None),
+            GetOp(("elsewhere",), "a"),
+        ]
+    )
+    assert len(results) == 7
+    first, put_c, found, listed, missing, delete_b, elsewhere = results
+    assert isinstance(first, Item)
+    assert first.key == "a"
+    assert first.value == {"text": "apple", "n": 1}
+    assert put_c is None
+    assert keys(found) == ["b"]
+    assert listed == [ns]
+    assert missing is None
+    assert delete_b is None
+    assert elsewhere is None
+    # The writes of the batch took effect.
+    c = await twin.get(ns, "c")
+    assert c is not None
+    assert c.value == {"text": "car", "n": 3}
+    assert await twin.get(ns, "b") is None
+
+
+async def test_batch_with_two_puts_to_one_key_keeps_the_last(twin: Twin) -> None:
+    ns = ("docs",)
+    await twin.batch([PutOp(ns, "k", {"v": 1}), PutOp(ns, "k", {"v": 2})])
+    item = await twin.get(ns, "k")
+    assert item is not None
+    assert item.value == {"v": 2}
+    assert keys(await twin.search(ns)) == ["k"]
+
+
+@pytest.mark.usefixtures("ours")
+async def test_batch_of_puts_with_identical_text_embeds_each(twin: Twin) -> None:
+    # The reference embeds each distinct text once and then fails to map the vectors
+    # back to the items sharing it ("Number of embeddings (1) does not match ...").
+    await twin.batch([PutOp(("docs", f"s{i}"), "k", {"text": "apple"}) for i in range(3)])
+    await twin.put(("docs", "s3"), "k", {"text": "car"})
+    results = await twin.search(("docs",), query="apple")
+    assert sorted(item.namespace[1] for item in results[:3]) == ["s0", "s1", "s2"]
+    assert keys(scored(results)) == ["k"] * 4
+
+
+async def test_empty_batch_returns_empty_list(twin: Twin) -> None:
+    assert await twin.batch([]) == []
+
+
+# -- search by namespace ----------------------------------------------------------------
+
+
+async def test_search_by_namespace_prefix_matches_whole_labels(twin: Twin) -> None:
+    await twin.put(("docs",), "root", {"v": 0})
+    await twin.put(("docs", "a"), "a1", {"v": 1})
+    await twin.put(("docs", "a", "deep"), "deep1", {"v": 2})
+    await twin.put(("docs", "b"), "b1", {"v": 3})
+    await twin.put(("docs2",), "other1", {"v": 4})
+    await twin.put(("doc",), "other2", {"v": 5})
+    await twin.put(("other", "docs"), "other3", {"v": 6})
+
+    assert sorted(keys(await twin.search(("docs",)))) == ["a1", "b1", "deep1", "root"]
+    assert sorted(keys(await twin.search(("docs", "a")))) == ["a1", "deep1"]
+    assert keys(await twin.search(("docs", "b"))) == ["b1"]
+    assert keys(await twin.search(("docs", "a", "deep"))) == ["deep1"]
+    assert keys(await twin.search(("do",))) == []  # a prefix of a label is not a prefix
+    assert keys(await twin.search(("docs", "c"))) == []
+    everything = await twin.search((), limit=100)
+    assert sorted(keys(everything)) == [
+        "a1",
+        "b1",
+        "deep1",
+        "other1",
+        "other2",
+        "other3",
+        "root",
+    ]
+    by_key = {item.key: item for item in everything}
+    assert by_key["deep1"].namespace == ("docs", "a", "deep")
+    assert by_key["other3"].namespace == ("other", "docs")
+
+
+async def test_search_without_query_has_no_score_and_keeps_insertion_order(twin: Twin) -> None:
+    ns = ("docs",)
+    names = [f"k{i:02d}" for i in range(8)]
+    await put_all(twin, ns, {name: {"i": i} for i, name in enumerate(names)})
+    await twin.put(ns, "k03", {"i": 3, "updated": True})  # an update keeps its place
+    results = await twin.search(ns)
+    assert keys(results) == names
+    assert all(item.score is None for item in results)
+    assert all(isinstance(item, SearchItem) for item in results)
+    assert results[3].value == {"i": 3, "updated": True}
+
+
+# -- filters ----------------------------------------------------------------------------
+
+
+async def test_filter_equality_on_strings_and_booleans(twin: Twin) -> None:
+    ns = ("things",)
+    await put_all(
+        twin,
+        ns,
+        {
+            "r1": {"color": "red", "done": True},
+            "r2": {"color": "red", "done": False},
+            "b1": {"color": "blue", "done": True},
+            "g1": {"color": "green", "done": False},
+        },
+    )
+
+    async def found(flt: dict[str, Any]) -> list[str]:
+        return sorted(keys(await twin.search(ns, filter=flt)))
+
+    assert await found({"color": "red"}) == ["r1", "r2"]
+    assert await found({"color": {"$eq": "red"}}) == ["r1", "r2"]
+    assert await found({"color": {"$ne": "red"}}) == ["b1", "g1"]
+    assert await found({"color": "purple"}) == []
+    assert await found({"done": True}) == ["b1", "r1"]
+    assert await found({"done": False}) == ["g1", "r2"]
+    assert await found({"done": {"$eq": False}}) == ["g1", "r2"]
+    assert await found({"done": {"$ne": True}}) == ["g1", "r2"]
+    assert await found({"color": "red", "done": False}) == ["r2"]  # conditions are ANDed
+    assert await found({"color": {"$ne": "red"}, "done": True}) == ["b1"]
+    assert await found({}) == ["b1", "g1", "r1", "r2"]
+
+
+async def test_filter_numeric_comparisons_compare_numbers_not_text(twin: Twin) -> None:
+    ns = ("numbers",)
+    values = {"m5": -5, "mhalf": -0.5, "zero": 0, "f25": 2.5, "n9": 9, "n10": 10, "n100": 100}
+    await put_all(twin, ns, {k: {"n": v} for k, v in values.items()})
+
+    async def found(flt: dict[str, Any]) -> set[str]:
+        return set(keys(await twin.search(ns, filter={"n": flt}, limit=50)))
+
+    def where(pred: Callable[[float], bool]) -> set[str]:
+        return {k for k, v in values.items() if pred(v)}
+
+    # "10" < "9" as text: a backend comparing text gets these wrong.
+    assert await found({"$gt": 9}) == {"n10", "n100"}
+    assert await found({"$gte": 9}) == {"n9", "n10", "n100"}
+    assert await found({"$lt": 10}) == where(lambda v: v < 10)
+    assert await found({"$lte": 10}) == where(lambda v: v <= 10)
+    assert await found({"$lt": 0}) == {"m5", "mhalf"}
+    assert await found({"$lte": -0.5}) == {"m5", "mhalf"}
+    assert await found({"$gt": -1}) == where(lambda v: v > -1)
+    assert await found({"$gte": 2.5}) == {"f25", "n9", "n10", "n100"}
+    assert await found({"$gt": 2.4, "$lt": 100}) == {"f25", "n9", "n10"}
+    assert await found({"$gt": 9.5}) == {"n10", "n100"}
+    assert await found({"$eq": 10}) == {"n10"}
+    assert await found({"$ne": 10}) == set(values) - {"n10"}
+    assert set(keys(await twin.search(ns, filter={"n": 100}))) == {"n100"}
+    assert set(keys(await twin.search(ns, filter={"n": 2.5}))) == {"f25"}
+    assert set(keys(await twin.search(ns, filter={"n": 10.0}))) == {"n10"}
+
+
+@pytest.mark.usefixtures("ours")
+async def test_comparison_skips_items_without_the_field(twin: Twin) -> None:
+    # The reference raises TypeError (float(None)) as soon as one item lacks the field.
+    ns = ("numbers",)
+    await put_all(twin, ns, {"n5": {"n": 5}, "n50": {"n": 50}, "none": {"other": 1}})
+    assert sorted(keys(await twin.search(ns, filter={"n": {"$gt": 9}}))) == ["n50"]
+    assert sorted(keys(await twin.search(ns, filter={"n": {"$lte": 9}}))) == ["n5"]
+    assert sorted(keys(await twin.search(ns, filter={"n": 5}))) == ["n5"]
+
+
+async def test_filter_on_nested_keys(twin: Twin) -> None:
+    ns = ("books",)
+    await put_all(
+        twin,
+        ns,
+        {
+            "en_long": {"meta": {"lang": "en", "pages": 120}},
+            "en_short": {"meta": {"lang": "en", "pages": 9}},
+            "fr_long": {"meta": {"lang": "fr", "pages": 300}},
+        },
+    )
+
+    async def found(flt: dict[str, Any]) -> list[str]:
+        return sorted(keys(await twin.search(ns, filter=flt)))
+
+    # A nested object in a filter names some keys of the nested value, not all of them.
+    assert await found({"meta": {"lang": "en"}}) == ["en_long", "en_short"]
+    assert await found({"meta": {"pages": {"$gte": 10}}}) == ["en_long", "fr_long"]
+    assert await found({"meta": {"lang": "en", "pages": {"$gt": 100}}}) == ["en_long"]
+    assert await found({"meta": {"lang": "de"}}) == []
+
+
+async def test_filter_on_list_values_is_exact(twin: Twin) -> None:
+    ns = ("tagged",)
+    await put_all(
+        twin,
+        ns,
+        {"ab": {"tags": ["a", "b"]}, "ba": {"tags": ["b", "a"]}, "abc": {"tags": ["a", "b", "c"]}},
+    )
+    assert keys(await twin.search(ns, filter={"tags": ["a", "b"]})) == ["ab"]
+
+
+# -- paging -----------------------------------------------------------------------------
+
+
+async def test_paging_without_query_has_no_duplicates_and_no_gaps(twin: Twin) -> None:
+    ns = ("paged",)
+    await twin.batch([PutOp(ns, f"k{i:02d}", {"i": i}) for i in range(23)])
+    full = keys(await twin.search(ns, limit=100))
+    assert sorted(full) == [f"k{i:02d}" for i in range(23)]
+    pages = [keys(await twin.search(ns, limit=5, offset=o)) for o in range(0, 25, 5)]
+    assert [len(p) for p in pages] == [5, 5, 5, 5, 3]
+    assert [k for page in pages for k in page] == full
+    assert await twin.search(ns, limit=5, offset=23) == []
+    assert await twin.search(ns, limit=5, offset=100) == []
+    assert len(await twin.search(ns)) == 10  # the default limit
+
+
+async def test_paging_across_namespaces_is_stable(twin: Twin) -> None:
+    ops = [
+        PutOp(("paged", f"s{s}"), f"k{s}{i}", {"s": s, "i": i}) for s in range(3) for i in range(6)
+    ]
+    await twin.batch(ops)
+    full = keys(await twin.search(("paged",), limit=100))
+    assert len(full) == len(set(full)) == 18
+    pages = [keys(await twin.search(("paged",), limit=4, offset=o)) for o in range(0, 20, 4)]
+    assert [k for page in pages for k in page] == full
+
+
+async def test_paging_with_query_follows_the_ranking(
+    make_store: MakeStore, twin_of: TwinOf
+) -> None:
+    twin = twin_of(make_store(index=default_index(fields=["text"])))
+    ns = ("paged",)
+    # Document i holds "apple" and i filler words: similarity to "apple" falls with i.
+    await twin.batch(
+        [PutOp(ns, f"d{i:02d}", {"text": " ".join(["apple", *_FILLERS[:i]])}) for i in range(15)]
+    )
+    full = await twin.search(ns, query="apple", limit=100)
+    assert keys(full) == [f"d{i:02d}" for i in range(15)]
+    scores = [item.score for item in full]
+    assert all(s is not None for s in scores)
+    assert scores == sorted(scores, reverse=True)
+    pages = [keys(await twin.search(ns, query="apple", limit=4, offset=o)) for o in (0, 4, 8, 12)]
+    assert [k for page in pages for k in page] == keys(full)
+
+
+# -- list_namespaces --------------------------------------------------------------------
+
+_TREE = [
+    ("a", "b", "c"),
+    ("a", "b", "d", "e"),
+    ("a", "b", "d", "i"),
+    ("a", "b", "f"),
+    ("a", "c", "f"),
+    ("b", "a", "f"),
+    ("users", "123"),
+    ("users", "456", "settings"),
+    ("admin", "users", "789"),
+]
+
+
+async def _plant(twin: Twin, namespaces: Sequence[tuple[str, ...]]) -> None:
+    await twin.batch([PutOp(ns, f"id{i}", {"i": i}) for i, ns in enumerate(namespaces)])
+
+
+async def test_list_namespaces_with_prefix_and_suffix(twin: Twin) -> None:
+    await _plant(twin, _TREE)
+    assert await twin.list_namespaces() == sorted(_TREE)
+    assert await twin.list_namespaces(prefix=("a", "b")) == [
+        ("a", "b", "c"),
+        ("a", "b", "d", "e"),
+        ("a", "b", "d", "i"),
+        ("a", "b", "f"),
+    ]
+    assert await twin.list_namespaces(suffix=("f",)) == [
+        ("a", "b", "f"),
+        ("a", "c", "f"),
+        ("b", "a", "f"),
+    ]
+    assert await twin.list_namespaces(prefix=("a",), suffix=("f",)) == [
+        ("a", "b", "f"),
+        ("a", "c", "f"),
+    ]
+    assert await twin.list_namespaces(prefix=("users", "123")) == [("users", "123")]
+    assert await twin.list_namespaces(prefix=("nonexistent",)) == []
+    assert await twin.list_namespaces(prefix=("a", "b", "c", "d", "e")) == []
+    assert await twin.list_namespaces(prefix=("use",)) == []  # whole labels only
+    assert await twin.list_namespaces(suffix=("users", "789")) == [("admin", "users", "789")]
+
+
+async def test_list_namespaces_with_wildcards(twin: Twin) -> None:
+    await _plant(twin, _TREE)
+    assert await twin.list_namespaces(prefix=("a", "*", "f")) == [("a", "b", "f"), ("a", "c", "f")]
+    assert await twin.list_namespaces(suffix=("*", "f")) == [
+        ("a", "b", "f"),
+        ("a", "c", "f"),
+        ("b", "a", "f"),
+    ]
+    assert await twin.list_namespaces(prefix=("users", "*")) == [
+        ("users", "123"),
+        ("users", "456", "settings"),
+    ]
+    assert await twin.list_namespaces(suffix=("*", "settings")) == [("users", "456", "settings")]
+    assert await twin.list_namespaces(prefix=("*", "users")) == [("admin", "users", "789")]
+    assert await twin.list_namespaces(prefix=("*", "users"), suffix=("*", "settings")) == []
+    assert await twin.list_namespaces(prefix=("*", "*", "*", "*")) == [
+        ("a", "b", "d", "e"),
+        ("a", "b", "d", "i"),
+    ]
+
+
+async def test_list_namespaces_max_depth_truncates_and_deduplicates(twin: Twin) -> None:
+    await _plant(twin, _TREE)
+    assert await twin.list_namespaces(prefix=("a", "b"), max_depth=3) == [
+        ("a", "b", "c"),
+        ("a", "b", "d"),
+        ("a", "b", "f"),
+    ]
+    assert await twin.list_namespaces(max_depth=1) == [("a",), ("admin",), ("b",), ("users",)]
+    assert await twin.list_namespaces(max_depth=2) == [
+        ("a", "b"),
+        ("a", "c"),
+        ("admin", "users"),
+        ("b", "a"),
+        ("users", "123"),
+        ("users", "456"),
+    ]
+    assert await twin.list_namespaces(suffix=("f",), max_depth=2) == [
+        ("a", "b"),
+        ("a", "c"),
+        ("b", "a"),
+    ]
+    assert await twin.list_namespaces(max_depth=2, limit=2, offset=1) == [
+        ("a", "c"),
+        ("admin", "users"),
+    ]
+
+
+async def test_list_namespaces_sorts_as_tuples(twin: Twin) -> None:
+    # ("a", "b") < ("a-b",) as tuples, though "a.b" > "a-b" as joined text.
+    namespaces = [("a-b",), ("a", "b"), ("a",), ("a", "b", "c"), ("A",), ("a", "a")]
+    await _plant(twin, namespaces)
+    assert await twin.list_namespaces() == sorted(namespaces)
+
+
+async def test_list_namespaces_pages(twin: Twin) -> None:
+    namespaces = [("ns", f"sub{i:02d}") for i in range(12)]
+    await _plant(twin, list(reversed(namespaces)))
+    assert await twin.list_namespaces(prefix=("ns",), limit=5) == namespaces[:5]
+    assert await twin.list_namespaces(prefix=("ns",), limit=5, offset=5) == namespaces[5:10]
+    assert await twin.list_namespaces(prefix=("ns",), limit=5, offset=10) == namespaces[10:]
+    assert await twin.list_namespaces(prefix=("ns",), offset=12) == []
+    assert len(await twin.list_namespaces(limit=3)) == 3
+
+
+async def test_list_namespaces_of_an_empty_store(twin: Twin) -> None:
+    assert await twin.list_namespaces() == []
+
+
+@pytest.mark.usefixtures("ours")
+async def test_list_namespaces_forgets_emptied_and_never_used_namespaces(twin: Twin) -> None:
+    # The reference keeps an entry for every namespace ever read or written.
+    await twin.put(("kept",), "k", {"v": 1})
+    await twin.put(("emptied",), "k", {"v": 1})
+    await twin.delete(("emptied",), "k")
+    assert await twin.get(("never", "written"), "k") is None
+    assert await twin.search(("also", "never")) == []
+    assert await twin.list_namespaces() == [("kept",)]
+
+
+# -- vector search ----------------------------------------------------------------------
+
+
+async def test_query_returns_nearest_first_with_descending_scores(twin: Twin) -> None:
+    ns = ("docs",)
+    await put_all(
+        twin,
+        ns,
+        {
+            "car": {"text": "car engine"},
+            "pie": {"text": "apple pie"},
+            "banana": {"text": "banana"},
+            "apple": {"text": "apple"},
+            "jazz": {"text": "jazz music"},
+        },
+    )
+    results = await twin.search(ns, query="apple")
+    assert keys(results)[:2] == ["apple", "pie"]
+    assert sorted(keys(results)) == ["apple", "banana", "car", "jazz", "pie"]
+    scores = [item.score for item in results]
+    assert all(isinstance(s, float) for s in scores)
+    assert scores == sorted(scores, reverse=True)
+    assert scores[1] > scores[2]
+    assert keys(await twin.search(ns, query="car", limit=1)) == ["car"]
+    assert keys(await twin.search(ns, query="jazz music", limit=1)) == ["jazz"]
+
+
+async def test_query_search_stays_inside_the_namespace_prefix(twin: Twin) -> None:
+    await twin.put(("a",), "near_but_elsewhere", {"text": "apple"})
+    await twin.put(("b",), "far", {"text": "car"})
+    await twin.put(("b", "sub"), "near", {"text": "apple pie"})
+    results = await twin.search(("b",), query="apple")
+    assert keys(results) == ["near", "far"]
+
+
+async def test_query_combines_with_filter(twin: Twin) -> None:
+    ns = ("docs",)
+    await put_all(
+        twin,
+        ns,
+        {
+            "apple_red": {"text": "apple", "color": "red"},
+            "pie_red": {"text": "apple pie", "color": "red"},
+            "apple_green": {"text": "apple", "color": "green"},
+            "car_red": {"text": "car", "color": "red"},
+        },
+    )
+    results = await twin.search(ns, query="apple", filter={"color": "red"})
+    assert keys(results) == ["apple_red", "pie_red", "car_red"]
+    results = await twin.search(ns, query="apple", filter={"color": {"$ne": "red"}})
+    assert keys(results) == ["apple_green"]
+
+
+async def test_index_fields_choose_what_is_embedded(make_store: MakeStore, twin_of: TwinOf) -> None:
+    by_title = twin_of(make_store(index=default_index(fields=["title"])))
+    by_body = twin_of(make_store(index=default_index(fields=["body"])))
+    for twin in (by_title, by_body):
+        await twin.put(("docs",), "d1", {"title": "apple", "body": "car"})
+        await twin.put(("docs",), "d2", {"title": "car", "body": "apple"})
+    assert keys(await by_title.search(("docs",), query="apple")) == ["d1", "d2"]
+    assert keys(await by_title.search(("docs",), query="car")) == ["d2", "d1"]
+    assert keys(await by_body.search(("docs",), query="apple")) == ["d2", "d1"]
+
+
+async def test_several_index_fields_pool_to_one_result_per_item(
+    make_store: MakeStore, twin_of: TwinOf
+) -> None:
+    twin = twin_of(make_store(index=default_index(fields=["title", "body"])))
+    await twin.put(("docs",), "d1", {"title": "banana", "body": "apple"})
+    await twin.put(("docs",), "d2", {"title": "apple pie", "body": "car"})
+    await twin.put(("docs",), "d3", {"title": "car", "body": "engine"})
+    results = await twin.search(("docs",), query="apple")
+    assert keys(results) == ["d1", "d2", "d3"]  # each item once, by its best field
+
+
+async def test_put_with_index_false_is_not_found_by_query(twin: Twin) -> None:
+    ns = ("docs",)
+    await twin.put(ns, "hidden", {"text": "apple"}, index=False)
+    await twin.put(ns, "shown", {"text": "car"})
+    results = await twin.search(ns, query="apple")
+    assert keys(scored(results)) == ["shown"]
+    # The reference appends unembedded items, unscored, after the scored ones.
+    assert all(item.score is None for item in results if item.key == "hidden")
+    assert keys(results)[0] == "shown"
+    assert sorted(keys(await twin.search(ns))) == ["hidden", "shown"]
+    hidden = await twin.get(ns, "hidden")
+    assert hidden is not None
+    assert hidden.value == {"text": "apple"}
+
+
+@pytest.mark.usefixtures("ours")
+async def test_put_with_index_false_is_absent_from_query_results(twin: Twin) -> None:
+    ns = ("docs",)
+    await twin.put(ns, "hidden", {"text": "apple"}, index=False)
+    await twin.put(ns, "shown", {"text": "car"})
+    assert keys(await twin.search(ns, query="apple")) == ["shown"]
+
+
+async def test_put_with_index_fields_overrides_the_config(
+    make_store: MakeStore, twin_of: TwinOf
+) -> None:
+    twin = twin_of(make_store(index=default_index(fields=["title"])))
+    ns = ("docs",)
+    await twin.put(ns, "by_body", {"title": "car", "body": "apple"}, index=["body"])
+    await twin.put(ns, "by_title", {"title": "apple pie", "body": "zzz"})
+    await twin.put(ns, "car", {"title": "car", "body": "zzz"})
+    assert keys(await twin.search(ns, query="apple"))[:2] == ["by_body", "by_title"]
+    # by_body's title was not embedded, so "car" finds the other car first.
+    assert keys(await twin.search(ns, query="car"))[0] == "car"
+    ranked = await twin.search(ns, query="car")
+    assert ranked[-1].key != "car"
+
+
+async def test_update_re_embeds(make_store: MakeStore, twin_of: TwinOf) -> None:
+    twin = twin_of(make_store(index=default_index(fields=["text"])))
+    ns = ("docs",)
+    await twin.put(ns, "k", {"text": "apple"})
+    await twin.put(ns, "other", {"text": "apple banana"})
+    await twin.put(ns, "engine", {"text": "car engine"})
+    assert keys(await twin.search(ns, query="apple")) == ["k", "other", "engine"]
+    await twin.put(ns, "k", {"text": "car"})
+    assert keys(await twin.search(ns, query="apple"))[0] == "other"
+    assert keys(await twin.search(ns, query="car")) == ["k", "engine", "other"]
+
+
+async def test_delete_removes_from_query_search(twin: Twin) -> None:
+    ns = ("docs",)
+    await twin.put(ns, "apple", {"text": "apple"})
+    await twin.put(ns, "pie", {"text": "apple pie"})
+    await twin.delete(ns, "apple")
+    assert keys(await twin.search(ns, query="apple")) == ["pie"]
+    await twin.delete(ns, "pie")
+    assert await twin.search(ns, query="apple") == []
+
+
+async def test_store_without_index_still_stores_and_searches(
+    make_store: MakeStore, twin_of: TwinOf
+) -> None:
+    twin = twin_of(make_store(index=None))
+    await twin.put(("docs",), "a", {"text": "apple"}, index=["text"])
+    await twin.put(("docs",), "b", {"text": "car"}, index=False)
+    item = await twin.get(("docs",), "a")
+    assert item is not None
+    assert item.value == {"text": "apple"}
+    assert keys(await twin.search(("docs",))) == ["a", "b"]
+    assert keys(await twin.search(("docs",), filter={"text": "car"})) == ["b"]
+
+
+# -- isolation between scopes -----------------------------------------------------------
+
+_SCOPES = ("agent_a", "agent_b", "agent", "agent_ab")
+
+
+async def _plant_scopes(twin: Twin) -> None:
+    ops: list[PutOp] = []
+    for scope in _SCOPES:
+        for kind in ("episodic", "semantic", "procedural"):
+            ns = (scope, kind)
+            mark = {"owner": scope, "kind": kind}
+            ops.append(PutOp(ns, "k1", {"content": f"secret apple of {scope}", **mark}))
+            ops.append(PutOp(ns, "k2", {"content": "weather rain", "n": 5, **mark}))
+    await twin.batch(ops)
+
+
+async def test_scopes_never_see_each_other(twin: Twin) -> None:
+    await _plant_scopes(twin)
+    a_sem = ("agent_a", "semantic")
+    mine = await twin.get(a_sem, "k1")
+    assert mine is not None
+    assert mine.value["owner"] == "agent_a"
+
+    hostile_filters: list[dict[str, Any] | None] = [
+        None,
+        {"owner": "agent_b"},
+        {"owner": {"$ne": "agent_a"}},
+        {"namespace": ["agent_b", "semantic"]},
+        {"prefix": "agent_b.semantic"},
+        {"scope": "agent_b"},
+        {"agent_id": "agent_b"},
+        {"kind": "semantic", "agent": "agent_b"},
+        {"key": "k1"},
+        {"kind": {"$ne": "nothing"}},
+    ]
+    queries = [None, "secret apple of agent_b", "agent_b semantic k1"]
+    for prefix, owner in (
+        (("agent_a",), "agent_a"),
+        (a_sem, "agent_a"),
+        (("agent",), "agent"),
+        (("agent", "semantic"), "agent"),
+    ):
+        for flt in hostile_filters:
+            for query in queries:
+                results = await twin.search(prefix, query=query, filter=flt, limit=100)
+                assert all(item.namespace[: len(prefix)] == prefix for item in results), (
+                    prefix,
+                    flt,
+                    query,
+                )
+                assert all(item.value["owner"] == owner for item in results), (prefix, flt, query)
+    assert len(await twin.search(("agent_a",), limit=100)) == 6
+    assert len(await twin.search(("agent",), limit=100, offset=0)) == 6
+    assert await twin.search(("agent_c",), query="secret apple", limit=100) == []
+
+
+async def test_listing_a_scope_lists_only_that_scope(twin: Twin) -> None:
+    await _plant_scopes(twin)
+    assert await twin.list_namespaces(prefix=("agent",)) == [
+        ("agent", "episodic"),
+        ("agent", "procedural"),
+        ("agent", "semantic"),
+    ]
+    assert await twin.list_namespaces(prefix=("agent_a",), suffix=("semantic",)) == [
+        ("agent_a", "semantic")
+    ]
+    assert await twin.list_namespaces(suffix=("semantic",), max_depth=1) == [
+        ("agent",),
+        ("agent_a",),
+        ("agent_ab",),
+        ("agent_b",),
+    ]
+
+
+async def test_filtered_top_k_in_one_scope_returns_full_lists(twin: Twin) -> None:
+    # 200 memories in 20 scopes; the query is close to every scope but the target one,
+    # so an index that filters after taking its nearest candidates comes back short.
+    ops: list[PutOp] = []
+    for s in range(20):
+        ns = (f"user{s:02d}", "semantic")
+        for i in range(10):
+            if s == 7:
+                value = {"content": f"hammer {_FILLERS[i]}", "topic": "tools", "rank": i}
+            else:
+                value = {"content": "apple pie apple", "topic": "fruit", "rank": i, "s": s}
+            ops.append(PutOp(ns, f"m{i}", value))
+    await twin.batch(ops)
+    target = ("user07", "semantic")
+
+    results = await twin.search(target, query="apple pie", filter={"topic": "tools"}, limit=10)
+    assert len(results) == 10
+    assert all(item.namespace == target for item in results)
+
+    results = await twin.search(target, query="apple", filter={"rank": {"$gte": 4}}, limit=5)
+    assert len(results) == 5
+    assert all(item.namespace == target and item.value["rank"] >= 4 for item in results)
+
+    results = await twin.search(target, query="apple", filter={"topic": "fruit"}, limit=10)
+    assert results == []
+
+    results = await twin.search(("user03",), query="hammer", filter={"topic": "fruit"}, limit=10)
+    assert len(results) == 10
+    assert all(item.namespace == ("user03", "semantic") for item in results)
+
+
+# ---------------------------------------------------------------------------------------
+# Part 2: langmem_tiers extensions (the `ours` fixture skips them on the reference)
+# ---------------------------------------------------------------------------------------
+
+_COMPONENTS = ("semantic", "recency", "frequency", "confidence")
+
+
+def components(item: SearchItem) -> dict[str, float]:
+    """The hybrid score's components carried by a search result (``item.scores``)."""
+    found = getattr(item, "scores", None)
+    assert isinstance(found, dict), f"search result {item.key!r} has no `scores` dict"
+    return found
+
+
+def _iso(days_ago: float) -> str:
+    return (datetime.now(timezone.utc) - timedelta(days=days_ago)).isoformat()
+
+
+def _content_index(emb: KeywordEmbeddings | None = None) -> Any:
+    # Only the content is embedded, so memories with the same content are equally
+    # similar to any query whatever their timestamps or confidences.
+    return default_index(emb, fields=["content"])
+
+
+@pytest.mark.usefixtures("ours")
+async def test_memory_kinds_round_trip_exactly(twin: Twin) -> None:
+    now = _iso(0)
+    memories = {
+        ("agent_a", "episodic"): {
+            "content": "User asked about the weather in Paris",
+            "event_timestamp": now,
+            "session_id": "s1",
+            "confidence": 1.0,
+        },
+        ("agent_a", "semantic"): {
+            "content": "User lives in Berlin ☔",
+            "subject": "user",
+            "confidence": 0.9,
+            "provenance": ["e1", "e2"],
+            "nested": {"valid_from": now, "note": None},
+        },
+        ("agent_a", "procedural"): {
+            "content": "answer in French",
+            "key": "language",
+            "value": "fr",
+            "confidence": 0.75,
+        },
+    }
+    for ns, value in memories.items():
+        await twin.put(ns, "m1", value)
+    for ns, value in memories.items():
+        item = await twin.get(ns, "m1")
+        assert item is not None
+        assert item.namespace == ns
+        assert item.value == value
+    found = await twin.search(("agent_a",), limit=10)
+    assert sorted(item.namespace[-1] for item in found) == ["episodic", "procedural", "semantic"]
+    assert {item.namespace: item.value for item in found} == memories
+
+
+@pytest.mark.usefixtures("ours")
+async def test_search_results_carry_hybrid_score_components(
+    make_store: MakeStore, twin_of: TwinOf
+) -> None:
+    emb = KeywordEmbeddings()
+    twin = twin_of(make_store(index=_content_index(emb)))
+    ns = ("agent_a", "semantic")
+    contents = {"tea": "user likes tea", "both": "tea and coffee", "car": "car engine"}
+    for key, content in contents.items():
+        await twin.put(ns, key, {"content": content, "confidence": 0.8})
+    results = await twin.search(ns, query="tea")
+    assert keys(results)[:2] == ["tea", "both"]
+    weights = RankingWeights()
+    for item in results:
+        parts = components(item)
+        assert set(_COMPONENTS) <= set(parts)
+        assert all(0.0 <= parts[c] <= 1.0 for c in _COMPONENTS), parts
+        assert parts["semantic"] == pytest.approx(
+            emb.similarity("tea", contents[item.key]), abs=1e-4
+        )
+        assert parts["confidence"] == pytest.approx(0.8)
+        assert item.score is not None
+        assert 0.0 <= item.score <= 1.0
+        expected = sum(getattr(weights, c) * parts[c] for c in _COMPONENTS)
+        assert item.score == pytest.approx(expected, abs=1e-6)
+
+
+@pytest.mark.usefixtures("ours")
+async def test_fresh_frequent_confident_memory_outranks_a_stale_one(
+    make_store: MakeStore, twin_of: TwinOf
+) -> None:
+    twin = twin_of(make_store(index=_content_index()))
+    ns = ("agent_a", "episodic")
+    content = "user drinks tea every morning"
+    # The stale one goes in first: a store ranking by similarity alone, keeping ties in
+    # insertion order, would put it on top.
+    await twin.put(
+        ns, "stale", {"content": content, "event_timestamp": _iso(400), "confidence": 0.2}
+    )
+    await twin.put(
+        ns, "fresh", {"content": content, "event_timestamp": _iso(0), "confidence": 0.95}
+    )
+    for _ in range(5):
+        assert await twin.get(ns, "fresh") is not None
+    results = await twin.search(ns, query="tea")
+    assert keys(results) == ["fresh", "stale"]
+    fresh, stale = components(results[0]), components(results[1])
+    assert fresh["semantic"] == pytest.approx(stale["semantic"], abs=1e-6)
+    assert fresh["recency"] > 0.9 > 0.1 > stale["recency"]
+    assert fresh["frequency"] > stale["frequency"]
+    assert fresh["confidence"] == pytest.approx(0.95)
+    assert stale["confidence"] == pytest.approx(0.2)
+    assert results[0].score > results[1].score
+
+
+@pytest.mark.usefixtures("ours")
+async def test_recency_alone_breaks_a_semantic_tie(make_store: MakeStore, twin_of: TwinOf) -> None:
+    twin = twin_of(make_store(index=_content_index()))
+    ns = ("agent_a", "episodic")
+    value = {"content": "meeting about the rust rewrite", "confidence": 0.5}
+    await twin.put(ns, "old", {**value, "event_timestamp": _iso(200)})
+    await twin.put(ns, "new", {**value, "event_timestamp": _iso(1)})
+    await twin.put(ns, "mid", {**value, "event_timestamp": _iso(30)})
+    assert keys(await twin.search(ns, query="rust")) == ["new", "mid", "old"]
+
+
+@pytest.mark.usefixtures("ours")
+async def test_confidence_alone_breaks_a_semantic_tie(
+    make_store: MakeStore, twin_of: TwinOf
+) -> None:
+    twin = twin_of(make_store(index=_content_index()))
+    ns = ("agent_a", "semantic")
+    await twin.put(ns, "unsure", {"content": "user prefers golang", "confidence": 0.3})
+    await twin.put(ns, "sure", {"content": "user prefers golang", "confidence": 0.9})
+    await twin.put(ns, "half", {"content": "user prefers golang", "confidence": 0.6})
+    assert keys(await twin.search(ns, query="golang")) == ["sure", "half", "unsure"]
+
+
+@pytest.mark.usefixtures("ours")
+async def test_frequency_alone_breaks_a_semantic_tie(
+    make_store: MakeStore, twin_of: TwinOf
+) -> None:
+    twin = twin_of(make_store(index=_content_index()))
+    ns = ("agent_a", "semantic")
+    # The one to be used often goes in first, so recency (microseconds) is against it.
+    await twin.put(ns, "used", {"content": "user walks the dog", "confidence": 0.5})
+    await twin.put(ns, "unused", {"content": "user walks the dog", "confidence": 0.5})
+    for _ in range(4):
+        assert await twin.get(ns, "used") is not None
+    results = await twin.search(ns, query="dog")
+    assert keys(results) == ["used", "unused"]
+    assert components(results[0])["frequency"] > components(results[1])["frequency"]
+
+
+@pytest.mark.usefixtures("ours")
+@pytest.mark.parametrize(
+    "namespace",
+    [(), ("agent_a", ""), ("agent.a", "semantic"), ("langgraph", "semantic"), ("a\x00", "x")],
+    ids=["empty", "empty-label", "dot", "root-langgraph", "nul"],
+)
+async def test_invalid_namespace_is_refused(twin: Twin, namespace: tuple[str, ...]) -> None:
+    with pytest.raises(errors.InvalidNamespaceError):
+        await twin.put(namespace, "k", {"content": "x"})
+    with pytest.raises(errors.InvalidNamespaceError):
+        await twin.batch([PutOp(namespace, "k", {"content": "x"})])
+    assert await twin.list_namespaces() == []
+    assert await twin.search((), limit=100) == []
+
+
+@pytest.mark.usefixtures("ours")
+async def test_invalid_namespace_error_names_the_label(twin: Twin) -> None:
+    with pytest.raises(errors.InvalidNamespaceError, match=r"agent\.a"):
+        await twin.put(("agent.a", "semantic"), "k", {"content": "x"})
+    with pytest.raises(errors.InvalidNamespaceError):
+        await twin.get(("agent.a", "semantic"), "k")
+    with pytest.raises(errors.InvalidNamespaceError):
+        await twin.search(("agent.a",))
+
+
+@pytest.mark.usefixtures("ours")
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"content": "tags", "tags": {"a", "b"}},
+        {"content": "object", "obj": object()},
+        {"content": "not a number", "n": math.nan},
+        {"content": "nul \x00 inside"},
+        {"content": "nested nul", "meta": {"note": "a\x00b"}},
+        {"content": "nul in a key", "ke\x00y": 1},
+    ],
+    ids=["set", "object", "nan", "nul", "nested-nul", "nul-key"],
+)
+async def test_invalid_content_is_refused_and_nothing_stored(
+    twin: Twin, value: dict[str, Any]
+) -> None:
+    ns = ("agent_a", "semantic")
+    await twin.put(ns, "existing", {"content": "apple"})
+    with pytest.raises(errors.InvalidContentError):
+        await twin.put(ns, "bad", value)
+    with pytest.raises(errors.InvalidContentError):
+        await twin.put(ns, "existing", value)
+    assert await twin.get(ns, "bad") is None
+    existing = await twin.get(ns, "existing")
+    assert existing is not None
+    assert existing.value == {"content": "apple"}
+    assert keys(await twin.search(ns, limit=100)) == ["existing"]
+
+
+@pytest.mark.usefixtures("ours")
+async def test_failed_batch_stores_nothing_of_it(twin: Twin) -> None:
+    ns = ("agent_a", "semantic")
+    await twin.put(ns, "existing", {"content": "apple"})
+    with pytest.raises(errors.InvalidContentError):
+        await twin.batch(
+            [
+                PutOp(ns, "first", {"content": "banana"}),
+                PutOp(ns, "existing", {"content": "apple pie"}),
+                PutOp(("agent_a", "episodic"), "new_ns", {"content": "tea"}),
+                PutOp(ns, "bad", {"content": "a\x00b"}),
+                PutOp(ns, "last", {"content": "car"}),
+            ]
+        )
+    assert await twin.get(ns, "first") is None
+    assert await twin.get(ns, "last") is None
+    existing = await twin.get(ns, "existing")
+    assert existing is not None
+    assert existing.value == {"content": "apple"}
+    assert await twin.list_namespaces() == [ns]
+    assert keys(await twin.search(ns, query="banana")) == ["existing"]
+
+
+@pytest.mark.usefixtures("ours")
+@pytest.mark.parametrize(
+    "bad_filter",
+    [
+        {"x": {"$regex": "a"}},
+        {"x": {"$in": ["a"]}},
+        {"x": {"$gt": 1, "$bogus": 2}},
+        {"meta": {"lang": {"$like": "e%"}}},
+    ],
+    ids=["regex", "in", "bogus-beside-valid", "nested"],
+)
+async def test_unknown_filter_operator_is_refused(twin: Twin, bad_filter: dict[str, Any]) -> None:
+    ns = ("agent_a", "semantic")
+    # Refused from the filter alone, even where no stored item would reach the check.
+    with pytest.raises(errors.InvalidFilterError):
+        await twin.search(ns, filter=bad_filter)
+    await twin.put(ns, "k", {"content": "apple", "x": "a", "meta": {"lang": "en"}})
+    with pytest.raises(errors.InvalidFilterError):
+        await twin.search(ns, filter=bad_filter)
+    with pytest.raises(errors.InvalidFilterError):
+        await twin.search(ns, query="apple", filter=bad_filter)
+
+
+@pytest.mark.usefixtures("ours")
+async def test_unknown_filter_operator_error_names_it(twin: Twin) -> None:
+    with pytest.raises(errors.InvalidFilterError, match=r"\$regex"):
+        await twin.search(("agent_a",), filter={"x": {"$regex": "a"}})
+
+
+@pytest.mark.usefixtures("ours")
+async def test_embedder_with_wrong_dimensions_is_refused(
+    make_store: MakeStore, twin_of: TwinOf
+) -> None:
+    index = {"dims": 64, "embed": KeywordEmbeddings(dims=48), "fields": ["content"]}
+    twin = twin_of(make_store(index=index))
+    ns = ("agent_a", "semantic")
+    with pytest.raises(errors.DimensionMismatchError, match="48"):
+        await twin.put(ns, "k", {"content": "apple"})
+    with pytest.raises(errors.DimensionMismatchError):
+        await twin.batch(
+            [PutOp(ns, "k1", {"content": "apple"}), PutOp(ns, "k2", {"content": "car"})]
+        )
+    assert await twin.get(ns, "k") is None
+    assert await twin.get(ns, "k1") is None
+    assert await twin.list_namespaces() == []
+
+
+@pytest.mark.usefixtures("ours")
+async def test_query_embedding_with_wrong_dimensions_is_refused(
+    make_store: MakeStore, twin_of: TwinOf
+) -> None:
+    index = {"dims": 64, "embed": KeywordEmbeddings(dims=64, query_dims=32), "fields": ["content"]}
+    twin = twin_of(make_store(index=index))
+    ns = ("agent_a", "semantic")
+    await twin.put(ns, "k", {"content": "apple"})
+    with pytest.raises(errors.DimensionMismatchError, match="32"):
+        await twin.search(ns, query="apple")
+    assert keys(await twin.search(ns)) == ["k"]
+
+
+@pytest.mark.usefixtures("ours")
+async def test_embedder_failure_mid_batch_stores_nothing(
+    make_store: MakeStore, twin_of: TwinOf
+) -> None:
+    emb = KeywordEmbeddings(fail_on="boom")
+    twin = twin_of(make_store(index=_content_index(emb)))
+    ns = ("agent_a", "semantic")
+    await twin.put(ns, "existing", {"content": "apple"})
+    with pytest.raises(errors.EmbeddingError):
+        await twin.batch(
+            [
+                PutOp(ns, "ok", {"content": "banana"}),
+                PutOp(ns, "existing", {"content": "car"}),
+                PutOp(ns, "fails", {"content": "boom goes the service"}),
+            ]
+        )
+    assert await twin.get(ns, "ok") is None
+    existing = await twin.get(ns, "existing")
+    assert existing is not None
+    assert existing.value == {"content": "apple"}
+    assert keys(await twin.search(ns, query="car")) == ["existing"]
