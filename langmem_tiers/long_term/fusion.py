@@ -1,0 +1,103 @@
+"""Relevance fusion: dense cosine and BM25 scores of the candidates into one score in [0, 1].
+
+The long-term store ranks a query's candidates by a hybrid score whose *semantic* part is
+the relevance computed here. :func:`fuse` takes the candidates' dense scores (cosine
+similarity of query and item vectors) and lexical scores (BM25 of
+:mod:`langmem_tiers.long_term.lexical`) and returns one relevance per candidate.
+
+How it combines them: each score map is standardised over the candidates (z-scores), so
+neither the scale of the embedder's cosines nor the query-dependent scale of BM25
+matters, and the two are summed with a weight. The sum is then mapped to [0, 1] with a
+logistic curve, so a candidate as relevant as the average candidate gets 0.5 and the
+clear winners approach 1. Standardising is what the LoCoMo measurements favoured over
+reciprocal rank fusion (see ``benchmarks/locomo_retrieval.py``): ranks throw away how
+*far* ahead the best lexical match is, and that distance is the most useful signal a
+short conversational memory has.
+
+A key missing from one map has no score there, and what that means differs by side:
+
+* missing from ``lexical``: no query term occurs in the item, so its BM25 is 0;
+* missing from ``dense``: the item was not among the dense index's candidates, so its
+  cosine is at most the lowest one the index returned; it gets that lowest score.
+
+Example::
+
+    >>> rel = fuse({"a": 0.82, "b": 0.40, "c": 0.35}, {"a": 7.1, "c": 2.0})
+    >>> max(rel, key=rel.get), all(0.0 <= v <= 1.0 for v in rel.values())
+    ('a', True)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Mapping
+from typing import TypeVar
+
+__all__ = ["DENSE_WEIGHT", "LOGISTIC_SCALE", "fuse"]
+
+K = TypeVar("K", bound=Hashable)
+
+#: Weight of the dense z-score relative to the lexical one (which has weight 1).
+DENSE_WEIGHT = 0.7
+#: Steepness of the logistic map from the fused z-score to [0, 1].
+LOGISTIC_SCALE = 1.0
+
+
+def _standardise(values: list[float]) -> list[float]:
+    n = len(values)
+    mean = sum(values) / n
+    var = sum((v - mean) ** 2 for v in values) / n
+    if var <= 1e-24:
+        return [0.0] * n
+    std = math.sqrt(var)
+    return [(v - mean) / std for v in values]
+
+
+def _logistic(x: float) -> float:
+    if x >= 0:
+        return 1.0 / (1.0 + math.exp(-x))
+    e = math.exp(x)
+    return e / (1.0 + e)
+
+
+def fuse(
+    dense: Mapping[K, float],
+    lexical: Mapping[K, float],
+    *,
+    weight: float = DENSE_WEIGHT,
+    scale: float = LOGISTIC_SCALE,
+) -> dict[K, float]:
+    """Relevance in [0, 1] for every key of ``dense`` or ``lexical``.
+
+    Args:
+        dense: Cosine similarity of each candidate (any real scale: only its spread over
+            the candidates matters).
+        lexical: BM25 score of each candidate (>= 0); a missing key means 0.
+        weight: Weight of the dense side relative to the lexical side (``0`` ranks by
+            BM25 alone, a large value by cosine alone).
+        scale: Steepness of the logistic map to [0, 1].
+
+    Returns:
+        ``{key: relevance}`` over the union of keys. Equal inputs give equal outputs, and
+        raising one candidate's score on either side never lowers its relevance. When a
+        side has the same score for every candidate (or no candidate) it does not move
+        the ranking, and when both are flat every candidate gets 0.5.
+
+    Example::
+
+        >>> fuse({}, {})
+        {}
+        >>> fuse({"only": 0.9}, {})
+        {'only': 0.5}
+    """
+    keys = list(dict.fromkeys([*dense, *lexical]))
+    if not keys:
+        return {}
+    floor = min(dense.values()) if dense else 0.0
+    dense_z = _standardise([float(dense.get(k, floor)) for k in keys])
+    lexical_z = _standardise([float(lexical.get(k, 0.0)) for k in keys])
+    total = 1.0 + weight
+    return {
+        k: _logistic(scale * (lz + weight * dz) / total)
+        for k, dz, lz in zip(keys, dense_z, lexical_z, strict=True)
+    }
