@@ -1,0 +1,475 @@
+"""A message log kept as one append-only JSONL file per session.
+
+File format (UTF-8, one JSON object per line, every line ends with ``\\n``)::
+
+    {"op": "header", "format": "langmem-tiers/stm-log", "version": 1, "session_id": "s1",
+        "last_seq": 0}
+    {"op": "append", "messages": [{"id": "m1", "seq": 1, "role": "human", "content": "...",
+        "tier1": "...", "tier2": "...", "required_tier_level": 1, "created_at": "...",
+        "extra": {}}]}
+    {"op": "tiers", "tiers": {"m1": {"tier1": "...", "tier2": "..."}}}
+    {"op": "level", "id": "m1", "level": 3}
+    {"op": "remove", "ids": ["m1"], "reason": "consolidated", "at": "2026-01-01T00:00:00+00:00"}
+    {"op": "batch", "ops": [ ...entries written by one batch... ]}
+
+The state of a session is the file replayed from the top. Crash safety:
+
+- Every batch is written with one ``write`` of whole lines and ``fsync``-ed before the call
+  returns, so an acknowledged message is on disk. A batch with several changes is one
+  ``batch`` line, so it lands whole or not at all.
+- A crash mid-write leaves an unterminated last line. It is found when the file is next
+  read: the torn bytes are moved to ``<file>.torn`` (logged, never silently dropped) and
+  the file is cut back to its last complete line. Nothing acknowledged is in them.
+- Removals are appended records. When removed messages outnumber the live ones, the file is
+  compacted: the live state is written to a temporary file, ``fsync``-ed, and put in place
+  with ``os.replace`` (atomic), so a crash leaves either the old or the new file.
+- Writers in other processes are kept out by an advisory lock on ``<file>.lock`` (POSIX).
+
+Example:
+    >>> import tempfile
+    >>> from langchain_core.messages import HumanMessage
+    >>> from langmem_tiers.short_term.records import draft_from_message
+    >>> log = JsonlMessageLog(tempfile.mkdtemp())
+    >>> [r.id for r in log.append("s1", [draft_from_message(HumanMessage("hi"), index=0)])]
+    ['m1']
+    >>> [r.text for r in JsonlMessageLog(log.directory).read("s1")]
+    ['hi']
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import re
+import threading
+from collections.abc import Iterator, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from langmem_tiers.errors import BackendError
+from langmem_tiers.short_term.log import (
+    AppendOp,
+    ClearOp,
+    LogOp,
+    MessageLog,
+    NextIdOp,
+    ReadOp,
+    RemoveOp,
+    SessionState,
+    SetTierLevelOp,
+    UpdateTiersOp,
+)
+from langmem_tiers.short_term.records import MessageRecord
+from langmem_tiers.tiers.base import MessageTiers
+
+try:  # POSIX only; elsewhere writers in one process are still serialised by a lock
+    import fcntl
+except ImportError:  # pragma: no cover - exercised on Windows only
+    fcntl = None  # type: ignore[assignment]
+
+__all__ = ["FORMAT", "FORMAT_VERSION", "JsonlMessageLog", "session_file_name"]
+
+logger = logging.getLogger(__name__)
+
+FORMAT = "langmem-tiers/stm-log"
+FORMAT_VERSION = 1
+
+_SAFE = re.compile(r"[A-Za-z0-9_-]")
+_MAX_NAME = 150
+
+
+def session_file_name(session_id: str) -> str:
+    """The file name of a session: safe characters kept, others ``%XX``-escaped.
+
+    Long ids end in a hash so names stay within file system limits.
+
+    >>> session_file_name("alice@example.com/chat 1")
+    'alice%40example%2Ecom%2Fchat%201.jsonl'
+    """
+    out: list[str] = []
+    for char in session_id:
+        if _SAFE.fullmatch(char):
+            out.append(char)
+        else:
+            out.extend(f"%{byte:02X}" for byte in char.encode("utf-8"))
+    name = "".join(out)
+    if len(name) > _MAX_NAME:
+        digest = hashlib.sha256(session_id.encode("utf-8")).hexdigest()[:16]
+        name = f"{name[:100]}~{digest}"
+    return name + ".jsonl"
+
+
+class _Cache:
+    """A session's replayed state and where in the file it was read up to."""
+
+    __slots__ = ("appended", "inode", "lines", "size", "state")
+
+    def __init__(self) -> None:
+        self.state = SessionState()
+        self.size = 0
+        self.inode: int | None = None
+        self.lines = 0
+        self.appended = 0  # message records written to the file (live or removed since)
+
+    def copy(self) -> _Cache:
+        other = _Cache()
+        other.state.records = dict(self.state.records)
+        other.state.last_seq = self.state.last_seq
+        other.size, other.inode = self.size, self.inode
+        other.lines, other.appended = self.lines, self.appended
+        return other
+
+
+def _now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat()
+
+
+def _dumps(entry: dict[str, Any]) -> bytes:
+    return (json.dumps(entry, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+
+
+class JsonlMessageLog(MessageLog):
+    """One append-only, ``fsync``-ed JSONL file per session in ``directory``.
+
+    Args:
+        directory: where the files live (created if missing).
+        fsync: ``fsync`` every write (turn off only for throwaway data).
+        compact_min_lines: a file is never compacted below this many lines.
+    """
+
+    def __init__(
+        self, directory: str | os.PathLike[str], *, fsync: bool = True, compact_min_lines: int = 256
+    ) -> None:
+        self.directory = Path(directory)
+        self.fsync = fsync
+        self.compact_min_lines = compact_min_lines
+        self._cache: dict[str, _Cache] = {}
+        self._lock = threading.RLock()
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise BackendError(
+                f"cannot create the message log directory {str(self.directory)!r}: {err}. "
+                "Pass a writable directory."
+            ) from err
+
+    def path_for(self, session_id: str) -> Path:
+        """The JSONL file of a session."""
+        return self.directory / session_file_name(session_id)
+
+    # -- the seam -------------------------------------------------------------------
+
+    def batch(self, ops: Sequence[LogOp]) -> list[Any]:
+        """Run ``ops`` in order; the changes of each session are written as one line."""
+        sessions = sorted({op.session_id for op in ops})
+        with self._lock, contextlib.ExitStack() as stack:
+            for session_id in sessions:
+                stack.enter_context(self._file_lock(session_id))
+            work = {s: self._load(s).copy() for s in sessions}
+            entries: dict[str, list[dict[str, Any]]] = {s: [] for s in sessions}
+            results = [self._run(op, work[op.session_id], entries[op.session_id]) for op in ops]
+            for session_id in sessions:
+                if entries[session_id]:
+                    self._commit(session_id, work[session_id], entries[session_id])
+            return results
+
+    async def abatch(self, ops: Sequence[LogOp]) -> list[Any]:
+        """Async twin of :meth:`batch` (file I/O runs in a worker thread)."""
+        return await asyncio.to_thread(self.batch, ops)
+
+    # -- operations -------------------------------------------------------------------
+
+    def _run(self, op: LogOp, cache: _Cache, entries: list[dict[str, Any]]) -> Any:
+        state = cache.state
+        if isinstance(op, AppendOp):
+            records = state.assign(op.messages)
+            state.insert(records)
+            cache.appended += len(records)
+            entries.append({"op": "append", "messages": [r.to_json() for r in records]})
+            return records
+        if isinstance(op, ReadOp):
+            return state.window(op.last)
+        if isinstance(op, (RemoveOp, ClearOp)):
+            ids = op.ids if isinstance(op, RemoveOp) else tuple(state.records)
+            reason = op.reason if isinstance(op, RemoveOp) else "cleared"
+            removed = state.remove(ids)
+            if removed:
+                entries.append({"op": "remove", "ids": removed, "reason": reason, "at": _now_iso()})
+            return removed
+        if isinstance(op, SetTierLevelOp):
+            before = state.records.get(op.message_id)
+            record = state.raised_level(op.message_id, op.level)
+            if record is not None and record is not before:
+                state.insert([record])
+                level = record.required_tier_level
+                entries.append({"op": "level", "id": record.id, "level": level})
+            return record
+        if isinstance(op, UpdateTiersOp):
+            updated = state.update_tiers(op.tiers)
+            if updated:
+                wanted = dict(op.tiers)
+                entries.append({"op": "tiers", "tiers": {i: wanted[i]._asdict() for i in updated}})
+            return updated
+        if isinstance(op, NextIdOp):
+            return state.next_id()
+        raise TypeError(f"unknown log operation {op!r}")
+
+    # -- writing ----------------------------------------------------------------------
+
+    def _commit(self, session_id: str, work: _Cache, entries: list[dict[str, Any]]) -> None:
+        path = self.path_for(session_id)
+        created = work.inode is None
+        data = b""
+        if created:
+            header = {
+                "op": "header",
+                "format": FORMAT,
+                "version": FORMAT_VERSION,
+                "session_id": session_id,
+                "last_seq": 0,
+            }
+            data += _dumps(header)
+            work.lines += 1
+        entry = entries[0] if len(entries) == 1 else {"op": "batch", "ops": entries}
+        data += _dumps(entry)
+        try:
+            self._write_bytes(path, data)
+            if created:
+                self._fsync_directory()
+            stat = path.stat()
+        except OSError as err:
+            # The file may now end in a partial line: forget the cache so the next read
+            # replays the file and repairs it.
+            self._cache.pop(session_id, None)
+            raise BackendError(
+                f"could not write the message log {str(path)!r}: {err}. Nothing of this "
+                "batch was acknowledged; check that the disk is writable and not full."
+            ) from err
+        work.size, work.inode = stat.st_size, stat.st_ino
+        work.lines += 1
+        self._cache[session_id] = work
+        live = len(work.state.records)
+        if work.lines >= self.compact_min_lines and work.appended - live > live:
+            self._compact(session_id, work)
+
+    def _write_bytes(self, path: Path, data: bytes) -> None:
+        """Append ``data`` to ``path`` and ``fsync`` it (the one place bytes are written)."""
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+            if self.fsync:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def _fsync_directory(self) -> None:
+        # A new or replaced file's directory entry must be durable too.
+        if not self.fsync or os.name != "posix":
+            return
+        fd = os.open(self.directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def compact(self, session_id: str) -> None:
+        """Rewrite a session's file to its live state (atomically, via ``os.replace``)."""
+        with self._lock, self._file_lock(session_id):
+            self._compact(session_id, self._load(session_id).copy())
+
+    def _compact(self, session_id: str, work: _Cache) -> None:
+        path = self.path_for(session_id)
+        if work.inode is None:
+            return
+        temporary = path.with_name(path.name + ".compact-tmp")
+        header = {
+            "op": "header",
+            "format": FORMAT,
+            "version": FORMAT_VERSION,
+            "session_id": session_id,
+            "last_seq": work.state.last_seq,
+        }
+        records = work.state.window(None)
+        data = _dumps(header)
+        if records:
+            data += _dumps({"op": "append", "messages": [r.to_json() for r in records]})
+        try:
+            with contextlib.suppress(FileNotFoundError):
+                temporary.unlink()
+            self._write_bytes(temporary, data)
+            os.replace(temporary, path)
+            self._fsync_directory()
+            stat = path.stat()
+        except OSError as err:
+            # The original file is untouched until os.replace succeeds, so nothing is lost.
+            logger.warning("compaction of %s failed, the file is kept as it was: %s", path, err)
+            with contextlib.suppress(OSError):
+                temporary.unlink()
+            return
+        work.size, work.inode = stat.st_size, stat.st_ino
+        work.lines = 2 if records else 1
+        work.appended = len(records)
+        self._cache[session_id] = work
+
+    @contextlib.contextmanager
+    def _file_lock(self, session_id: str) -> Iterator[None]:
+        if fcntl is None:
+            yield
+            return
+        lock_path = self.path_for(session_id).with_suffix(".lock")
+        try:
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as err:
+            raise BackendError(
+                f"cannot open the lock file {str(lock_path)!r}: {err}; check the directory "
+                "is writable."
+            ) from err
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # closing releases the lock
+
+    # -- reading ----------------------------------------------------------------------
+
+    def _load(self, session_id: str) -> _Cache:
+        """The session's state, replaying only what was appended since the last read."""
+        path = self.path_for(session_id)
+        try:
+            stat = path.stat()
+        except FileNotFoundError:
+            cache = _Cache()
+            self._cache[session_id] = cache
+            return cache
+        except OSError as err:
+            raise BackendError(f"cannot read the message log {str(path)!r}: {err}.") from err
+        known = self._cache.get(session_id)
+        if known is not None and known.inode == stat.st_ino and known.size == stat.st_size:
+            return known
+        if known is None or known.inode != stat.st_ino or stat.st_size < known.size:
+            cache = _Cache()
+            with contextlib.suppress(FileNotFoundError):
+                # A compaction interrupted before os.replace: the original file is whole.
+                path.with_name(path.name + ".compact-tmp").unlink()
+        else:
+            cache = known.copy()
+        self._replay(path, cache)
+        cache.inode = stat.st_ino
+        self._cache[session_id] = cache
+        return cache
+
+    def _replay(self, path: Path, cache: _Cache) -> None:
+        try:
+            with open(path, "rb") as handle:
+                handle.seek(cache.size)
+                data = handle.read()
+        except OSError as err:
+            raise BackendError(f"cannot read the message log {str(path)!r}: {err}.") from err
+        offset = cache.size
+        start = 0  # bytes of ``data`` accounted for (the file's size is offset + start)
+        while start < len(data):
+            end = data.find(b"\n", start)
+            if end == -1:
+                if self._repair_torn_tail(path, offset + start, data[start:]):
+                    cache.lines += 1
+                    self._apply(path, cache, json.loads(data[start:]), cache.lines)
+                    start = len(data) + 1  # the repair wrote the missing newline
+                break  # otherwise the torn bytes were cut off: the file ends at ``start``
+            line = data[start:end]
+            try:
+                entry = json.loads(line)
+                if not isinstance(entry, dict):
+                    raise ValueError("not a JSON object")
+            except ValueError as err:
+                raise BackendError(
+                    f"line {cache.lines + 1} of the message log {str(path)!r} is not a valid "
+                    f"record ({err}) although complete lines are written whole: the file was "
+                    "changed by something else. Restore it from a backup or move it aside."
+                ) from err
+            cache.lines += 1
+            self._apply(path, cache, entry, cache.lines)
+            start = end + 1
+        cache.size = offset + start
+
+    def _repair_torn_tail(self, path: Path, position: int, tail: bytes) -> bool:
+        """Handle an unterminated last line; True when it was whole and is kept."""
+        try:
+            entry = json.loads(tail)
+            whole = isinstance(entry, dict) and "op" in entry
+        except ValueError:
+            whole = False
+        try:
+            if whole:
+                # Only the newline is missing: the record itself is intact, keep it.
+                self._write_bytes(path, b"\n")
+                logger.warning("message log %s: completed a last line missing its newline", path)
+                return True
+            sidecar = path.with_name(path.name + ".torn")
+            with open(sidecar, "ab") as handle:
+                handle.write(tail + b"\n")
+                handle.flush()
+                if self.fsync:
+                    os.fsync(handle.fileno())
+            with open(path, "r+b") as handle:
+                handle.truncate(position)
+                handle.flush()
+                if self.fsync:
+                    os.fsync(handle.fileno())
+        except OSError as err:
+            raise BackendError(
+                f"the message log {str(path)!r} ends in a torn line (a crash mid-write) and "
+                f"could not be repaired: {err}. Check the directory is writable."
+            ) from err
+        logger.warning(
+            "message log %s ended in a torn line (a crash mid-write, never acknowledged); "
+            "moved its %d bytes to %s",
+            path,
+            len(tail),
+            sidecar,
+        )
+        return False
+
+    def _apply(self, path: Path, cache: _Cache, entry: dict[str, Any], line: int) -> None:
+        state = cache.state
+        op = entry.get("op")
+        try:
+            if op == "header":
+                if int(entry.get("version", 0)) > FORMAT_VERSION:
+                    raise BackendError(
+                        f"the message log {str(path)!r} has format version "
+                        f"{entry.get('version')}, newer than this package reads "
+                        f"({FORMAT_VERSION}); upgrade langmem-tiers."
+                    )
+                state.last_seq = max(state.last_seq, int(entry.get("last_seq", 0)))
+            elif op == "append":
+                records = [MessageRecord.from_json(m) for m in entry["messages"]]
+                state.insert(records)
+                cache.appended += len(records)
+            elif op == "remove":
+                state.remove(entry["ids"])
+            elif op == "level":
+                record = state.raised_level(entry["id"], int(entry["level"]))
+                if record is not None:
+                    state.insert([record])
+            elif op == "tiers":
+                state.update_tiers(
+                    (i, MessageTiers(t["tier1"], t["tier2"])) for i, t in entry["tiers"].items()
+                )
+            elif op == "batch":
+                for inner in entry["ops"]:
+                    self._apply(path, cache, inner, line)
+            else:
+                raise KeyError(f"unknown op {op!r}")
+        except (KeyError, TypeError, ValueError) as err:
+            raise BackendError(
+                f"line {line} of the message log {str(path)!r} cannot be read ({err}); the "
+                "file was written by something else or by a newer version."
+            ) from err

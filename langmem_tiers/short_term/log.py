@@ -1,0 +1,325 @@
+"""Message logs: where short-term memory keeps a session's messages.
+
+Every log implements one seam, :meth:`MessageLog.batch` / :meth:`MessageLog.abatch`, over
+a small set of operations; the named methods (``append``, ``read``...) are one-line
+wrappers that build an operation. A batch is one round trip: the engine appends a batch of
+messages and reads the window back in a single call.
+
+Operations (each answers with the value named):
+
+================  ===========================================================  ==============
+operation         does                                                         result
+================  ===========================================================  ==============
+``AppendOp``      stores drafts as ``m<next>, m<next+1>...``                   the records
+``ReadOp``        the session's stored messages, oldest first (``last``: tail)  records
+``RemoveOp``      removes messages by id (ids are never reused)                ids removed
+``SetTierLevelOp``  raises a message's ``required_tier_level`` (never lowers)  record / None
+``UpdateTiersOp`` sets tier 1 and tier 2 of messages                           ids updated
+``NextIdOp``      the id the next appended message will get                    ``"m<n>"``
+``ClearOp``       removes every message (the id counter is kept)               ids removed
+================  ===========================================================  ==============
+
+Example:
+    >>> from langchain_core.messages import HumanMessage
+    >>> from langmem_tiers.short_term.records import draft_from_message
+    >>> log = InMemoryMessageLog()
+    >>> [r.id for r in log.append("s1", [draft_from_message(HumanMessage("hi"), index=0)])]
+    ['m1']
+    >>> log.remove("s1", ["m1"]), log.next_id("s1"), log.read("s1")
+    (['m1'], 'm2', [])
+"""
+
+from __future__ import annotations
+
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, NamedTuple
+
+from langmem_tiers.short_term.records import (
+    MessageDraft,
+    MessageRecord,
+    format_message_id,
+)
+from langmem_tiers.tiers.base import MessageTiers
+
+__all__ = [
+    "AppendOp",
+    "ClearOp",
+    "InMemoryMessageLog",
+    "LogOp",
+    "MessageLog",
+    "NextIdOp",
+    "ReadOp",
+    "RemoveOp",
+    "SessionState",
+    "SetTierLevelOp",
+    "UpdateTiersOp",
+]
+
+
+class AppendOp(NamedTuple):
+    """Store ``messages`` as the next ids of the session; answers the new records."""
+
+    session_id: str
+    messages: tuple[MessageDraft, ...]
+
+
+class ReadOp(NamedTuple):
+    """The stored messages, oldest first; only the ``last`` ones when given."""
+
+    session_id: str
+    last: int | None = None
+
+
+class RemoveOp(NamedTuple):
+    """Remove messages by id (unknown ids are skipped); answers the ids removed."""
+
+    session_id: str
+    ids: tuple[str, ...]
+    reason: str = "removed"
+    """Why (``consolidated``, ``pruned``...): kept by logs that record removals."""
+
+
+class SetTierLevelOp(NamedTuple):
+    """Raise a message's ``required_tier_level`` to at least ``level``.
+
+    Answers the record after the change, or ``None`` when the message is not stored.
+    """
+
+    session_id: str
+    message_id: str
+    level: int
+
+
+class UpdateTiersOp(NamedTuple):
+    """Set tier 1 and 2 of stored messages; answers the ids updated."""
+
+    session_id: str
+    tiers: tuple[tuple[str, MessageTiers], ...]
+
+
+class NextIdOp(NamedTuple):
+    """The id the next appended message will get."""
+
+    session_id: str
+
+
+class ClearOp(NamedTuple):
+    """Remove every message of the session; the id counter is kept, so ids stay unique."""
+
+    session_id: str
+
+
+LogOp = AppendOp | ReadOp | RemoveOp | SetTierLevelOp | UpdateTiersOp | NextIdOp | ClearOp
+"""Any log operation."""
+
+
+class SessionState:
+    """The messages of one session in memory, and the last id ever given.
+
+    The in-memory log keeps one per session; the JSONL log rebuilds one by replaying its
+    file, through the same methods, so both answer identically.
+    """
+
+    __slots__ = ("last_seq", "records")
+
+    def __init__(self) -> None:
+        self.records: dict[str, MessageRecord] = {}
+        self.last_seq = 0
+
+    def assign(self, drafts: Sequence[MessageDraft]) -> list[MessageRecord]:
+        """Records for ``drafts`` with the next ids (not stored yet)."""
+        return [d.to_record(self.last_seq + i) for i, d in enumerate(drafts, start=1)]
+
+    def insert(self, records: Iterable[MessageRecord]) -> None:
+        """Store records (already given ids)."""
+        for record in records:
+            self.records[record.id] = record
+            self.last_seq = max(self.last_seq, record.seq)
+
+    def remove(self, ids: Iterable[str]) -> list[str]:
+        """Remove the stored ones of ``ids``; answers those removed."""
+        removed = [i for i in dict.fromkeys(ids) if i in self.records]
+        for message_id in removed:
+            del self.records[message_id]
+        return removed
+
+    def raised_level(self, message_id: str, level: int) -> MessageRecord | None:
+        """The record with its level raised to ``level`` (not stored), or None if absent."""
+        record = self.records.get(message_id)
+        if record is None:
+            return None
+        if record.required_tier_level >= level:
+            return record
+        return record.replace(required_tier_level=level)
+
+    def update_tiers(self, tiers: Iterable[tuple[str, MessageTiers]]) -> list[str]:
+        """Set tiers of stored messages; answers the ids updated."""
+        updated: list[str] = []
+        for message_id, new in tiers:
+            record = self.records.get(message_id)
+            if record is not None:
+                self.records[message_id] = record.replace(tier1=new.tier1, tier2=new.tier2)
+                updated.append(message_id)
+        return updated
+
+    def window(self, last: int | None) -> list[MessageRecord]:
+        """Stored records oldest first; the ``last`` ones when given."""
+        records = sorted(self.records.values(), key=lambda r: r.seq)
+        if last is not None:
+            records = records[-last:] if last > 0 else []
+        return records
+
+    def next_id(self) -> str:
+        """The id the next message will get."""
+        return format_message_id(self.last_seq + 1)
+
+
+class MessageLog(ABC):
+    """Stores the messages of many sessions; implement :meth:`batch` and :meth:`abatch`.
+
+    Operations in one batch run in order and, where the backend can, atomically. Logs
+    trust their input: the engine validates at the public edge.
+    """
+
+    @abstractmethod
+    def batch(self, ops: Sequence[LogOp]) -> list[Any]:
+        """Run ``ops`` in order; answers one result per op (see the module table)."""
+
+    @abstractmethod
+    async def abatch(self, ops: Sequence[LogOp]) -> list[Any]:
+        """Async twin of :meth:`batch`."""
+
+    # The named methods only build an operation, so every backend shares them.
+
+    def append(self, session_id: str, messages: Sequence[MessageDraft]) -> list[MessageRecord]:
+        """Store messages with the next ids; answers the records."""
+        result: list[MessageRecord] = self.batch([AppendOp(session_id, tuple(messages))])[0]
+        return result
+
+    async def aappend(
+        self, session_id: str, messages: Sequence[MessageDraft]
+    ) -> list[MessageRecord]:
+        """Async twin of :meth:`append`."""
+        result: list[MessageRecord] = (await self.abatch([AppendOp(session_id, tuple(messages))]))[
+            0
+        ]
+        return result
+
+    def read(self, session_id: str, *, last: int | None = None) -> list[MessageRecord]:
+        """Stored messages oldest first (the ``last`` ones when given)."""
+        result: list[MessageRecord] = self.batch([ReadOp(session_id, last)])[0]
+        return result
+
+    async def aread(self, session_id: str, *, last: int | None = None) -> list[MessageRecord]:
+        """Async twin of :meth:`read`."""
+        result: list[MessageRecord] = (await self.abatch([ReadOp(session_id, last)]))[0]
+        return result
+
+    def remove(self, session_id: str, ids: Sequence[str], reason: str = "removed") -> list[str]:
+        """Remove messages by id; answers the ids that were stored and are now removed."""
+        result: list[str] = self.batch([RemoveOp(session_id, tuple(ids), reason)])[0]
+        return result
+
+    async def aremove(
+        self, session_id: str, ids: Sequence[str], reason: str = "removed"
+    ) -> list[str]:
+        """Async twin of :meth:`remove`."""
+        result: list[str] = (await self.abatch([RemoveOp(session_id, tuple(ids), reason)]))[0]
+        return result
+
+    def set_tier_level(self, session_id: str, message_id: str, level: int) -> MessageRecord | None:
+        """Raise a message's level to at least ``level``; None if it is not stored."""
+        result: MessageRecord | None = self.batch([SetTierLevelOp(session_id, message_id, level)])[
+            0
+        ]
+        return result
+
+    async def aset_tier_level(
+        self, session_id: str, message_id: str, level: int
+    ) -> MessageRecord | None:
+        """Async twin of :meth:`set_tier_level`."""
+        result: MessageRecord | None = (
+            await self.abatch([SetTierLevelOp(session_id, message_id, level)])
+        )[0]
+        return result
+
+    def update_tiers(self, session_id: str, tiers: Mapping[str, MessageTiers]) -> list[str]:
+        """Set tier 1 and 2 of stored messages; answers the ids updated."""
+        result: list[str] = self.batch([UpdateTiersOp(session_id, tuple(tiers.items()))])[0]
+        return result
+
+    async def aupdate_tiers(self, session_id: str, tiers: Mapping[str, MessageTiers]) -> list[str]:
+        """Async twin of :meth:`update_tiers`."""
+        result: list[str] = (await self.abatch([UpdateTiersOp(session_id, tuple(tiers.items()))]))[
+            0
+        ]
+        return result
+
+    def next_id(self, session_id: str) -> str:
+        """The id the next appended message will get."""
+        return str(self.batch([NextIdOp(session_id)])[0])
+
+    async def anext_id(self, session_id: str) -> str:
+        """Async twin of :meth:`next_id`."""
+        return str((await self.abatch([NextIdOp(session_id)]))[0])
+
+    def clear(self, session_id: str) -> list[str]:
+        """Remove every message of the session; answers the ids removed."""
+        result: list[str] = self.batch([ClearOp(session_id)])[0]
+        return result
+
+    async def aclear(self, session_id: str) -> list[str]:
+        """Async twin of :meth:`clear`."""
+        result: list[str] = (await self.abatch([ClearOp(session_id)]))[0]
+        return result
+
+
+def apply_op(state: SessionState, op: LogOp) -> Any:
+    """Run one operation on a session's state and answer its result (the in-memory semantics)."""
+    if isinstance(op, AppendOp):
+        records = state.assign(op.messages)
+        state.insert(records)
+        return records
+    if isinstance(op, ReadOp):
+        return state.window(op.last)
+    if isinstance(op, RemoveOp):
+        return state.remove(op.ids)
+    if isinstance(op, SetTierLevelOp):
+        record = state.raised_level(op.message_id, op.level)
+        if record is not None:
+            state.insert([record])
+        return record
+    if isinstance(op, UpdateTiersOp):
+        return state.update_tiers(op.tiers)
+    if isinstance(op, NextIdOp):
+        return state.next_id()
+    if isinstance(op, ClearOp):
+        return state.remove(list(state.records))
+    raise TypeError(f"unknown log operation {op!r}")
+
+
+class InMemoryMessageLog(MessageLog):
+    """Messages in this process's memory (lost when it exits): the ``moving_window`` default.
+
+    >>> InMemoryMessageLog().next_id("s1")
+    'm1'
+    """
+
+    def __init__(self) -> None:
+        self._sessions: dict[str, SessionState] = {}
+        self._lock = threading.Lock()
+
+    def batch(self, ops: Sequence[LogOp]) -> list[Any]:
+        """Run ``ops`` in order, atomically with respect to other threads."""
+        with self._lock:
+            results = []
+            for op in ops:
+                state = self._sessions.setdefault(op.session_id, SessionState())
+                results.append(apply_op(state, op))
+            return results
+
+    async def abatch(self, ops: Sequence[LogOp]) -> list[Any]:
+        """Async twin of :meth:`batch` (no I/O, so it runs inline)."""
+        return self.batch(ops)

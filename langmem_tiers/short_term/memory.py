@@ -1,0 +1,434 @@
+"""ShortTermMemory: one session's window over a message log, with tiers and consolidation.
+
+The engine combines independent parts: a :class:`~langmem_tiers.short_term.log.MessageLog`
+(where messages live), a :class:`~langmem_tiers.short_term.policies.WindowPolicy` (what is
+kept), a LangGraph ``BaseStore`` (long-term memory, reached only through its API), a
+tierer and a summariser, and a :class:`~langmem_tiers.short_term.context.ContextBuilder`
+(the model's view). Every operation is a flow (see :mod:`~langmem_tiers.short_term.effects`)
+run by the sync method or its ``a``-prefixed async twin.
+
+Adding messages:
+
+1. the batch is validated whole (nothing is stored if any message is bad);
+2. tiers are made in one call; if the tierer fails, the messages are stored with tier 3
+   only and tiering is retried on a later add;
+3. the batch is appended and the window read back in one log round trip;
+4. the policy's consolidations run: long-term memory first, then removal (see
+   :mod:`~langmem_tiers.short_term.consolidation`). A failure there leaves the window as
+   it was, is logged and reported in :attr:`AddResult.error`, and is retried next add.
+
+Markers such as ``[REQUEST_TIER:3:m1]`` in added messages are stored as text: only the
+caller (the regenerate loop, reading model output) calls :meth:`ShortTermMemory.request_tier`.
+
+Example:
+    >>> from langchain_core.messages import AIMessage, HumanMessage
+    >>> from langgraph.store.memory import InMemoryStore
+    >>> from langmem_tiers.short_term.log import InMemoryMessageLog
+    >>> from langmem_tiers.short_term.policies import SlidingWindow
+    >>> stm = ShortTermMemory("s1", log=InMemoryMessageLog(), store=InMemoryStore(),
+    ...                       policy=SlidingWindow(1), view="raw")
+    >>> stm.add_messages([HumanMessage("hi"), AIMessage("hello"), HumanMessage("bye")]).ids
+    ['m1', 'm2', 'm3']
+    >>> [m.content for m in stm.context()]
+    ['hello', 'bye']
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any, Literal, NamedTuple
+
+from langchain_core.messages import BaseMessage
+from langgraph.store.base import BaseStore, SearchItem, SearchOp
+
+from langmem_tiers.config import Settings
+from langmem_tiers.errors import ConfigurationError, ModelError, NotFoundError
+from langmem_tiers.long_term.scope import namespace_for
+from langmem_tiers.short_term.consolidation import consolidate_flow, facts_flow, recover_flow
+from langmem_tiers.short_term.context import ContextBuilder
+from langmem_tiers.short_term.effects import (
+    Flow,
+    LogCall,
+    Runtime,
+    StoreCall,
+    TierCall,
+    run_async,
+    run_sync,
+)
+from langmem_tiers.short_term.log import (
+    AppendOp,
+    ClearOp,
+    MessageLog,
+    ReadOp,
+    SetTierLevelOp,
+    UpdateTiersOp,
+)
+from langmem_tiers.short_term.policies import WindowPolicy
+from langmem_tiers.short_term.records import (
+    MessageDraft,
+    MessageRecord,
+    draft_from_message,
+    parse_message_id,
+    validate_level,
+    validate_session_id,
+)
+from langmem_tiers.tiers.base import MessageTiers, Summarizer, Tierer
+from langmem_tiers.tiers.tokens import TokenCounter
+
+__all__ = ["AddResult", "ConsolidationTarget", "ShortTermMemory", "ViewMode"]
+
+logger = logging.getLogger(__name__)
+
+ConsolidationTarget = Literal["session", "user"]
+"""``session``: memories of this session only; ``user``: the user's, across sessions."""
+ViewMode = Literal["tiered", "raw"]
+"""``tiered``: messages at their tier with ``[m12|t1]`` ids; ``raw``: as they were added."""
+
+_QUERY_CHARS = 2_000  # the search query is the latest user message, cut to this
+
+
+def _is_message_id(value: str) -> bool:
+    try:
+        parse_message_id(value)
+    except NotFoundError:
+        return False
+    return True
+
+
+class AddResult(NamedTuple):
+    """What an add did."""
+
+    ids: list[str]
+    """Ids given to the added messages, in order."""
+    consolidated: list[str]
+    """Ids moved from the window to long-term memory by this add."""
+    error: Exception | None
+    """Why a consolidation failed (the window is as it was; the next add retries)."""
+
+
+class ShortTermMemory:
+    """The short-term memory of one session.
+
+    Args:
+        session_id: the conversation; message ids ``m1, m2...`` are unique within it.
+        log: where messages are stored.
+        store: long-term memory (any LangGraph ``BaseStore``).
+        policy: the window policy.
+        tierer: makes tiers 1 and 2 (``None``: messages are kept raw only).
+        summarizer: summarises consolidated messages (needed by summarising policies).
+        settings: limits and ``user_context_k``; the defaults when ``None``.
+        user_id: the scope of long-term memories (default: the session id).
+        target: ``session`` or ``user`` (facts extracted per exchange, read across sessions).
+        view: ``tiered`` or ``raw``.
+        token_counter: counts tokens of a text (default: four characters a token).
+        recent_raw: the newest messages always shown raw.
+    """
+
+    def __init__(
+        self,
+        session_id: str,
+        *,
+        log: MessageLog,
+        store: BaseStore | None,
+        policy: WindowPolicy,
+        tierer: Tierer | None = None,
+        summarizer: Summarizer | None = None,
+        settings: Settings | None = None,
+        user_id: str | None = None,
+        target: ConsolidationTarget = "session",
+        view: ViewMode = "tiered",
+        token_counter: TokenCounter | None = None,
+        recent_raw: int = 2,
+    ) -> None:
+        self.session_id = validate_session_id(session_id)
+        self.user_id = None if user_id is None else validate_session_id(user_id)
+        if target not in ("session", "user"):
+            raise ConfigurationError(f"target must be 'session' or 'user', got {target!r}.")
+        if view not in ("tiered", "raw"):
+            raise ConfigurationError(f"view must be 'tiered' or 'raw', got {view!r}.")
+        self.log = log
+        self.store = store
+        self.policy = policy
+        self.tierer = tierer
+        self.summarizer = summarizer
+        self.settings = settings if settings is not None else Settings()
+        self.target: ConsolidationTarget = target
+        self.view: ViewMode = view
+        self.scope = self.user_id if self.user_id is not None else self.session_id
+        self.builder = ContextBuilder(
+            token_counter=token_counter,
+            budget=self.settings.context_token_limit,
+            recent_raw=recent_raw,
+            tiered=view == "tiered",
+        )
+        self.version = 0
+        """Bumped by every change made through this object (the history caches its view by it)."""
+        # A consolidation may have been persisted and not removed by an earlier process:
+        # probe once before the first consolidation, and again after any failure.
+        self._needs_recovery = True
+        self._runtime = Runtime(log, store, tierer, summarizer)
+
+    # -- public API -------------------------------------------------------------------
+
+    def add_messages(self, messages: Sequence[BaseMessage]) -> AddResult:
+        """Store messages (one log round trip), then consolidate as the policy says.
+
+        Raises:
+            InvalidContentError: a message is invalid; nothing was stored.
+            BackendError: the log failed; nothing was acknowledged.
+        """
+        return run_sync(self._add_flow(self._drafts(messages)), self._runtime)
+
+    async def aadd_messages(self, messages: Sequence[BaseMessage]) -> AddResult:
+        """Async twin of :meth:`add_messages`."""
+        return await run_async(self._add_flow(self._drafts(messages)), self._runtime)
+
+    def context(self) -> list[BaseMessage]:
+        """The model's view (see :mod:`~langmem_tiers.short_term.context`)."""
+        return run_sync(self._context_flow(), self._runtime)
+
+    async def acontext(self) -> list[BaseMessage]:
+        """Async twin of :meth:`context`."""
+        return await run_async(self._context_flow(), self._runtime)
+
+    def records(self) -> list[MessageRecord]:
+        """Every stored message of the session with its tiers, oldest first."""
+        return run_sync(self._records_flow(), self._runtime)
+
+    async def arecords(self) -> list[MessageRecord]:
+        """Async twin of :meth:`records`."""
+        return await run_async(self._records_flow(), self._runtime)
+
+    def raw_messages(self) -> list[BaseMessage]:
+        """Every stored message as it was added (ids set), oldest first."""
+        return [r.to_message() for r in self.records()]
+
+    async def araw_messages(self) -> list[BaseMessage]:
+        """Async twin of :meth:`raw_messages`."""
+        return [r.to_message() for r in await self.arecords()]
+
+    def request_tier(self, message_id: str, level: int) -> MessageRecord:
+        """Show ``message_id`` at ``level`` or richer from now on (never lowers).
+
+        Raises:
+            InvalidTierError: ``level`` is not 1, 2 or 3.
+            NotFoundError: no such message in this session's window (never added here,
+                of another session, or already archived).
+        """
+        return run_sync(self._request_tier_flow(message_id, level), self._runtime)
+
+    async def arequest_tier(self, message_id: str, level: int) -> MessageRecord:
+        """Async twin of :meth:`request_tier`."""
+        return await run_async(self._request_tier_flow(message_id, level), self._runtime)
+
+    def consolidate(self) -> AddResult:
+        """Run the policy's consolidations now (also done by every add)."""
+        return run_sync(self._consolidate_now_flow(), self._runtime)
+
+    async def aconsolidate(self) -> AddResult:
+        """Async twin of :meth:`consolidate`."""
+        return await run_async(self._consolidate_now_flow(), self._runtime)
+
+    def search_archive(self, query: str, *, limit: int = 5) -> list[SearchItem]:
+        """Archived messages (episodic memories) of this session or user, best first."""
+        return run_sync(self._search_flow(query, limit), self._runtime)
+
+    async def asearch_archive(self, query: str, *, limit: int = 5) -> list[SearchItem]:
+        """Async twin of :meth:`search_archive`."""
+        return await run_async(self._search_flow(query, limit), self._runtime)
+
+    def clear(self) -> list[str]:
+        """Remove every message of the window (long-term memory is kept); answers the ids."""
+        return run_sync(self._clear_flow(), self._runtime)
+
+    async def aclear(self) -> list[str]:
+        """Async twin of :meth:`clear`."""
+        return await run_async(self._clear_flow(), self._runtime)
+
+    # -- validation (pure, before any I/O) ----------------------------------------------
+
+    def _drafts(self, messages: Sequence[BaseMessage]) -> list[MessageDraft]:
+        if isinstance(messages, BaseMessage):
+            messages = [messages]
+        limit = self.settings.max_content_chars
+        return [draft_from_message(m, index=i, max_chars=limit) for i, m in enumerate(messages)]
+
+    # -- flows ----------------------------------------------------------------------------
+
+    def _tier_flow(self, messages: Sequence[BaseMessage]) -> Flow[list[MessageTiers] | None]:
+        """Tiers for ``messages``, or None when there is no tierer or it failed."""
+        if self.tierer is None or not messages:
+            return None
+        try:
+            tiers = yield TierCall(tuple(messages))
+            if not isinstance(tiers, list) or len(tiers) != len(messages):
+                raise ModelError(
+                    f"the tierer returned {len(tiers) if isinstance(tiers, list) else tiers!r} "
+                    f"results for {len(messages)} messages."
+                )
+            return [MessageTiers(str(t.tier1), str(t.tier2)) for t in tiers]
+        except Exception as err:
+            logger.warning(
+                "session %s: tiering failed (%s); messages kept raw, tiering retried later",
+                self.session_id,
+                err,
+            )
+            return None
+
+    def _window_read(self) -> ReadOp:
+        limit = None if self.policy.consolidates else self.policy.read_limit
+        return ReadOp(self.session_id, limit)
+
+    def _add_flow(self, drafts: list[MessageDraft]) -> Flow[AddResult]:
+        if not drafts:
+            return AddResult([], [], None)
+        tiers = yield from self._tier_flow([d.to_message() for d in drafts])
+        if tiers is not None:
+            drafts = [
+                d._replace(tier1=t.tier1, tier2=t.tier2) for d, t in zip(drafts, tiers, strict=True)
+            ]
+        added, records = yield LogCall(
+            (AppendOp(self.session_id, tuple(drafts)), self._window_read())
+        )
+        self.version += 1
+        added_ids = {r.id for r in added}
+        pending = [r for r in records if not r.tiered and r.id not in added_ids]
+        retiered: list[MessageRecord] = []
+        if pending:
+            retiered, records = yield from self._retier_flow(pending, records)
+        if self.target == "user" and self.store is not None:
+            fresh = [r for r in records if r.id in added_ids] + retiered
+            try:
+                yield from facts_flow(fresh, session_id=self.session_id, scope=self.scope)
+            except Exception as err:  # long-term memory down: the conversation goes on
+                logger.warning("session %s: storing user facts failed: %s", self.session_id, err)
+        consolidated, error = yield from self._consolidation_flow(records)
+        return AddResult([r.id for r in added], consolidated, error)
+
+    def _retier_flow(
+        self, pending: list[MessageRecord], records: list[MessageRecord]
+    ) -> Flow[tuple[list[MessageRecord], list[MessageRecord]]]:
+        """Retry tiering of messages stored raw only; answers (retiered, window)."""
+        tiers = yield from self._tier_flow([r.to_message() for r in pending])
+        if tiers is None:
+            return [], records
+        updates = tuple((r.id, t) for r, t in zip(pending, tiers, strict=True))
+        try:
+            yield LogCall((UpdateTiersOp(self.session_id, updates),))
+        except Exception as err:
+            logger.warning("session %s: saving retried tiers failed: %s", self.session_id, err)
+            return [], records
+        new = dict(updates)
+        records = [
+            r.replace(tier1=new[r.id].tier1, tier2=new[r.id].tier2) if r.id in new else r
+            for r in records
+        ]
+        return [r for r in records if r.id in new], records
+
+    def _consolidation_flow(
+        self, records: list[MessageRecord]
+    ) -> Flow[tuple[list[str], Exception | None]]:
+        if not self.policy.consolidates or self.store is None:
+            return [], None
+        done: list[str] = []
+        try:
+            if self._needs_recovery:
+                recovered = yield from recover_flow(
+                    records, session_id=self.session_id, scope=self.scope
+                )
+                if recovered:
+                    logger.info(
+                        "session %s: finished an interrupted consolidation of %s",
+                        self.session_id,
+                        recovered,
+                    )
+                    self.version += 1
+                done.extend(recovered)
+                records = [r for r in records if r.id not in set(recovered)]
+                self._needs_recovery = False
+            for _ in range(len(records) + 1):  # each plan removes at least one record
+                plan = self.policy.plan(records, self.builder.costs)
+                if plan is None:
+                    break
+                yield from consolidate_flow(plan, session_id=self.session_id, scope=self.scope)
+                self.version += 1
+                covered = {r.id for r in plan.records}
+                done.extend(r.id for r in plan.records)
+                records = [r for r in records if r.id not in covered]
+        except Exception as err:
+            self._needs_recovery = True
+            logger.warning(
+                "session %s: consolidation failed, the window is kept as it was and the next "
+                "add retries: %r",
+                self.session_id,
+                err,
+            )
+            return done, err
+        return done, None
+
+    def _consolidate_now_flow(self) -> Flow[AddResult]:
+        (records,) = yield LogCall((ReadOp(self.session_id, None),))
+        consolidated, error = yield from self._consolidation_flow(records)
+        return AddResult([], consolidated, error)
+
+    def _records_flow(self) -> Flow[list[MessageRecord]]:
+        (records,) = yield LogCall((ReadOp(self.session_id, None),))
+        return list(records)
+
+    def _memory_search(self, records: Sequence[MessageRecord]) -> SearchOp:
+        query = next((r.text for r in reversed(records) if r.role == "human"), "")
+        session_filter = {"session_id": self.session_id} if self.target == "session" else None
+        return SearchOp(
+            namespace_for(self.scope, "semantic"),
+            filter=session_filter,
+            limit=self.settings.user_context_k,
+            query=query[:_QUERY_CHARS] or None,
+        )
+
+    def _context_flow(self) -> Flow[list[BaseMessage]]:
+        (records,) = yield LogCall((ReadOp(self.session_id, self.policy.read_limit),))
+        memories: list[Any] = []
+        if self.store is not None:
+            try:
+                (memories,) = yield StoreCall((self._memory_search(records),))
+            except Exception as err:  # graceful degradation: answer without long-term memory
+                logger.warning(
+                    "session %s: long-term memory unavailable, context built without it: %s",
+                    self.session_id,
+                    err,
+                )
+                memories = []
+        return self.builder.build(records, memories)
+
+    def _request_tier_flow(self, message_id: str, level: int) -> Flow[MessageRecord]:
+        checked = validate_level(level)
+        record = None
+        if isinstance(message_id, str) and _is_message_id(message_id):
+            (record,) = yield LogCall((SetTierLevelOp(self.session_id, message_id, checked),))
+        if not isinstance(record, MessageRecord):
+            logger.warning(
+                "session %s: refused a tier request for %r, which is not in its window",
+                self.session_id,
+                message_id,
+            )
+            raise NotFoundError(
+                f"message_id {message_id!r} is not in the window of session "
+                f"{self.session_id!r}: it was never added to this session or was archived. "
+                "Use an id shown in the context (like 'm12'), or search the archive."
+            )
+        self.version += 1
+        return record
+
+    def _search_flow(self, query: str, limit: int) -> Flow[list[SearchItem]]:
+        session_filter = {"session_id": self.session_id} if self.target == "session" else None
+        op = SearchOp(
+            namespace_for(self.scope, "episodic"), filter=session_filter, limit=limit, query=query
+        )
+        (items,) = yield StoreCall((op,))
+        return list(items)
+
+    def _clear_flow(self) -> Flow[list[str]]:
+        (removed,) = yield LogCall((ClearOp(self.session_id),))
+        self.version += 1
+        return list(removed)

@@ -1,0 +1,111 @@
+"""One spec for every message log (in-memory, JSONL), through the sync and async twins."""
+
+from __future__ import annotations
+
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+from langmem_tiers.short_term.log import AppendOp, NextIdOp, ReadOp, RemoveOp
+from langmem_tiers.short_term.records import MessageDraft, draft_from_message
+from langmem_tiers.tiers.base import MessageTiers
+
+from .conftest import LogFactory, TwinOf
+
+
+def drafts(*texts: str) -> list[MessageDraft]:
+    return [draft_from_message(HumanMessage(t), index=i) for i, t in enumerate(texts)]
+
+
+async def test_append_gives_sequential_ids_and_reads_in_order(
+    make_log: LogFactory, twin_of: TwinOf
+) -> None:
+    log = twin_of(make_log())
+    first = await log.append("s1", drafts("a", "b"))
+    second = await log.append("s1", drafts("c"))
+    assert [r.id for r in first + second] == ["m1", "m2", "m3"]
+    assert [r.text for r in await log.read("s1")] == ["a", "b", "c"]
+    assert [r.text for r in await log.read("s1", last=2)] == ["b", "c"]
+    assert await log.read("s1", last=0) == []
+    assert await log.read("other") == []
+    assert [r.id for r in await log.append("other", drafts("x"))] == ["m1"]
+
+
+async def test_ids_are_never_reused_after_remove_clear_or_reopen(
+    make_log: LogFactory, twin_of: TwinOf, log_kind: str
+) -> None:
+    log = twin_of(make_log())
+    await log.append("s1", drafts("a", "b", "c"))
+    assert await log.remove("s1", ["m3", "m9"]) == ["m3"]
+    assert await log.next_id("s1") == "m4"
+    assert await log.clear("s1") == ["m1", "m2"]
+    assert await log.read("s1") == []
+    assert [r.id for r in await log.append("s1", drafts("d"))] == ["m4"]
+    if log_kind == "jsonl":
+        reopened = twin_of(make_log())
+        assert [r.id for r in await reopened.read("s1")] == ["m4"]
+        assert await reopened.next_id("s1") == "m5"
+
+
+async def test_tier_level_only_rises_and_missing_ids_answer_none(
+    make_log: LogFactory, twin_of: TwinOf
+) -> None:
+    log = twin_of(make_log())
+    await log.append("s1", drafts("a"))
+    raised = await log.set_tier_level("s1", "m1", 3)
+    assert raised is not None
+    assert raised.required_tier_level == 3
+    unchanged = await log.set_tier_level("s1", "m1", 2)
+    assert unchanged is not None
+    assert unchanged.required_tier_level == 3
+    assert await log.set_tier_level("s1", "m7", 3) is None
+    assert await log.set_tier_level("s2", "m1", 3) is None
+    assert (await log.read("s1"))[0].required_tier_level == 3
+
+
+async def test_update_tiers_fills_missing_tiers(make_log: LogFactory, twin_of: TwinOf) -> None:
+    log = twin_of(make_log())
+    (record,) = await log.append("s1", drafts("Jordan here"))
+    assert record.tier1 is None
+    assert not record.tiered
+    updated = await log.update_tiers(
+        "s1", {"m1": MessageTiers("name=Jordan", "Jordan."), "m5": MessageTiers("x", "y")}
+    )
+    assert updated == ["m1"]
+    (stored,) = await log.read("s1")
+    assert (stored.tier1, stored.tier2, stored.text) == ("name=Jordan", "Jordan.", "Jordan here")
+
+
+async def test_one_batch_appends_and_reads_back(make_log: LogFactory, twin_of: TwinOf) -> None:
+    log = twin_of(make_log())
+    await log.append("s1", drafts("a"))
+    added, window, next_id = await log.batch(
+        [AppendOp("s1", tuple(drafts("b", "c"))), ReadOp("s1"), NextIdOp("s1")]
+    )
+    assert [r.id for r in added] == ["m2", "m3"]
+    assert [r.id for r in window] == ["m1", "m2", "m3"]
+    assert next_id == "m4"
+    (removed, after) = await log.batch([RemoveOp("s1", ("m1", "m2")), ReadOp("s1")])
+    assert removed == ["m1", "m2"]
+    assert [r.id for r in after] == ["m3"]
+
+
+async def test_messages_round_trip_exactly(
+    make_log: LogFactory, twin_of: TwinOf, log_kind: str
+) -> None:
+    call = {"name": "lookup", "args": {"q": "weather"}, "id": "call_1", "type": "tool_call"}
+    originals = [
+        HumanMessage(
+            [{"type": "text", "text": "look at"}, {"type": "image_url", "image_url": {"url": "x"}}]
+        ),
+        AIMessage("", tool_calls=[call], response_metadata={"model": "m"}),
+        ToolMessage("sunny", tool_call_id="call_1", name="lookup"),
+        AIMessage("It is sunny. Ünïcödé\nnew line", additional_kwargs={"k": [1, 2]}),
+    ]
+    log = twin_of(make_log())
+    await log.append("s1", [draft_from_message(m, index=i) for i, m in enumerate(originals)])
+    logs = [log] + ([twin_of(make_log())] if log_kind == "jsonl" else [])
+    for each in logs:
+        restored = [r.to_message() for r in await each.read("s1")]
+        assert [type(m) for m in restored] == [type(m) for m in originals]
+        for before, after in zip(originals, restored, strict=True):
+            assert after.id is not None
+            assert after.model_copy(update={"id": None}) == before
