@@ -1,0 +1,198 @@
+"""The JSONL log survives crashes: fsync per write, torn lines repaired, atomic compaction."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from pathlib import Path
+
+import pytest
+from langchain_core.messages import HumanMessage
+
+from langmem_tiers.errors import BackendError
+from langmem_tiers.short_term import jsonl_log
+from langmem_tiers.short_term.jsonl_log import JsonlMessageLog, session_file_name
+from langmem_tiers.short_term.records import MessageDraft, draft_from_message
+
+
+def drafts(*texts: str) -> list[MessageDraft]:
+    return [draft_from_message(HumanMessage(t), index=i) for i, t in enumerate(texts)]
+
+
+def texts(log: JsonlMessageLog, session: str = "s1") -> list[str]:
+    return [r.text for r in log.read(session)]
+
+
+def test_every_write_is_fsynced_before_the_call_returns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    synced: list[int] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(jsonl_log.os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd)))
+    log = JsonlMessageLog(tmp_path)
+    log.append("s1", drafts("a"))
+    first = len(synced)
+    assert first >= 2  # the file, and the directory entry of the new file
+    log.append("s1", drafts("b"))
+    log.remove("s1", ["m1"])
+    assert len(synced) == first + 2
+
+
+def test_file_format_is_one_json_object_per_line(tmp_path: Path) -> None:
+    log = JsonlMessageLog(tmp_path)
+    log.append("s1", drafts("a", "b"))
+    log.set_tier_level("s1", "m1", 2)
+    log.remove("s1", ["m2"], reason="consolidated")
+    lines = log.path_for("s1").read_text("utf-8").splitlines()
+    entries = [json.loads(line) for line in lines]
+    assert [e["op"] for e in entries] == ["header", "append", "level", "remove"]
+    assert entries[0]["format"] == jsonl_log.FORMAT
+    assert entries[0]["session_id"] == "s1"
+    assert [m["id"] for m in entries[1]["messages"]] == ["m1", "m2"]
+    assert entries[3]["ids"] == ["m2"]
+    assert entries[3]["reason"] == "consolidated"
+
+
+def test_torn_last_line_is_moved_to_a_sidecar_and_the_file_repaired(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    log = JsonlMessageLog(tmp_path)
+    log.append("s1", drafts("a", "b"))
+    log.append("s1", drafts("c"))
+    path = log.path_for("s1")
+    whole = path.read_bytes()
+    torn = b'{"op":"append","messages":[{"id":"m4","seq":4,"role":"hu'
+    with open(path, "ab") as handle:  # a crash in the middle of the next write
+        handle.write(torn)
+
+    with caplog.at_level(logging.WARNING, logger=jsonl_log.__name__):
+        reopened = JsonlMessageLog(tmp_path)
+        assert texts(reopened) == ["a", "b", "c"]
+    assert path.read_bytes() == whole
+    assert Path(str(path) + ".torn").read_bytes() == torn + b"\n"
+    assert any("torn" in r.getMessage() for r in caplog.records)
+    # Ids continue after the last acknowledged message, and the file stays readable.
+    assert [r.id for r in reopened.append("s1", drafts("d"))] == ["m4"]
+    assert texts(JsonlMessageLog(tmp_path)) == ["a", "b", "c", "d"]
+
+
+def test_a_whole_record_missing_only_its_newline_is_kept(tmp_path: Path) -> None:
+    log = JsonlMessageLog(tmp_path)
+    log.append("s1", drafts("a"))
+    path = log.path_for("s1")
+    record = drafts("b")[0].to_record(seq=2)
+    with open(path, "ab") as handle:  # the crash came just before the newline
+        handle.write(json.dumps({"op": "append", "messages": [record.to_json()]}).encode())
+    reopened = JsonlMessageLog(tmp_path)
+    assert texts(reopened) == ["a", "b"]
+    assert path.read_bytes().endswith(b"\n")
+    assert not Path(str(path) + ".torn").exists()
+    assert [r.id for r in reopened.append("s1", drafts("c"))] == ["m3"]
+
+
+def test_a_zero_filled_tail_is_treated_as_torn(tmp_path: Path) -> None:
+    log = JsonlMessageLog(tmp_path)
+    log.append("s1", drafts("a"))
+    with open(log.path_for("s1"), "ab") as handle:
+        handle.write(b"\x00" * 64)
+    assert texts(JsonlMessageLog(tmp_path)) == ["a"]
+
+
+def test_a_corrupt_complete_line_is_an_error_not_silently_skipped(tmp_path: Path) -> None:
+    log = JsonlMessageLog(tmp_path)
+    log.append("s1", drafts("a"))
+    with open(log.path_for("s1"), "ab") as handle:
+        handle.write(b"not json\n")
+    with pytest.raises(BackendError, match="line 3"):
+        JsonlMessageLog(tmp_path).read("s1")
+
+
+def test_a_failed_write_acknowledges_nothing_and_leaves_a_readable_file(
+    tmp_path: Path,
+) -> None:
+    class CrashingLog(JsonlMessageLog):
+        crash = False
+
+        def _write_bytes(self, path: Path, data: bytes) -> None:
+            if self.crash:
+                with open(path, "ab") as handle:
+                    handle.write(data[: len(data) // 2])
+                raise OSError(28, "No space left on device")
+            super()._write_bytes(path, data)
+
+    log = CrashingLog(tmp_path)
+    log.append("s1", drafts("kept 1", "kept 2"))
+    log.crash = True
+    with pytest.raises(BackendError, match="Nothing of this batch was acknowledged"):
+        log.append("s1", drafts("lost"))
+    log.crash = False
+    assert texts(log) == ["kept 1", "kept 2"]
+    assert [r.id for r in log.append("s1", drafts("after"))] == ["m3"]
+    assert texts(JsonlMessageLog(tmp_path)) == ["kept 1", "kept 2", "after"]
+
+
+def test_compaction_rewrites_atomically_and_keeps_the_id_counter(tmp_path: Path) -> None:
+    log = JsonlMessageLog(tmp_path, compact_min_lines=8)
+    for i in range(10):
+        log.append("s1", drafts(f"msg {i}"))
+    log.remove("s1", [f"m{i}" for i in range(1, 9)])  # 8 removed, 2 live: compacts
+    path = log.path_for("s1")
+    assert len(path.read_bytes().splitlines()) == 2
+    reopened = JsonlMessageLog(tmp_path)
+    assert texts(reopened) == ["msg 8", "msg 9"]
+    assert reopened.next_id("s1") == "m11"
+    reopened.clear("s1")
+    reopened.compact("s1")
+    assert JsonlMessageLog(tmp_path).next_id("s1") == "m11"
+
+
+def test_a_crash_during_compaction_keeps_the_old_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = JsonlMessageLog(tmp_path)
+    log.append("s1", drafts("a", "b", "c"))
+    log.remove("s1", ["m1", "m2"])
+    before = log.path_for("s1").read_bytes()
+
+    def crash(src: object, dst: object) -> None:
+        raise OSError("power cut")
+
+    monkeypatch.setattr(jsonl_log.os, "replace", crash)
+    log.compact("s1")
+    monkeypatch.undo()
+    assert log.path_for("s1").read_bytes() == before
+    assert not list(tmp_path.glob("*.compact-tmp"))
+    assert texts(JsonlMessageLog(tmp_path)) == ["c"]
+
+
+def test_a_leftover_temporary_file_is_ignored_and_removed(tmp_path: Path) -> None:
+    log = JsonlMessageLog(tmp_path)
+    log.append("s1", drafts("a"))
+    leftover = Path(str(log.path_for("s1")) + ".compact-tmp")
+    leftover.write_bytes(b'{"op":"header"')
+    assert texts(JsonlMessageLog(tmp_path)) == ["a"]
+    assert not leftover.exists()
+
+
+def test_two_log_objects_on_one_directory_see_each_others_writes(tmp_path: Path) -> None:
+    first, second = JsonlMessageLog(tmp_path), JsonlMessageLog(tmp_path)
+    first.append("s1", drafts("a"))
+    assert [r.id for r in second.append("s1", drafts("b"))] == ["m2"]
+    assert texts(first) == ["a", "b"]
+    second.set_tier_level("s1", "m1", 3)
+    assert first.read("s1")[0].required_tier_level == 3
+
+
+def test_session_ids_become_safe_distinct_file_names(tmp_path: Path) -> None:
+    names = {
+        session_file_name(s) for s in ["a/b", "a%2Fb", "../x", ".hidden", "a b", "é", "x" * 400]
+    }
+    assert len(names) == 7
+    for name in names:
+        assert "/" not in name
+        assert not name.startswith(".")
+        assert len(name) < 200
+    log = JsonlMessageLog(tmp_path)
+    log.append("../../escape", drafts("a"))
+    assert [p.parent for p in tmp_path.glob("*.jsonl")] == [tmp_path]
