@@ -1,0 +1,22 @@
+"""Tier generation (offline and LLM), summarisation, token counting and the marker language."""
+
+from __future__ import annotations
+
+from langmem_tiers.tiers.base import MessageTiers, Summarizer, Summary, Tierer, TierLevel
+from langmem_tiers.tiers.offline import Fact, OfflineTierer, format_facts, parse_tier1
+from langmem_tiers.tiers.tokens import TokenCounter, count_message_tokens, count_tokens
+
+__all__ = [
+    "Fact",
+    "MessageTiers",
+    "OfflineTierer",
+    "Summarizer",
+    "Summary",
+    "TierLevel",
+    "Tierer",
+    "TokenCounter",
+    "count_message_tokens",
+    "count_tokens",
+    "format_facts",
+    "parse_tier1",
+]
