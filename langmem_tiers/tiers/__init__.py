@@ -3,20 +3,34 @@
 from __future__ import annotations
 
 from langmem_tiers.tiers.base import MessageTiers, Summarizer, Summary, Tierer, TierLevel
+from langmem_tiers.tiers.markers import (
+    MARKER_INSTRUCTIONS,
+    ParsedAnswer,
+    TierRequest,
+    has_markers,
+    parse_markers,
+    strip_markers,
+)
 from langmem_tiers.tiers.offline import Fact, OfflineTierer, format_facts, parse_tier1
 from langmem_tiers.tiers.tokens import TokenCounter, count_message_tokens, count_tokens
 
 __all__ = [
+    "MARKER_INSTRUCTIONS",
     "Fact",
     "MessageTiers",
     "OfflineTierer",
+    "ParsedAnswer",
     "Summarizer",
     "Summary",
     "TierLevel",
+    "TierRequest",
     "Tierer",
     "TokenCounter",
     "count_message_tokens",
     "count_tokens",
     "format_facts",
+    "has_markers",
+    "parse_markers",
     "parse_tier1",
+    "strip_markers",
 ]
