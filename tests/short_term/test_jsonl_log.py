@@ -29,7 +29,12 @@ def test_every_write_is_fsynced_before_the_call_returns(
 ) -> None:
     synced: list[int] = []
     real_fsync = os.fsync
-    monkeypatch.setattr(jsonl_log.os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd)))
+
+    def counting_fsync(fd: int) -> None:
+        synced.append(fd)
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", counting_fsync)
     log = JsonlMessageLog(tmp_path)
     log.append("s1", drafts("a"))
     first = len(synced)
@@ -158,7 +163,7 @@ def test_a_crash_during_compaction_keeps_the_old_file(
     def crash(src: object, dst: object) -> None:
         raise OSError("power cut")
 
-    monkeypatch.setattr(jsonl_log.os, "replace", crash)
+    monkeypatch.setattr(os, "replace", crash)
     log.compact("s1")
     monkeypatch.undo()
     assert log.path_for("s1").read_bytes() == before

@@ -1,0 +1,215 @@
+"""Presets: named combinations of the independent short-term memory settings.
+
+A preset is not a code path: it names a window policy, a log backend, a consolidation
+target and a context view, and :func:`build_memory` assembles one
+:class:`~langmem_tiers.short_term.memory.ShortTermMemory` from them. Limits come from
+:class:`~langmem_tiers.config.Settings`.
+
+=================  =============  =======  ========  ======  =================================
+preset             window         log      target    view    behaviour of the seed system
+=================  =============  =======  ========  ======  =================================
+``moving_window``  moving_window  memory   session   raw     N+1 messages: oldest N summarised
+``reset``          reset          memory   session   raw     N+1 user messages: all summarised
+``tiered``         token_budget   memory   session   tiered  over the budget: oldest exchanges
+                                                             archived as episodes
+``dual``           sliding        jsonl    user      raw     last R rounds read, nothing
+                                                             deleted, user facts across sessions
+=================  =============  =======  ========  ======  =================================
+
+Example:
+    >>> from langmem_tiers.config import Settings
+    >>> stm = build_memory("s1", preset="moving_window", settings=Settings(memory_window_limit=3))
+    >>> type(stm.policy).__name__, stm.policy.limit, type(stm.log).__name__
+    ('MovingWindow', 3, 'InMemoryMessageLog')
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from dataclasses import dataclass, replace
+from typing import Literal, get_args
+
+from langgraph.store.base import BaseStore
+from langgraph.store.memory import InMemoryStore
+
+from langmem_tiers.config import Settings, default_data_dir
+from langmem_tiers.errors import ConfigurationError
+from langmem_tiers.short_term.jsonl_log import JsonlMessageLog
+from langmem_tiers.short_term.log import InMemoryMessageLog, MessageLog
+from langmem_tiers.short_term.memory import ConsolidationTarget, ShortTermMemory, ViewMode
+from langmem_tiers.short_term.policies import (
+    MovingWindow,
+    ResetWindow,
+    SlidingWindow,
+    TokenBudget,
+    WindowPolicy,
+)
+from langmem_tiers.tiers.base import Summarizer, Tierer
+from langmem_tiers.tiers.offline import OfflineTierer
+from langmem_tiers.tiers.summarizer import OfflineSummarizer
+from langmem_tiers.tiers.tokens import TokenCounter
+
+__all__ = [
+    "PRESETS",
+    "LogKind",
+    "Preset",
+    "WindowKind",
+    "build_memory",
+    "build_policy",
+    "get_preset",
+    "open_log",
+]
+
+WindowKind = Literal["moving_window", "reset", "sliding", "token_budget"]
+LogKind = Literal["memory", "jsonl", "sql"]
+
+# The SQL log lives in its own module (optional database drivers); it provides
+# ``open_message_log(settings) -> MessageLog``.
+_SQL_LOG_MODULE = "langmem_tiers.short_term.sql_log"
+
+
+@dataclass(frozen=True, slots=True)
+class Preset:
+    """One combination of the short-term memory settings."""
+
+    name: str
+    window: WindowKind
+    """Which :class:`~langmem_tiers.short_term.policies.WindowPolicy`."""
+    log: LogKind
+    """Where messages are stored."""
+    target: ConsolidationTarget
+    """Whose long-term memory: this session's, or the user's across sessions."""
+    view: ViewMode
+    """How the context shows messages."""
+
+    def with_changes(self, **changes: str) -> Preset:
+        """A copy with some settings changed (checked), e.g. ``log="jsonl"``."""
+        return _checked(replace(self, **changes))  # type: ignore[arg-type]
+
+
+def _checked(preset: Preset) -> Preset:
+    for name, kind in (
+        ("window", WindowKind),
+        ("log", LogKind),
+        ("target", ConsolidationTarget),
+        ("view", ViewMode),
+    ):
+        value = getattr(preset, name)
+        if value not in get_args(kind):
+            raise ConfigurationError(
+                f"preset {preset.name!r}: {name} must be one of {', '.join(get_args(kind))}, "
+                f"got {value!r}."
+            )
+    return preset
+
+
+PRESETS: dict[str, Preset] = {
+    p.name: p
+    for p in (
+        Preset("moving_window", "moving_window", "memory", "session", "raw"),
+        Preset("reset", "reset", "memory", "session", "raw"),
+        Preset("tiered", "token_budget", "memory", "session", "tiered"),
+        Preset("dual", "sliding", "jsonl", "user", "raw"),
+    )
+}
+"""The presets by name."""
+
+
+def get_preset(preset: str | Preset) -> Preset:
+    """A preset by name (or the preset itself, checked).
+
+    >>> get_preset("dual").log
+    'jsonl'
+    """
+    if isinstance(preset, Preset):
+        return _checked(preset)
+    found = PRESETS.get(preset) if isinstance(preset, str) else None
+    if found is None:
+        raise ConfigurationError(
+            f"preset must be one of {', '.join(PRESETS)} (or a Preset), got {preset!r}."
+        )
+    return found
+
+
+def build_policy(window: WindowKind, settings: Settings) -> WindowPolicy:
+    """The window policy of a kind, with its limits from ``settings``."""
+    if window == "moving_window":
+        return MovingWindow(settings.memory_window_limit)
+    if window == "reset":
+        return ResetWindow(settings.short_term_memory_limit)
+    if window == "sliding":
+        return SlidingWindow(settings.sliding_window_rounds)
+    if window == "token_budget":
+        return TokenBudget(
+            settings.context_token_limit,
+            settings.context_token_buffer,
+            settings.min_messages_kept,
+        )
+    raise ConfigurationError(f"unknown window policy {window!r}.")
+
+
+def open_log(
+    kind: LogKind, settings: Settings, *, directory: str | os.PathLike[str] | None = None
+) -> MessageLog:
+    """A message log of a kind. ``jsonl`` files go to ``directory`` (default: the data dir)."""
+    if kind == "memory":
+        return InMemoryMessageLog()
+    if kind == "jsonl":
+        where = directory if directory is not None else default_data_dir() / "sessions"
+        return JsonlMessageLog(where)
+    if kind == "sql":
+        try:
+            module = importlib.import_module(_SQL_LOG_MODULE)
+        except ModuleNotFoundError as err:
+            if err.name != _SQL_LOG_MODULE:
+                raise
+            raise ConfigurationError(
+                "the 'sql' message log is not available in this version; use 'memory' or 'jsonl'."
+            ) from err
+        log: MessageLog = module.open_message_log(settings)
+        return log
+    raise ConfigurationError(f"unknown log kind {kind!r}; use memory, jsonl or sql.")
+
+
+def build_memory(
+    session_id: str,
+    *,
+    preset: str | Preset = "tiered",
+    store: BaseStore | None = None,
+    settings: Settings | None = None,
+    log: MessageLog | None = None,
+    directory: str | os.PathLike[str] | None = None,
+    user_id: str | None = None,
+    tierer: Tierer | None = None,
+    summarizer: Summarizer | None = None,
+    token_counter: TokenCounter | None = None,
+) -> ShortTermMemory:
+    """A :class:`ShortTermMemory` configured by a preset.
+
+    Args:
+        session_id: the conversation.
+        preset: a name from :data:`PRESETS` or a :class:`Preset`.
+        store: long-term memory; a LangGraph ``InMemoryStore`` when ``None``.
+        settings: limits; ``Settings.from_env()`` when ``None``.
+        log: a log to use instead of the preset's kind (share one across sessions).
+        directory: where a ``jsonl`` log keeps its files.
+        user_id: the scope of long-term memory (the ``dual`` preset reads it across sessions).
+        tierer / summarizer: default to the offline ones.
+        token_counter: counts a text's tokens.
+    """
+    chosen = get_preset(preset)
+    settings = settings if settings is not None else Settings.from_env()
+    return ShortTermMemory(
+        session_id,
+        log=log if log is not None else open_log(chosen.log, settings, directory=directory),
+        store=store if store is not None else InMemoryStore(),
+        policy=build_policy(chosen.window, settings),
+        tierer=tierer if tierer is not None else OfflineTierer(),
+        summarizer=summarizer if summarizer is not None else OfflineSummarizer(),
+        settings=settings,
+        user_id=user_id,
+        target=chosen.target,
+        view=chosen.view,
+        token_counter=token_counter,
+    )
