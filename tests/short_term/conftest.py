@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from langmem_tiers.config import Settings
 from langmem_tiers.short_term.jsonl_log import JsonlMessageLog
 from langmem_tiers.short_term.log import InMemoryMessageLog, MessageLog
 
@@ -30,19 +33,29 @@ def twin_of(mode: str, request: pytest.FixtureRequest) -> TwinOf:
     return lambda obj: twin_class(obj, mode)
 
 
-@pytest.fixture(params=["memory", "jsonl"])
+# The SQL log joins every spec as soon as its module exists (it provides
+# ``open_message_log(settings) -> MessageLog``).
+_SQL_LOG = "langmem_tiers.short_term.sql_log"
+LOG_KINDS = ["memory", "jsonl"] + (["sqlite"] if importlib.util.find_spec(_SQL_LOG) else [])
+
+
+@pytest.fixture(params=LOG_KINDS)
 def log_kind(request: pytest.FixtureRequest) -> str:
-    """Each spec runs on the in-memory and the JSONL log."""
+    """Each spec runs on every message log."""
     return str(request.param)
 
 
 @pytest.fixture
 def make_log(log_kind: str, tmp_path: Path) -> LogFactory:
-    """Opens a log of the current kind; JSONL logs opened twice share their directory."""
+    """Opens a log of the current kind; logs opened twice in a test share their files."""
 
     def factory() -> MessageLog:
         if log_kind == "memory":
             return InMemoryMessageLog()
-        return JsonlMessageLog(tmp_path / "sessions")
+        if log_kind == "jsonl":
+            return JsonlMessageLog(tmp_path / "sessions")
+        settings = Settings(url=f"sqlite:///{tmp_path / 'messages.db'}")
+        log: MessageLog = importlib.import_module(_SQL_LOG).open_message_log(settings)
+        return log
 
     return factory

@@ -14,7 +14,7 @@ from langchain_core.runnables import RunnableLambda
 from langchain_core.runnables.history import RunnableWithMessageHistory
 
 from langmem_tiers.config import Settings
-from langmem_tiers.errors import ConfigurationError
+from langmem_tiers.errors import ConfigurationError, InvalidNamespaceError
 from langmem_tiers.long_term.scope import namespace_for
 from langmem_tiers.short_term.history import TieredChatMessageHistory
 from langmem_tiers.short_term.log import InMemoryMessageLog, LogOp, MessageLog
@@ -245,3 +245,32 @@ def test_presets_are_combinations_of_independent_settings(tmp_path: Path) -> Non
         get_preset("nope")
     with pytest.raises(ConfigurationError, match="log must be one of"):
         get_preset("tiered").with_changes(log="redis")
+
+
+def test_presets_take_their_limits_from_settings(tmp_path: Path) -> None:
+    settings = Settings(
+        memory_window_limit=7,
+        short_term_memory_limit=3,
+        sliding_window_rounds=4,
+        context_token_limit=900,
+        context_token_buffer=100,
+        min_messages_kept=6,
+    )
+    built = {
+        name: build_memory("s", preset=name, settings=settings, directory=tmp_path)
+        for name in PRESETS
+    }
+    assert built["moving_window"].policy.limit == 7  # type: ignore[attr-defined]
+    assert built["reset"].policy.limit == 3  # type: ignore[attr-defined]
+    assert built["dual"].policy.read_limit == 8
+    tiered = built["tiered"].policy
+    assert (tiered.limit, tiered.buffer, tiered.min_kept) == (900, 100, 6)  # type: ignore[attr-defined]
+    assert built["tiered"].builder.budget == 900
+    assert built["moving_window"].scope == "s"
+    assert build_memory("s", preset="dual", user_id="u", directory=tmp_path).scope == "u"
+
+
+@pytest.mark.parametrize("session_id", ["", "   ", "a\x00b", "x" * 513, 42, None])
+def test_bad_session_ids_are_refused(session_id: Any) -> None:
+    with pytest.raises(InvalidNamespaceError, match="session_id"):
+        TieredChatMessageHistory(session_id, preset="moving_window", settings=SETTINGS)
