@@ -11,7 +11,7 @@ from __future__ import annotations
 import inspect
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import quote
 
@@ -45,8 +45,8 @@ def _check_postgres() -> str | None:
 
 
 @pytest.fixture
-def postgres_url() -> Iterator[str]:
-    """A URL whose search_path points at a fresh schema, dropped after the test."""
+def postgres_schemas() -> Iterator[Callable[[], str]]:
+    """A factory of URLs, each with its own fresh schema; all dropped after the test."""
     problem = _check_postgres()
     if problem is not None:
         message = (
@@ -59,16 +59,29 @@ def postgres_url() -> Iterator[str]:
         pytest.skip(message)
     import psycopg
 
-    schema = f"t_{uuid.uuid4().hex[:16]}"
-    with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
-        conn.execute(f'CREATE SCHEMA "{schema}"')
-    separator = "&" if "?" in POSTGRES_URL else "?"
-    options = quote(f"-c search_path={schema},public")
-    try:
-        yield f"{POSTGRES_URL}{separator}options={options}"
-    finally:
+    schemas: list[str] = []
+
+    def new_schema_url() -> str:
+        schema = f"t_{uuid.uuid4().hex[:16]}"
         with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
-            conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+            conn.execute(f'CREATE SCHEMA "{schema}"')
+        schemas.append(schema)
+        separator = "&" if "?" in POSTGRES_URL else "?"
+        return f"{POSTGRES_URL}{separator}options={quote(f'-c search_path={schema},public')}"
+
+    try:
+        yield new_schema_url
+    finally:
+        if schemas:
+            with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
+                for schema in schemas:
+                    conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+
+
+@pytest.fixture
+def postgres_url(postgres_schemas: Callable[[], str]) -> str:
+    """A URL whose search_path points at a fresh schema, dropped after the test."""
+    return postgres_schemas()
 
 
 class Twin:

@@ -193,7 +193,7 @@ class SqliteDialect(Dialect):
 
     def json_compare(self, path: Sequence[str], op: str, operand: Any) -> tuple[str, list[Any]]:
         expr, params = self.json_extract(path)
-        typed = f"json_type(value, ?)"
+        typed = "json_type(value, ?)"
         if isinstance(operand, (dict, list)):
             literal = json.dumps(operand, ensure_ascii=False, separators=(",", ":"))
             if op == "$eq":
@@ -226,6 +226,7 @@ class SqliteDialect(Dialect):
             return f"({expr} IS NOT ? OR {typed} NOT IN {type_ok} OR {typed} IS NULL)", [
                 *params,
                 operand,
+                *params,
                 *params,
             ]
         if isinstance(operand, str):

@@ -16,11 +16,20 @@ import sqlite3
 from collections.abc import AsyncIterator, Iterable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 from urllib.parse import urlsplit
 
 from langchain_core.embeddings import Embeddings
-from langgraph.store.base import BaseStore, IndexConfig, Op, Result
+from langgraph.store.base import (
+    NOT_PROVIDED,
+    BaseStore,
+    IndexConfig,
+    Item,
+    NotProvided,
+    Op,
+    Result,
+    SearchItem,
+)
 
 from langmem_tiers.config import Settings, default_data_dir
 from langmem_tiers.embeddings import OfflineEmbeddings, resolve_embeddings
@@ -34,6 +43,7 @@ from langmem_tiers.long_term.backends import AsyncPostgresIO, PostgresIO, Sqlite
 from langmem_tiers.long_term.core import RankedItem, StoreCore
 from langmem_tiers.long_term.dialect import Dialect, PostgresDialect, SqliteDialect
 from langmem_tiers.long_term.flow import Flow, arun, run
+from langmem_tiers.long_term.records import validate_namespace
 from langmem_tiers.long_term.vectors import (
     PgVectorIndex,
     QdrantIndex,
@@ -270,6 +280,112 @@ class TieredMemoryStore(BaseStore):
             for resource in reversed(self._owned):
                 await _aclose(resource)
             self._owned.clear()
+
+    # -- BaseStore's validating wrappers: raise this package's errors (also LangGraph's) --
+    def put(
+        self,
+        namespace: tuple[str, ...],
+        key: str,
+        value: dict[str, Any],
+        index: Literal[False] | list[str] | None = None,
+        *,
+        ttl: float | None | NotProvided = NOT_PROVIDED,
+    ) -> None:
+        """Store or replace an item (see LangGraph's ``BaseStore.put``)."""
+        validate_namespace(namespace)
+        super().put(namespace, key, value, index, ttl=ttl)
+
+    async def aput(
+        self,
+        namespace: tuple[str, ...],
+        key: str,
+        value: dict[str, Any],
+        index: Literal[False] | list[str] | None = None,
+        *,
+        ttl: float | None | NotProvided = NOT_PROVIDED,
+    ) -> None:
+        """Async twin of :meth:`put`."""
+        validate_namespace(namespace)
+        await super().aput(namespace, key, value, index, ttl=ttl)
+
+    def get(
+        self,
+        namespace: tuple[str, ...],
+        key: str,
+        *,
+        refresh_ttl: bool | None = None,
+    ) -> Item | None:
+        """The item at ``namespace``/``key``, or None."""
+        validate_namespace(namespace)
+        return super().get(namespace, key, refresh_ttl=refresh_ttl)
+
+    async def aget(
+        self,
+        namespace: tuple[str, ...],
+        key: str,
+        *,
+        refresh_ttl: bool | None = None,
+    ) -> Item | None:
+        """Async twin of :meth:`get`."""
+        validate_namespace(namespace)
+        return await super().aget(namespace, key, refresh_ttl=refresh_ttl)
+
+    def search(
+        self,
+        namespace_prefix: tuple[str, ...],
+        /,
+        *,
+        query: str | None = None,
+        filter: dict[str, Any] | None = None,  # noqa: A002 - LangGraph's name
+        limit: int = 10,
+        offset: int = 0,
+        refresh_ttl: bool | None = None,
+    ) -> list[SearchItem]:
+        """Items under ``namespace_prefix``: hybrid-ranked with a query, newest first without.
+
+        Results of a query search are :class:`RankedItem` with the score's components.
+        """
+        validate_namespace(namespace_prefix, field="namespace_prefix", prefix=True)
+        return super().search(
+            namespace_prefix,
+            query=query,
+            filter=filter,
+            limit=limit,
+            offset=offset,
+            refresh_ttl=refresh_ttl,
+        )
+
+    async def asearch(
+        self,
+        namespace_prefix: tuple[str, ...],
+        /,
+        *,
+        query: str | None = None,
+        filter: dict[str, Any] | None = None,  # noqa: A002 - LangGraph's name
+        limit: int = 10,
+        offset: int = 0,
+        refresh_ttl: bool | None = None,
+    ) -> list[SearchItem]:
+        """Async twin of :meth:`search`."""
+        validate_namespace(namespace_prefix, field="namespace_prefix", prefix=True)
+        return await super().asearch(
+            namespace_prefix,
+            query=query,
+            filter=filter,
+            limit=limit,
+            offset=offset,
+            refresh_ttl=refresh_ttl,
+        )
+
+    def delete(self, namespace: tuple[str, ...], key: str) -> None:
+        """Delete an item (a no-op when it does not exist)."""
+        validate_namespace(namespace)
+        super().delete(namespace, key)
+
+    async def adelete(self, namespace: tuple[str, ...], key: str) -> None:
+        """Async twin of :meth:`delete`."""
+        validate_namespace(namespace)
+        await super().adelete(namespace, key)
 
     # -- the BaseStore seam ----------------------------------------------------------------
     def batch(self, ops: Iterable[Op]) -> list[Result]:

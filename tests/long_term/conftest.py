@@ -46,6 +46,8 @@ def make_store(
     """
     opened: list[BaseStore] = []
     stack = ExitStack()
+    # Resolved now, so the schema outlives the stores (teardown runs in reverse order).
+    new_schema = request.getfixturevalue("postgres_schemas") if "postgres" in backend else None
 
     def make(index: IndexConfig | NotProvided | None = NOT_PROVIDED) -> BaseStore:
         config = default_index() if isinstance(index, NotProvided) else index
@@ -55,10 +57,11 @@ def make_store(
         elif backend == "sqlite":
             store = _open(stack, f"sqlite:///{tmp_path / f'store{len(opened)}.db'}", config)
         elif backend == "postgres":
-            store = _open(stack, request.getfixturevalue("postgres_url"), config)
+            assert new_schema is not None
+            store = _open(stack, new_schema(), config)
         elif backend == "postgres+qdrant":
-            url = request.getfixturevalue("postgres_url")
-            store = _open(stack, url, config, qdrant=":memory:")
+            assert new_schema is not None
+            store = _open(stack, new_schema(), config, qdrant=":memory:")
         else:
             raise ValueError(f"unknown backend {backend!r}")
         opened.append(store)
