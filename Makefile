@@ -1,0 +1,17 @@
+.PHONY: install test lint type bench
+
+install:
+	pip install -e '.[dev]'
+
+test:
+	pytest
+
+lint:
+	ruff check langmem_tiers tests benchmarks graphs
+	ruff format --check langmem_tiers tests benchmarks graphs
+
+type:
+	mypy
+
+bench:
+	python -m benchmarks all
