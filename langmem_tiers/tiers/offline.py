@@ -33,6 +33,8 @@ from langmem_tiers.tiers.tokens import TokenCounter, count_tokens
 __all__ = [
     "Fact",
     "OfflineTierer",
+    "content_words",
+    "cut_words",
     "extract_facts",
     "format_facts",
     "message_role",
@@ -41,6 +43,8 @@ __all__ = [
     "sentence_score",
     "split_sentences",
     "summarize_text",
+    "topic_words",
+    "trim_sentence",
 ]
 
 
@@ -71,7 +75,7 @@ STOP_WORDS = _word_set("""
     can't couldn't won't wouldn't shouldn't isn't aren't wasn't weren't haven't hasn't
     hadn't it'll that'd it'd who's how's where's ya thing things something anything
     everything nothing someone anyone everyone somebody anybody lot lots still though
-    although either neither else since whether already almost quite rather
+    although either neither else since whether already almost quite rather around
     """)
 
 # Frequent chat words: capitalised at a sentence start they are not names, and they say
@@ -96,7 +100,7 @@ CHAT_WORDS = _word_set("""
     appreciated cherish imagine glad catch hang count mind care show
     best better bit big little small new old long last next first same different whole
     able kind sort stuff time times way ways day days life people family friends man
-    everybody anything nothing
+    everybody anything nothing name names met got get put let
     """)
 
 # Ordinary words that often open a chat sentence: capitalised there, still not names.
@@ -335,7 +339,7 @@ def message_text(message: BaseMessage, index: int = 0) -> str:
             f"messages[{index}] must be a langchain-core BaseMessage, got "
             f"{type(message).__name__}; wrap text in HumanMessage(...) or AIMessage(...)."
         )
-    text = message.text
+    text = str(message.text)
     if not text.strip():
         raise InvalidContentError(
             f"messages[{index}].content has no text to tier, got {message.content!r}; "
@@ -472,7 +476,7 @@ def _sentence_entities(sentence: str, capitalised_elsewhere: set[str]) -> list[_
                 after_char = sentence[run[0][2] : run[0][2] + 1]
                 keep = not _is_common(first_word) and (
                     _strip_possessive(first_word) in capitalised_elsewhere
-                    or after_char in {",", "!", "?"}
+                    or (after_char in {",", "!", "?"} and not first_word.endswith(("ed", "ly")))
                     or not _looks_common_noun(first_word)
                     or (first_word.isupper() and len(first_word) > 1)
                 )
@@ -501,8 +505,12 @@ def _sentence_entities(sentence: str, capitalised_elsewhere: set[str]) -> list[_
     return entities
 
 
-def _content_words(text: str) -> list[str]:
-    """Lower-cased words that carry meaning (no function or chat words)."""
+def content_words(text: str) -> list[str]:
+    """Lower-cased words that carry meaning (no function or chat words).
+
+    >>> content_words("Wow, I really love the new garden!")
+    ['garden']
+    """
     words = []
     for m in _WORD.finditer(text):
         w = _strip_possessive(m.group()).lower()
@@ -529,7 +537,7 @@ def sentence_score(sentence: str) -> float:
         1 for ent in _sentence_entities(sentence, capitalised_elsewhere) if not ent.vocative
     )
     numbers = sum(1 for w in words if any(c.isdigit() for c in w))
-    content = len(_content_words(sentence))
+    content = len(content_words(sentence))
     return (2.0 * entities + 2.0 * numbers + content) / math.sqrt(max(len(words), 8))
 
 
@@ -780,11 +788,23 @@ def extract_facts(text: str, role: str = "user") -> list[Fact]:
     return facts.ordered()
 
 
-def _topic_words(text: str, exclude: Iterable[str], count: int) -> list[str]:
+def topic_words(
+    text: str, exclude: Iterable[str], count: int, *, nouns_only: bool = False
+) -> list[str]:
+    """Up to ``count`` words saying what ``text`` is about, in their order in the text.
+
+    Words of ``exclude`` (values already in tier 1) are skipped; repeated words and
+    words after a determiner (nouns, mostly) rank first. With ``nouns_only``, only
+    words seen after a determiner at least once are returned.
+
+    >>> topic_words("The garden looks lovely; the roses opened in the garden.", [], 2)
+    ['garden', 'roses']
+    """
     excluded = {w for value in exclude for w in value.lower().split()}
     tokens = [_strip_possessive(w).lower() for w in _WORD.findall(text)]
     score: dict[str, float] = {}
     first: dict[str, int] = {}
+    nouns: set[str] = set()
     for i, w in enumerate(tokens):
         if len(w) < 3 or not w.isalpha() or w in STOP_WORDS or w in CHAT_WORDS or w in excluded:
             continue
@@ -796,10 +816,12 @@ def _topic_words(text: str, exclude: Iterable[str], count: int) -> list[str]:
             i >= 2 and tokens[i - 2] in _DETERMINERS and tokens[i - 1] not in STOP_WORDS
         ):
             points += 2.0
+            nouns.add(w)
         if w.endswith(("ly", "ed")):
             points -= 1.5
         score[w] = score.get(w, 0.0) + points
-    ranked = sorted(score, key=lambda w: (-score[w], first[w]))
+    candidates = [w for w in score if w in nouns] if nouns_only else list(score)
+    ranked = sorted(candidates, key=lambda w: (-score[w], first[w]))
     return sorted(ranked[:count], key=lambda w: first[w])
 
 
@@ -834,7 +856,12 @@ def parse_tier1(text: str) -> list[Fact]:
     return facts
 
 
-def _trim_sentence(sentence: str) -> str:
+def trim_sentence(sentence: str) -> str:
+    """A sentence without opening interjections and filler words.
+
+    >>> trim_sentence("Wow, that is really a great idea!")
+    'That is a great idea!'
+    """
     words = [w for w in sentence.split(" ") if w.lower().strip(",.!?") not in _FILLER_WORDS]
     # Leading interjections ("Wow, ", "Oh yeah!") carry no content; "Thanks for..." does.
     while len(words) > 1:
@@ -851,8 +878,12 @@ def _trim_sentence(sentence: str) -> str:
     return text
 
 
-def _cut_words(sentence: str, max_words: int) -> str:
-    """The first ``max_words`` words of a sentence, ending cleanly, with an ellipsis."""
+def cut_words(sentence: str, max_words: int) -> str:
+    """The first ``max_words`` words of a sentence, ending cleanly, with an ellipsis.
+
+    >>> cut_words("I moved to Lisbon in 2021 with my wife and kids.", 8)
+    'I moved to Lisbon in 2021…'
+    """
     words = sentence.split(" ")
     if len(words) <= max_words:
         return sentence
@@ -890,7 +921,7 @@ def summarize_text(text: str, max_words: int) -> str:
     >>> summarize_text("Wow, great! We moved to Lisbon in 2021. It's sunny.", 8)
     'We moved to Lisbon in 2021.'
     """
-    sentences = [_trim_sentence(s) for s in split_sentences(text)]
+    sentences = [trim_sentence(s) for s in split_sentences(text)]
     sentences = [s for s in sentences if s]
     if not sentences:
         return ""
@@ -899,7 +930,7 @@ def summarize_text(text: str, max_words: int) -> str:
     best = ranked[0]
     best_length = len(sentences[best].split(" "))
     if best_length > max_words * 1.25:
-        return _cut_words(sentences[best], max_words)
+        return cut_words(sentences[best], max_words)
     chosen = [best]
     for i in ranked[1:]:
         if best_length + len(sentences[i].split(" ")) <= max_words and (
@@ -979,7 +1010,7 @@ class OfflineTierer(Tierer):
         if want_topic:
             count = 3 if len(text.split()) > 30 else 2
             for n in range(count, 0, -1):
-                topic = _topic_words(text, [w for f in facts for w in f], n)
+                topic = topic_words(text, [w for f in facts for w in f], n)
                 if not topic:
                     break
                 candidate = format_facts([*facts, Fact("topic", " ".join(topic))])

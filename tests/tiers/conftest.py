@@ -7,8 +7,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatResult
+from pydantic import Field
 
 if TYPE_CHECKING:
     from conftest import Twin
@@ -40,6 +43,22 @@ def scripted(*replies: str | BaseException) -> Iterator[AIMessage]:
         yield AIMessage(reply)
 
 
-def fake_model(*replies: str | BaseException) -> GenericFakeChatModel:
+class RecordingChatModel(GenericFakeChatModel):
+    """``GenericFakeChatModel`` that also keeps every prompt it was given."""
+
+    prompts: list[list[BaseMessage]] = Field(default_factory=list)
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        self.prompts.append(list(messages))
+        return super()._generate(messages, stop, run_manager, **kwargs)
+
+
+def fake_model(*replies: str | BaseException) -> RecordingChatModel:
     """A chat model that answers with ``replies`` in order (and raises the exceptions)."""
-    return GenericFakeChatModel(messages=scripted(*replies))
+    return RecordingChatModel(messages=scripted(*replies))
