@@ -147,6 +147,16 @@ class ShortTermMemory:
             raise ConfigurationError(f"target must be 'session' or 'user', got {target!r}.")
         if view not in ("tiered", "raw"):
             raise ConfigurationError(f"view must be 'tiered' or 'raw', got {view!r}.")
+        if policy.consolidates and store is None:
+            raise ConfigurationError(
+                f"the {policy.name} policy moves messages to long-term memory, so it needs a "
+                "store; pass store=InMemoryStore() or the package's store."
+            )
+        if policy.summarises and summarizer is None:
+            raise ConfigurationError(
+                f"the {policy.name} policy summarises messages, so it needs a summarizer; "
+                "pass summarizer=OfflineSummarizer() or a model-backed one."
+            )
         self.log = log
         self.store = store
         self.policy = policy
@@ -329,7 +339,7 @@ class ShortTermMemory:
     def _consolidation_flow(
         self, records: list[MessageRecord]
     ) -> Flow[tuple[list[str], Exception | None]]:
-        if not self.policy.consolidates or self.store is None:
+        if not self.policy.consolidates:
             return [], None
         done: list[str] = []
         try:

@@ -72,6 +72,8 @@ class WindowPolicy(ABC):
     """Decides what stays in short-term memory."""
 
     name: str = "policy"
+    summarises: bool = False
+    """Whether plans are summaries (a summariser is then needed)."""
 
     @property
     def read_limit(self) -> int | None:
@@ -96,6 +98,7 @@ class MovingWindow(WindowPolicy):
     """
 
     name = "moving_window"
+    summarises = True
 
     def __init__(self, limit: int = 5) -> None:
         self.limit = _require_positive("memory_window_limit", limit)
@@ -110,6 +113,7 @@ class ResetWindow(WindowPolicy):
     """Past ``limit`` user messages, summarise everything into one paragraph and wipe."""
 
     name = "reset"
+    summarises = True
 
     def __init__(self, limit: int = 5) -> None:
         self.limit = _require_positive("short_term_memory_limit", limit)

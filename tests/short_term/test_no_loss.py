@@ -9,8 +9,10 @@ import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langgraph.store.base import BaseStore
 
+from langmem_tiers.config import Settings
 from langmem_tiers.errors import (
     BackendError,
+    ConfigurationError,
     EmbeddingError,
     InvalidContentError,
     ModelError,
@@ -180,8 +182,6 @@ async def test_tiering_failure_stores_raw_and_is_retried_later(twin_of: TwinOf) 
 async def test_bad_input_is_refused_whole_with_a_clear_error(
     twin_of: TwinOf, bad: Any, match: str
 ) -> None:
-    from langmem_tiers.config import Settings
-
     memory = twin_of(
         stm(
             MovingWindow(5),
@@ -209,3 +209,12 @@ async def test_context_goes_on_without_long_term_memory_when_the_store_is_down(
         view = await memory.context()
     assert [m.text for m in view] == ["[m3|t3] c"]
     assert "long-term memory unavailable" in caplog.text
+
+
+def test_a_policy_that_consolidates_needs_a_store_and_a_summariser() -> None:
+    with pytest.raises(ConfigurationError, match="needs a store"):
+        ShortTermMemory("s1", log=InMemoryMessageLog(), store=None, policy=MovingWindow(5))
+    with pytest.raises(ConfigurationError, match="needs a summarizer"):
+        ShortTermMemory("s1", log=InMemoryMessageLog(), store=FlakyStore(), policy=ResetWindow(5))
+    # Archiving whole messages needs no summariser.
+    ShortTermMemory("s1", log=InMemoryMessageLog(), store=FlakyStore(), policy=TokenBudget())
