@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_core.language_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
@@ -16,6 +17,7 @@ from langchain_core.runnables.history import RunnableWithMessageHistory
 from langmem_tiers.config import Settings
 from langmem_tiers.errors import ConfigurationError, InvalidNamespaceError
 from langmem_tiers.long_term.scope import namespace_for
+from langmem_tiers.long_term.store import TieredMemoryStore
 from langmem_tiers.short_term.history import TieredChatMessageHistory
 from langmem_tiers.short_term.log import InMemoryMessageLog, LogOp, MessageLog
 from langmem_tiers.short_term.presets import PRESETS, build_memory, get_preset
@@ -274,3 +276,45 @@ def test_presets_take_their_limits_from_settings(tmp_path: Path) -> None:
 def test_bad_session_ids_are_refused(session_id: Any) -> None:
     with pytest.raises(InvalidNamespaceError, match="session_id"):
         TieredChatMessageHistory(session_id, preset="moving_window", settings=SETTINGS)
+
+
+@pytest.mark.parametrize("preset", list(PRESETS))
+async def test_the_package_store_is_a_drop_in_long_term_memory(
+    preset: str, mode: str, tmp_path: Path
+) -> None:
+    index: Any = {"dims": 32, "embed": DeterministicFakeEmbedding(size=32), "fields": ["content"]}
+    url = f"sqlite:///{tmp_path / 'ltm.db'}"
+    with TieredMemoryStore.from_url(url, index=index, settings=SETTINGS) as store:
+        memory = build_memory(
+            "chat-1",
+            preset=preset,
+            store=store,
+            settings=SETTINGS,
+            directory=tmp_path,
+            user_id="alice" if preset == "dual" else None,
+        )
+        for turn in range(1, 31):
+            batch = [HumanMessage(user_text(turn)), AIMessage(reply_text(turn))]
+            if mode == "async":
+                result = await memory.aadd_messages(batch)
+                await memory.acontext()
+            else:
+                result = memory.add_messages(batch)
+                memory.context()
+            assert result.error is None
+        kept = {r.id for r in memory.records()}
+        summarised = {
+            message_id
+            for item in store.search(namespace_for(memory.scope, "semantic"), limit=1000)
+            for message_id in item.value.get("source_message_ids", [])
+            if item.value.get("category") == "conversation_summary"
+        }
+        archived = {
+            item.value["message_id"]
+            for item in store.search(namespace_for(memory.scope, "episodic"), limit=1000)
+        }
+        assert kept | summarised | archived == {f"m{i}" for i in range(1, 61)}
+        assert not kept & (summarised | archived)
+        expected_kept = {"moving_window": 5, "reset": 0, "dual": 60}
+        if preset in expected_kept:
+            assert len(kept) == expected_kept[preset]
