@@ -265,6 +265,13 @@ _DATE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("time", re.compile(r"\b\d{1,2}:\d{2}\b")),
     ("time", re.compile(r"(?i:\b(?:noon|midnight)\b)")),
 )
+# Every date pattern needs one of these; most messages have none and skip the patterns.
+_DATE_HINT = re.compile(
+    rf"\d|{_MONTH}|{_WEEKDAY}|\b(?:Mon|Tues?|Wed|Thu|Fri|Sat|Sun)\b"
+    r"|(?i:yesterday|today|tonight|tomorrow|\bago\b|noon|midnight|\b(?:last|next|this)\s+"
+    r"(?:week|weekend|month|year|summer|winter|spring|fall|autumn|night|morning|afternoon"
+    r"|evening))"
+)
 _DATE_LEAD = re.compile(r"(?i)^(?:in|since|until|till|by|during|through|of|on)\s+")
 
 _NUMBER = re.compile(
@@ -381,13 +388,12 @@ def split_sentences(text: str) -> list[str]:
 
 
 def _is_capitalised(word: str) -> bool:
-    if word.lower() in _I_FORMS:
-        return False
     first = word[0]
     if first.isupper():
-        return True
+        return first != "I" or word.lower() not in _I_FORMS
     # iPhone, eBay: a lower-case start but a capital inside
-    return first.isalpha() and any(c.isupper() for c in word[1:])
+    rest = word[1:]
+    return first.isalpha() and rest != rest.lower()
 
 
 def _strip_possessive(word: str) -> str:
@@ -600,6 +606,8 @@ def _self_name_key(role: str) -> str:
 
 
 def _extract_dates(text: str, facts: _FactList, taken: list[tuple[int, int]]) -> None:
+    if _DATE_HINT.search(text) is None:
+        return
     found: list[tuple[int, int, str]] = []
     for kind, pattern in _DATE_PATTERNS:
         for m in pattern.finditer(text):
@@ -789,13 +797,19 @@ def extract_facts(text: str, role: str = "user") -> list[Fact]:
 
 
 def topic_words(
-    text: str, exclude: Iterable[str], count: int, *, nouns_only: bool = False
+    text: str,
+    exclude: Iterable[str],
+    count: int,
+    *,
+    nouns_only: bool = False,
+    allow_chat_words: bool = False,
 ) -> list[str]:
     """Up to ``count`` words saying what ``text`` is about, in their order in the text.
 
     Words of ``exclude`` (values already in tier 1) are skipped; repeated words and
     words after a determiner (nouns, mostly) rank first. With ``nouns_only``, only
-    words seen after a determiner at least once are returned.
+    words seen after a determiner at least once are returned. With ``allow_chat_words``,
+    common chat words ("great", "day") count too (for messages that are all small talk).
 
     >>> topic_words("The garden looks lovely; the roses opened in the garden.", [], 2)
     ['garden', 'roses']
@@ -806,7 +820,9 @@ def topic_words(
     first: dict[str, int] = {}
     nouns: set[str] = set()
     for i, w in enumerate(tokens):
-        if len(w) < 3 or not w.isalpha() or w in STOP_WORDS or w in CHAT_WORDS or w in excluded:
+        if len(w) < 3 or not w.isalpha() or w in STOP_WORDS or w in excluded:
+            continue
+        if (w in CHAT_WORDS and not allow_chat_words) or w in _GREETINGS:
             continue
         first.setdefault(w, i)
         # Repeated words, and words after a determiner ("the park", "a new bike": nouns),
@@ -1017,6 +1033,10 @@ class OfflineTierer(Tierer):
                 if not facts or self._count(candidate) <= budget:
                     tier1 = candidate
                     break
+        if not facts and not tier1:
+            # Small talk only: its gist in chat words still beats repeating it.
+            loose = topic_words(text, [], 2, allow_chat_words=True)
+            tier1 = format_facts([Fact("topic", " ".join(loose))]) if loose else ""
         # Tier 1 never costs more than the message itself.
         while facts and self._count(tier1) > raw_tokens:
             facts = facts[:-1]

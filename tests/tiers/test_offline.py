@@ -126,6 +126,12 @@ def test_message_without_facts_gets_a_topic() -> None:
     assert tiers.tier1 == "topic=garden roses"
 
 
+def test_small_talk_gets_a_topic_in_chat_words() -> None:
+    text = "Believe in yourself and keep going. You can do it!"
+    tiers = OfflineTierer().tier([HumanMessage(text)])[0]
+    assert tiers.tier1 == "topic=believe going"
+
+
 def test_tier1_stays_compact_for_a_long_message() -> None:
     text = " ".join(
         ["I spent the afternoon repairing the old fence behind the house, which took ages."] * 6
