@@ -105,6 +105,7 @@ _TIER_PATTERN = (
 _SEARCH_PATTERN = r"\[\s*search[\s_-]*episodic\s*:(?P<query>[^\]\n]*?)\s*(?:\]|(?=\n)|\Z)"
 _MALFORMED_PATTERN = r"(?P<bad>\[\s*(?:request[\s_-]*tier|search[\s_-]*episodic)\b[^\]\n]*\])"
 _ANY_MARKER = re.compile(f"{_TIER_PATTERN}|{_SEARCH_PATTERN}|{_MALFORMED_PATTERN}", re.IGNORECASE)
+_MAX_REMOVAL_ROUNDS = 4
 _LEVEL = re.compile(r"(?i)^(?:t|tier)?\s*(\d+)$")
 _LEVEL_NAMES = {level.name.lower(): level for level in TierLevel}
 _MESSAGE_ID = re.compile(r"^[A-Za-z0-9][\w.\-]{0,63}$")
@@ -184,16 +185,25 @@ def _append_new(bucket: list[_T], item: _T | None, marker: str) -> None:
 
 
 def _remove_markers(text: str) -> tuple[str, list[re.Match[str]]]:
-    """The text without markers (tidied) and the markers found, in order."""
+    """The text without markers (tidied) and the markers found, in order.
+
+    Removal repeats (a few rounds) because taking one marker out can join the pieces of
+    another ("[REQUEST_" + marker + "TIER:3:m1]"); the user never sees a marker.
+    """
     found: list[re.Match[str]] = []
     touched: set[int] = set()
+    for _ in range(_MAX_REMOVAL_ROUNDS):
+        current = text
 
-    def remove(match: re.Match[str]) -> str:
-        found.append(match)
-        touched.add(text.count("\n", 0, match.start()))
-        return " "
+        def remove(match: re.Match[str], current: str = current) -> str:
+            found.append(match)
+            touched.add(current.count("\n", 0, match.start()))
+            return " "
 
-    return _tidy(_ANY_MARKER.sub(remove, text), touched), found
+        text = _ANY_MARKER.sub(remove, current)
+        if text == current:
+            break
+    return _tidy(text, touched), found
 
 
 def parse_markers(text: str, *, max_query_chars: int = MAX_QUERY_CHARS) -> ParsedAnswer:
