@@ -82,10 +82,32 @@ QUERY_STOP_WORDS: frozenset[str] = frozenset(
     ("tell", "know", "remember", "recall", "mention", "mentioned", "say", "said", "ask", "asked")
 )
 
+
+def _mark_class() -> str:
+    """A regex class of the Basic Multilingual Plane's combining marks (Mn, Mc, Me).
+
+    ``\\w`` does not match them, but in Devanagari, Thai, Arabic and others they are part of
+    the word (vowel signs, viramas), so a word may continue with them.
+    """
+    ranges: list[tuple[int, int]] = []
+    for code in range(0x300, 0x10000):
+        if unicodedata.category(chr(code)).startswith("M"):
+            if ranges and ranges[-1][1] == code - 1:
+                ranges[-1] = (ranges[-1][0], code)
+            else:
+                ranges.append((code, code))
+    return "".join(
+        re.escape(chr(a)) if a == b else f"{re.escape(chr(a))}-{re.escape(chr(b))}"
+        for a, b in ranges
+    )
+
+
+_MARKS = _mark_class()
 _TOKEN = re.compile(
     r"\d+(?:[.,]\d+)*"  # numbers, keeping 3.5 and 1,000 whole
     r"|[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]"  # CJK: one term per character
-    r"|[^\W\d_]+(?:'[^\W\d_]+)*",  # words, with inner apostrophes
+    # words: a letter, then letters or combining marks, with inner apostrophes
+    rf"|[^\W\d_](?:[^\W\d_]|[{_MARKS}])*(?:'[^\W\d_](?:[^\W\d_]|[{_MARKS}])*)*",
 )
 _CONTRACTION = re.compile(r"(?:'s|'d|'ll|'re|'ve|'m|n't|')$")
 _APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'", "`": "'"})
@@ -104,6 +126,8 @@ def _stem(word: str) -> str:
 
 def _fold(text: str) -> str:
     """Case-fold and strip accents from Latin letters (``Café`` -> ``cafe``)."""
+    if text.isascii():
+        return text.lower().replace("`", "'")
     decomposed = unicodedata.normalize("NFKD", text.casefold())
     kept: list[str] = []
     previous_ascii = False
