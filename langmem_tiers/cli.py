@@ -28,9 +28,9 @@ def _store(url: str | None) -> Any:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from langmem_tiers.long_term.scope import namespace_for
+    from langmem_tiers.long_term.scope import MemoryKind, namespace_for
 
-    facts = [
+    facts: list[tuple[MemoryKind, str]] = [
         ("semantic", "Jordan leads the RAI Chat project, due on 2026-03-01."),
         ("semantic", "Jordan prefers green tea over coffee."),
         ("procedural", "Answer Jordan in short bullet points."),
@@ -50,8 +50,10 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 def _cmd_search(args: argparse.Namespace) -> int:
     from langmem_tiers.long_term.scope import namespace_for
 
-    prefix = namespace_for(args.scope, args.kind) if args.kind else (
-        namespace_for(args.scope, "semantic")[0],
+    prefix = (
+        namespace_for(args.scope, args.kind)
+        if args.kind
+        else (namespace_for(args.scope, "semantic")[0],)
     )
     with _store(args.url) as store:
         hits = store.search(prefix, query=args.query, limit=args.limit)
@@ -63,8 +65,10 @@ def _cmd_search(args: argparse.Namespace) -> int:
         print(json.dumps(rows, ensure_ascii=False, indent=2))
     else:
         for row in rows:
-            print(f"{row['score']:.3f}  {'/'.join(row['namespace'])}/{row['key']}  "
-                  f"{row['value'].get('content', row['value'])}")
+            print(
+                f"{row['score']:.3f}  {'/'.join(row['namespace'])}/{row['key']}  "
+                f"{row['value'].get('content', row['value'])}"
+            )
     return 0
 
 
@@ -73,9 +77,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="langmem-tiers",
         description="Tiered short- and long-term memory for LangChain and LangGraph.",
     )
-    parser.add_argument(
-        "--url", default=None, help="store URL (default: the embedded SQLite file)"
-    )
+    parser.add_argument("--url", default=None, help="store URL (default: the embedded SQLite file)")
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="store a few memories and retrieve them")
     demo.add_argument("--scope", default="demo-user", help="the user or agent id")

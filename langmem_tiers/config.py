@@ -232,8 +232,9 @@ class Settings:
             if name in overrides:
                 value = overrides[name]
                 if name == "weights" and isinstance(value, (tuple, list)):
-                    value = RankingWeights(*value)
-                values[name] = value
+                    values[name] = RankingWeights(*value)
+                else:
+                    values[name] = value
                 continue
             for var in f.metadata["env"]:
                 if var in environ and environ[var].strip() != "":
@@ -266,9 +267,7 @@ def _parse(name: str, var: str, raw: str, type_name: Any) -> Any:
 
 def _require_int(name: str, value: Any, *, minimum: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ConfigurationError(
-            f"{name} must be a whole number >= {minimum}, got {value!r}."
-        )
+        raise ConfigurationError(f"{name} must be a whole number >= {minimum}, got {value!r}.")
 
 
 def _require_float(

@@ -36,11 +36,13 @@ def to_psycopg(text: str) -> str:
 
 
 class _SharedIO:
-    def __init__(self, embeddings: Embeddings, qdrant: Any | None) -> None:
+    def __init__(self, embeddings: Embeddings | None, qdrant: Any | None) -> None:
         self.embeddings = embeddings
         self.qdrant_client = qdrant
 
     def embed(self, request: Embed) -> list[list[float]]:
+        if self.embeddings is None:
+            raise RuntimeError("no embeddings configured")
         if request.query:
             return [self.embeddings.embed_query(t) for t in request.texts]
         return self.embeddings.embed_documents(list(request.texts))
@@ -55,7 +57,7 @@ class SqliteIO(_SharedIO):
     """Blocking I/O on one SQLite connection (shared by threads, serialised by a lock)."""
 
     def __init__(
-        self, conn: sqlite3.Connection, embeddings: Embeddings, qdrant: Any | None = None
+        self, conn: sqlite3.Connection, embeddings: Embeddings | None, qdrant: Any | None = None
     ) -> None:
         super().__init__(embeddings, qdrant)
         self.conn = conn
@@ -95,7 +97,7 @@ class SqliteIO(_SharedIO):
 class _PgConnIO(_SharedIO):
     """Requests on one connection already inside a transaction."""
 
-    def __init__(self, conn: Any, embeddings: Embeddings, qdrant: Any | None) -> None:
+    def __init__(self, conn: Any, embeddings: Embeddings | None, qdrant: Any | None) -> None:
         super().__init__(embeddings, qdrant)
         self.conn = conn
 
@@ -115,7 +117,7 @@ class _PgConnIO(_SharedIO):
 class PostgresIO(_SharedIO):
     """Blocking I/O on a psycopg connection or pool."""
 
-    def __init__(self, conn: Any, embeddings: Embeddings, qdrant: Any | None = None) -> None:
+    def __init__(self, conn: Any, embeddings: Embeddings | None, qdrant: Any | None = None) -> None:
         super().__init__(embeddings, qdrant)
         self.conn = conn
         self._lock = threading.RLock()  # a lone connection is not shared by threads at once
@@ -143,11 +145,13 @@ class PostgresIO(_SharedIO):
 
 
 class _AsyncShared:
-    def __init__(self, embeddings: Embeddings, qdrant: Any | None) -> None:
+    def __init__(self, embeddings: Embeddings | None, qdrant: Any | None) -> None:
         self.embeddings = embeddings
         self.qdrant_client = qdrant
 
     async def embed(self, request: Embed) -> list[list[float]]:
+        if self.embeddings is None:
+            raise RuntimeError("no embeddings configured")
         if request.query:
             return list(
                 await asyncio.gather(*(self.embeddings.aembed_query(t) for t in request.texts))
@@ -165,7 +169,7 @@ class _AsyncShared:
 
 
 class _AsyncPgConnIO(_AsyncShared):
-    def __init__(self, conn: Any, embeddings: Embeddings, qdrant: Any | None) -> None:
+    def __init__(self, conn: Any, embeddings: Embeddings | None, qdrant: Any | None) -> None:
         super().__init__(embeddings, qdrant)
         self.conn = conn
 
@@ -185,7 +189,7 @@ class _AsyncPgConnIO(_AsyncShared):
 class AsyncPostgresIO(_AsyncShared):
     """Awaitable I/O on a psycopg async connection or async pool."""
 
-    def __init__(self, conn: Any, embeddings: Embeddings, qdrant: Any | None = None) -> None:
+    def __init__(self, conn: Any, embeddings: Embeddings | None, qdrant: Any | None = None) -> None:
         super().__init__(embeddings, qdrant)
         self.conn = conn
         self._lock = asyncio.Lock()

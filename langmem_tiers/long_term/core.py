@@ -39,15 +39,21 @@ from langmem_tiers.errors import (
     EmbeddingError,
     InvalidContentError,
     InvalidNamespaceError,
-    MigrationError,
     ValidationError,
 )
 from langmem_tiers.long_term import lexical
-from langmem_tiers.long_term.dialect import ITEMS, META, MIGRATIONS, TERMS, Dialect, item_columns
+from langmem_tiers.long_term.dialect import (
+    ITEMS,
+    META,
+    TERMS,
+    Dialect,
+    item_columns,
+    migrate_flow,
+)
 from langmem_tiers.long_term.filters import compile_filter, validate_filter
 from langmem_tiers.long_term.flow import Embed, Flow, Sql, SqlMany, Transaction
 from langmem_tiers.long_term.fusion import fuse
-from langmem_tiers.long_term.ranking import Candidate, ScoreComponents, rank
+from langmem_tiers.long_term.ranking import Candidate, rank
 from langmem_tiers.long_term.records import (
     ItemRecord,
     join_namespace,
@@ -183,25 +189,9 @@ class StoreCore:
 
     def _migrate_flow(self) -> Flow[None]:
         d = self.dialect
-        yield Sql(d.create_migrations_table())
-        rows = yield Sql(f"SELECT max(version) FROM {MIGRATIONS}")
-        current = rows[0][0] or 0
-        migrations = d.migrations()
-        if current > len(migrations) + 1:
-            raise MigrationError(
-                f"the database schema is at version {current}, newer than this package knows "
-                f"({len(migrations) + 1}); upgrade langmem-tiers."
-            )
-        for version, statements in enumerate(migrations, start=1):
-            if version <= current:
-                continue
-            for statement in statements:
-                yield Sql(statement)
-            yield Sql(
-                f"INSERT INTO {MIGRATIONS} (version, applied_at) VALUES (?, ?)",
-                [version, d.ts_param(d.now())],
-            )
-        vector_version = len(migrations) + 1
+        yield from migrate_flow(d)
+        # The vector table depends on the embedder's dimensions, so it is not a numbered
+        # migration: its dims are recorded, and a different embedder is refused.
         stored = yield Sql(f"SELECT value FROM {META} WHERE name = 'dims'")
         if stored:
             if int(stored[0][0]) != self.dims:
@@ -209,15 +199,11 @@ class StoreCore:
                     f"this store was created with {stored[0][0]}-dimensional vectors, but the "
                     f"embeddings give {self.dims}. Use the same embeddings, or a new database."
                 )
-        else:
-            if self.index.in_database:
-                for statement in d.vector_migrations(self.dims):
-                    yield Sql(statement)
-            yield Sql(f"INSERT INTO {META} (name, value) VALUES ('dims', ?)", [str(self.dims)])
-            yield Sql(
-                f"INSERT INTO {MIGRATIONS} (version, applied_at) VALUES (?, ?)",
-                [vector_version, d.ts_param(d.now())],
-            )
+            return
+        if self.index.in_database:
+            for statement in d.vector_migrations(self.dims):
+                yield Sql(statement)
+        yield Sql(f"INSERT INTO {META} (name, value) VALUES ('dims', ?)", [str(self.dims)])
 
     # -- batch -----------------------------------------------------------------------------
     def batch_flow(self, ops: Iterable[Op]) -> Flow[list[Result]]:
@@ -286,7 +272,7 @@ class StoreCore:
         gets = [(i, op) for i, op in enumerate(ops) if isinstance(op, GetOp)]
         if gets:
             found = yield from self._get_flow([op for _, op in gets])
-            for (i, op), hit in zip(gets, found, strict=True):
+            for (i, _get), hit in zip(gets, found, strict=True):
                 results[i] = hit[0] if hit else None
                 if hit:
                     accessed.append(hit[1])

@@ -15,13 +15,25 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any
 
-__all__ = ["Dialect", "PostgresDialect", "SqliteDialect", "item_columns"]
+from langmem_tiers.errors import MigrationError
+from langmem_tiers.long_term.flow import Flow, Sql
+
+__all__ = [
+    "Dialect",
+    "PostgresDialect",
+    "SqliteDialect",
+    "current_version_flow",
+    "item_columns",
+    "migrate_flow",
+]
 
 ITEMS = "lmt_items"
 TERMS = "lmt_terms"
 VECTORS = "lmt_vectors"
 META = "lmt_meta"
 MIGRATIONS = "lmt_migrations"
+STM_SESSIONS = "lmt_stm_sessions"
+STM_MESSAGES = "lmt_stm_messages"
 
 # Columns filled from a memory's value (see records.py), in insert order.
 item_columns: tuple[str, ...] = (
@@ -92,7 +104,10 @@ class Dialect:
 
     # -- schema ----------------------------------------------------------------------
     def migrations(self) -> list[list[str]]:
-        """Append-only list of migrations; migration ``i`` brings the schema to version ``i+1``."""
+        """Append-only list of migrations; migration ``i`` brings the schema to version ``i+1``.
+
+        Never edit or reorder an entry: add a new one.
+        """
         j, ts = self.json_type, self.ts_type
         return [
             [
@@ -141,7 +156,30 @@ class Dialect:
                 f"CREATE INDEX {TERMS}_item ON {TERMS} (item_id)",
                 f"CREATE TABLE {META} (name TEXT PRIMARY KEY, value TEXT NOT NULL)",
             ],
+            [
+                # Short-term memory: the id counter per session and the messages with tiers.
+                f"""CREATE TABLE {STM_SESSIONS} (
+                    session_id TEXT PRIMARY KEY,
+                    last_seq BIGINT NOT NULL DEFAULT 0
+                )""",
+                f"""CREATE TABLE {STM_MESSAGES} (
+                    session_id TEXT NOT NULL,
+                    seq BIGINT NOT NULL,
+                    role TEXT NOT NULL,
+                    content {j} NOT NULL,
+                    tier1 TEXT,
+                    tier2 TEXT,
+                    required_tier_level INTEGER NOT NULL DEFAULT 1,
+                    created_at TEXT NOT NULL,
+                    extra {j} NOT NULL,
+                    PRIMARY KEY (session_id, seq)
+                )""",
+            ],
         ]
+
+    def migration_lock_sql(self) -> str | None:
+        """A statement that serialises concurrent migrations (None: the engine already does)."""
+        return None
 
     def vector_migrations(self, dims: int) -> list[str]:
         """Statements that create the vector table for ``dims``-dimensional vectors."""
@@ -262,6 +300,9 @@ class PostgresDialect(Dialect):
     def placeholder(self, column: str) -> str:
         return "?::vector" if column == "embedding" else "?"
 
+    def migration_lock_sql(self) -> str | None:
+        return "SELECT pg_advisory_xact_lock(hashtext('langmem_tiers.migrations'))"
+
     def vector_migrations(self, dims: int) -> list[str]:
         return [
             f"""CREATE TABLE {VECTORS} (
@@ -292,3 +333,37 @@ class PostgresDialect(Dialect):
             *params,
             literal,
         ]
+
+
+def current_version_flow(dialect: Dialect) -> Flow[int]:
+    """The schema version applied (0 for an empty database)."""
+    yield Sql(dialect.create_migrations_table())
+    rows = yield Sql(f"SELECT max(version) FROM {MIGRATIONS}")
+    return int(rows[0][0] or 0)
+
+
+def migrate_flow(dialect: Dialect) -> Flow[None]:
+    """Apply the missing migrations, in order, each recorded with its version (idempotent).
+
+    Runs inside one transaction; on PostgreSQL an advisory lock makes concurrent
+    ``setup()`` calls wait for each other instead of racing.
+    """
+    lock = dialect.migration_lock_sql()
+    if lock:
+        yield Sql(lock)
+    current = yield from current_version_flow(dialect)
+    migrations = dialect.migrations()
+    if current > len(migrations):
+        raise MigrationError(
+            f"the database schema is at version {current}, newer than this package knows "
+            f"({len(migrations)}); upgrade langmem-tiers."
+        )
+    for version, statements in enumerate(migrations, start=1):
+        if version <= current:
+            continue
+        for statement in statements:
+            yield Sql(statement)
+        yield Sql(
+            f"INSERT INTO {MIGRATIONS} (version, applied_at) VALUES (?, ?)",
+            [version, dialect.ts_param(dialect.now())],
+        )

@@ -19,14 +19,14 @@ from typing import Any
 from langmem_tiers.errors import InvalidFilterError
 from langmem_tiers.long_term.dialect import Dialect
 
-__all__ = ["Condition", "OPERATORS", "compile_filter", "validate_filter"]
+__all__ = ["OPERATORS", "Condition", "compile_filter", "validate_filter"]
 
 OPERATORS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte")
 _ORDERING = ("$gt", "$gte", "$lt", "$lte")
 Condition = tuple[tuple[str, ...], str, Any]
 
 
-def validate_filter(filter: Mapping[str, Any] | None) -> list[Condition]:  # noqa: A002
+def validate_filter(filter: Mapping[str, Any] | None) -> list[Condition]:
     """Flatten a filter into ``(path, operator, operand)`` conditions, or raise InvalidFilterError."""
     if filter is None:
         return []
@@ -37,7 +37,7 @@ def validate_filter(filter: Mapping[str, Any] | None) -> list[Condition]:  # noq
     return out
 
 
-def _flatten(filter: Mapping[str, Any], path: tuple[str, ...], out: list[Condition]) -> None:  # noqa: A002
+def _flatten(filter: Mapping[str, Any], path: tuple[str, ...], out: list[Condition]) -> None:
     for key, expected in filter.items():
         if not isinstance(key, str) or not key:
             raise InvalidFilterError(f"filter keys must be non-empty strings, got {key!r}.")

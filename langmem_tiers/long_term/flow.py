@@ -15,7 +15,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Generator, Sequence
-from typing import Any, NamedTuple, Protocol, TypeVar, Union
+from typing import Any, NamedTuple, Protocol, TypeVar
 
 __all__ = [
     "AsyncIO",
@@ -71,7 +71,7 @@ class Transaction(NamedTuple):
     flow: Flow[Any]
 
 
-Request = Union[Sql, SqlMany, Embed, QdrantCall, Transaction]
+Request = Sql | SqlMany | Embed | QdrantCall | Transaction
 Flow = Generator[Request, Any, T]
 
 

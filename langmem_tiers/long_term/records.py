@@ -133,9 +133,7 @@ def validate_value(
     """Check a value and extract its memory columns; raise InvalidContentError when bad."""
     where = f"value of {join_namespace(namespace)}/{key}"
     if not isinstance(value, Mapping):
-        raise InvalidContentError(
-            f"{where} must be a dict (mapping), got {type(value).__name__}."
-        )
+        raise InvalidContentError(f"{where} must be a dict (mapping), got {type(value).__name__}.")
     for k in value:
         if not isinstance(k, str):
             raise InvalidContentError(f"{where} has a non-string key {k!r}; JSON keys are strings.")
@@ -205,9 +203,7 @@ def validate_value(
     )
 
 
-def texts_to_index(
-    record: ItemRecord, fields: Sequence[str] | None
-) -> list[tuple[str, str]]:
+def texts_to_index(record: ItemRecord, fields: Sequence[str] | None) -> list[tuple[str, str]]:
     """``(field_id, text)`` pairs to embed for an item.
 
     ``fields=None`` means the default: ``content`` for memory kinds, the whole value

@@ -90,9 +90,7 @@ def namespace_for(scope_id: str | tuple[str, ...], kind: MemoryKind) -> tuple[st
     e.g. ``("org_1", "alice")``.
     """
     if kind not in MEMORY_KINDS:
-        raise InvalidNamespaceError(
-            f"kind must be one of {', '.join(MEMORY_KINDS)}, got {kind!r}."
-        )
+        raise InvalidNamespaceError(f"kind must be one of {', '.join(MEMORY_KINDS)}, got {kind!r}.")
     ids = (scope_id,) if isinstance(scope_id, str) else tuple(scope_id)
     if not ids:
         raise InvalidNamespaceError("scope must name at least one id, got an empty tuple.")
@@ -102,5 +100,5 @@ def namespace_for(scope_id: str | tuple[str, ...], kind: MemoryKind) -> tuple[st
 def parse_memory_namespace(namespace: tuple[str, ...]) -> MemoryNamespace:
     """Split a namespace into scope and kind; a namespace not ending in a kind is a plain document."""
     if len(namespace) >= 2 and namespace[-1] in MEMORY_KINDS:
-        return MemoryNamespace(tuple(namespace[:-1]), namespace[-1])  # type: ignore[arg-type]
+        return MemoryNamespace(tuple(namespace[:-1]), namespace[-1])
     return MemoryNamespace(tuple(namespace), None)

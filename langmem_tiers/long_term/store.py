@@ -11,13 +11,9 @@ Example:
 
 from __future__ import annotations
 
-import asyncio
-import sqlite3
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
-from pathlib import Path
 from typing import Any, Literal, TypeVar
-from urllib.parse import urlsplit
 
 from langchain_core.embeddings import Embeddings
 from langgraph.store.base import (
@@ -31,18 +27,20 @@ from langgraph.store.base import (
     SearchItem,
 )
 
-from langmem_tiers.config import Settings, default_data_dir
+from langmem_tiers.config import Settings
 from langmem_tiers.embeddings import OfflineEmbeddings, resolve_embeddings
 from langmem_tiers.errors import (
-    BackendError,
     ConfigurationError,
-    LangmemTiersError,
     MissingDependencyError,
 )
-from langmem_tiers.long_term.backends import AsyncPostgresIO, PostgresIO, SqliteIO
 from langmem_tiers.long_term.core import RankedItem, StoreCore
-from langmem_tiers.long_term.dialect import Dialect, PostgresDialect, SqliteDialect
-from langmem_tiers.long_term.flow import Flow, arun, run
+from langmem_tiers.long_term.database import (
+    Database,
+    aclose,
+    open_async_connection,
+    open_connection,
+)
+from langmem_tiers.long_term.dialect import PostgresDialect
 from langmem_tiers.long_term.records import validate_namespace
 from langmem_tiers.long_term.vectors import (
     PgVectorIndex,
@@ -78,19 +76,7 @@ class TieredMemoryStore(BaseStore):
     """
 
     supports_ttl = False
-    __slots__ = (
-        "_async_io",
-        "_core",
-        "_dialect",
-        "_embeddings",
-        "_loop",
-        "_owned",
-        "_qdrant",
-        "_sync_io",
-        "conn",
-        "index_config",
-        "settings",
-    )
+    __slots__ = ("_core", "_embeddings", "_owned", "_qdrant", "db", "index_config", "settings")
 
     def __init__(
         self,
@@ -103,43 +89,32 @@ class TieredMemoryStore(BaseStore):
         settings: Settings | None = None,
     ) -> None:
         self.settings = settings or Settings.from_env()
-        self.conn = conn
         self._owned: list[Any] = []
-        self._loop: asyncio.AbstractEventLoop | None = None
         embed, dims, fields = _resolve_index(index, embeddings)
         self._embeddings = embed
         self.index_config = {"dims": dims, "embed": embed, "fields": fields}
         self._qdrant = _qdrant_client(qdrant) if isinstance(qdrant, str) else qdrant
         if isinstance(qdrant, str):
             self._owned.append(self._qdrant)
-        self._dialect, self._sync_io, self._async_io = self._wire(conn)
+        self.db = Database(conn, embeddings=embed, qdrant=self._qdrant)
+        dialect = self.db.dialect
         vector_index: VectorIndex
         if self._qdrant is not None:
             _check_name(qdrant_collection, "qdrant_collection")
             local = type(getattr(self._qdrant, "_client", None)).__name__ == "QdrantLocal"
-            vector_index = QdrantIndex(self._dialect, qdrant_collection, payload_indexes=not local)
-        elif isinstance(self._dialect, PostgresDialect):
-            vector_index = PgVectorIndex(self._dialect)
+            vector_index = QdrantIndex(dialect, qdrant_collection, payload_indexes=not local)
+        elif isinstance(dialect, PostgresDialect):
+            vector_index = PgVectorIndex(dialect)
         else:
-            vector_index = SqliteVectorIndex(self._dialect)
+            vector_index = SqliteVectorIndex(dialect)
         self._core = StoreCore(
-            self._dialect, vector_index, dims=dims, fields=fields, settings=self.settings
+            dialect, vector_index, dims=dims, fields=fields, settings=self.settings
         )
 
-    def _wire(self, conn: Any) -> tuple[Dialect, Any, Any]:
-        if isinstance(conn, sqlite3.Connection):
-            SqliteIO.configure(conn)
-            return SqliteDialect(), SqliteIO(conn, self._embeddings, self._qdrant), None
-        module = type(conn).__module__
-        if module.startswith(("psycopg", "psycopg_pool")):
-            is_async = type(conn).__name__.startswith("Async")
-            if is_async:
-                return PostgresDialect(), None, AsyncPostgresIO(conn, self._embeddings, self._qdrant)
-            return PostgresDialect(), PostgresIO(conn, self._embeddings, self._qdrant), None
-        raise ConfigurationError(
-            f"conn must be a sqlite3.Connection or a psycopg connection or pool, got "
-            f"{type(conn).__name__}; or use TieredMemoryStore.from_url(url)."
-        )
+    @property
+    def conn(self) -> Any:
+        """The connection or pool the store runs on (share it with a SQL message log)."""
+        return self.db.conn
 
     # -- construction from a URL ------------------------------------------------------
     @classmethod
@@ -167,19 +142,7 @@ class TieredMemoryStore(BaseStore):
         url = url if url is not None else settings.url
         qdrant = qdrant if qdrant is not None else settings.qdrant_location
         embeddings = embeddings if embeddings is not None or index else settings.embeddings
-        kind, target = _parse_url(url)
-        if kind == "sqlite":
-            conn: Any = _open_sqlite(target)
-        else:
-            pool_cls = _psycopg_pool("ConnectionPool")
-            conn = pool_cls(
-                target,
-                min_size=1,
-                max_size=pool_size,
-                kwargs={"autocommit": True},
-                open=True,
-                check=pool_cls.check_connection,
-            )
+        conn = open_connection(url, pool_size=pool_size)
         try:
             store = cls(
                 conn,
@@ -219,20 +182,7 @@ class TieredMemoryStore(BaseStore):
         url = url if url is not None else settings.url
         qdrant = qdrant if qdrant is not None else settings.qdrant_location
         embeddings = embeddings if embeddings is not None or index else settings.embeddings
-        kind, target = _parse_url(url)
-        if kind == "sqlite":
-            conn: Any = await asyncio.to_thread(_open_sqlite, target)
-        else:
-            pool_cls = _psycopg_pool("AsyncConnectionPool")
-            conn = pool_cls(
-                target,
-                min_size=1,
-                max_size=pool_size,
-                kwargs={"autocommit": True},
-                open=False,
-                check=pool_cls.check_connection,
-            )
-            await conn.open()
+        conn = await open_async_connection(url, pool_size=pool_size)
         try:
             store = cls(
                 conn,
@@ -244,7 +194,7 @@ class TieredMemoryStore(BaseStore):
             )
             store._owned.append(conn)
         except BaseException:
-            await _aclose(conn)
+            await aclose(conn)
             raise
         try:
             if setup:
@@ -256,17 +206,17 @@ class TieredMemoryStore(BaseStore):
     # -- lifecycle -----------------------------------------------------------------------
     def setup(self) -> None:
         """Create or upgrade the schema (idempotent; safe to call on every start)."""
-        self._run(self._core.setup_flow())
+        self.db.run(self._core.setup_flow())
 
     async def asetup(self) -> None:
         """Async twin of :meth:`setup`."""
-        await self._arun(self._core.setup_flow())
+        await self.db.arun(self._core.setup_flow())
 
     def close(self) -> None:
         """Flush buffered access counts and close what :meth:`from_url` opened."""
         try:
-            if self._sync_io is not None:
-                self._run(self._core.flush_flow())
+            if not self.db.is_async:
+                self.db.run(self._core.flush_flow())
         finally:
             for resource in reversed(self._owned):
                 resource.close()
@@ -275,10 +225,10 @@ class TieredMemoryStore(BaseStore):
     async def aclose(self) -> None:
         """Async twin of :meth:`close`."""
         try:
-            await self._arun(self._core.flush_flow())
+            await self.db.arun(self._core.flush_flow())
         finally:
             for resource in reversed(self._owned):
-                await _aclose(resource)
+                await aclose(resource)
             self._owned.clear()
 
     # -- BaseStore's validating wrappers: raise this package's errors (also LangGraph's) --
@@ -286,10 +236,10 @@ class TieredMemoryStore(BaseStore):
         self,
         namespace: tuple[str, ...],
         key: str,
-        value: dict[str, Any],
+        value: Mapping[str, Any],
         index: Literal[False] | list[str] | None = None,
         *,
-        ttl: float | None | NotProvided = NOT_PROVIDED,
+        ttl: float | NotProvided | None = NOT_PROVIDED,
     ) -> None:
         """Store or replace an item (see LangGraph's ``BaseStore.put``)."""
         validate_namespace(namespace)
@@ -299,10 +249,10 @@ class TieredMemoryStore(BaseStore):
         self,
         namespace: tuple[str, ...],
         key: str,
-        value: dict[str, Any],
+        value: Mapping[str, Any],
         index: Literal[False] | list[str] | None = None,
         *,
-        ttl: float | None | NotProvided = NOT_PROVIDED,
+        ttl: float | NotProvided | None = NOT_PROVIDED,
     ) -> None:
         """Async twin of :meth:`put`."""
         validate_namespace(namespace)
@@ -336,7 +286,7 @@ class TieredMemoryStore(BaseStore):
         /,
         *,
         query: str | None = None,
-        filter: dict[str, Any] | None = None,  # noqa: A002 - LangGraph's name
+        filter: dict[str, Any] | None = None,
         limit: int = 10,
         offset: int = 0,
         refresh_ttl: bool | None = None,
@@ -361,7 +311,7 @@ class TieredMemoryStore(BaseStore):
         /,
         *,
         query: str | None = None,
-        filter: dict[str, Any] | None = None,  # noqa: A002 - LangGraph's name
+        filter: dict[str, Any] | None = None,
         limit: int = 10,
         offset: int = 0,
         refresh_ttl: bool | None = None,
@@ -390,61 +340,11 @@ class TieredMemoryStore(BaseStore):
     # -- the BaseStore seam ----------------------------------------------------------------
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """Execute ops in one transaction (reads see the state before the batch's writes)."""
-        return self._run(self._core.batch_flow(ops))
+        return self.db.run(self._core.batch_flow(ops))
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """Async twin of :meth:`batch`."""
-        return await self._arun(self._core.batch_flow(list(ops)))
-
-    # -- driving flows ------------------------------------------------------------------------
-    def _run(self, flow: Flow[T]) -> T:
-        if self._sync_io is None:
-            loop = self._loop
-            if loop is None or not loop.is_running():
-                raise ConfigurationError(
-                    "this store was opened with an async connection; use the async methods "
-                    "(aput, asearch, ...) or open it with a sync connection."
-                )
-            try:
-                running = asyncio.get_running_loop()
-            except RuntimeError:
-                running = None
-            if running is loop:
-                raise ConfigurationError(
-                    "sync store methods cannot run on the event loop of an async connection; "
-                    "use the async methods (aput, asearch, ...)."
-                )
-            return asyncio.run_coroutine_threadsafe(self._arun(flow), loop).result()
-        try:
-            return run(flow, self._sync_io)
-        except LangmemTiersError:
-            raise
-        except Exception as err:
-            raise _backend_error(err) from err
-
-    async def _arun(self, flow: Flow[T]) -> T:
-        if self._async_io is None:
-            # sqlite3 and sync psycopg block: run the same flow in a worker thread.
-            return await asyncio.to_thread(self._run, flow)
-        self._loop = asyncio.get_running_loop()
-        try:
-            return await arun(flow, self._async_io)
-        except LangmemTiersError:
-            raise
-        except Exception as err:
-            raise _backend_error(err) from err
-
-
-def _backend_error(err: Exception) -> Exception:
-    if isinstance(err, (ValueError, TypeError, LookupError)) and not _is_db_error(err):
-        return err
-    return BackendError(f"the store's backend failed: {type(err).__name__}: {err}")
-
-
-def _is_db_error(err: Exception) -> bool:
-    return isinstance(err, sqlite3.Error) or type(err).__module__.startswith(
-        ("psycopg", "qdrant_client", "grpc", "httpx")
-    )
+        return await self.db.arun(self._core.batch_flow(list(ops)))
 
 
 def _resolve_index(
@@ -477,43 +377,6 @@ def _resolve_index(
     return embed, dims, fields
 
 
-def _parse_url(url: str | None) -> tuple[str, str]:
-    if url is None:
-        directory = default_data_dir()
-        directory.mkdir(parents=True, exist_ok=True)
-        return "sqlite", str(directory / "memory.db")
-    if url.startswith("sqlite://"):
-        path = url[len("sqlite://") :]
-        if path.startswith("/"):
-            path = path[1:]
-        if not path:
-            raise ConfigurationError(
-                f"url {url!r} names no file; use sqlite:///path/to/memory.db or sqlite:///:memory:."
-            )
-        return "sqlite", path
-    scheme = urlsplit(url).scheme
-    if scheme in ("postgresql", "postgres"):
-        return "postgres", url
-    raise ConfigurationError(
-        f"url {url!r} has an unknown scheme {scheme!r}; use sqlite:///path.db, "
-        "postgresql://user@host:5432/db, or leave it out for the embedded default."
-    )
-
-
-def _open_sqlite(path: str) -> sqlite3.Connection:
-    if path != ":memory:":
-        Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
-    return sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-
-
-def _psycopg_pool(name: str) -> Any:
-    try:
-        import psycopg_pool
-    except ImportError as err:
-        raise MissingDependencyError("The PostgreSQL backend", "postgres", "psycopg-pool") from err
-    return getattr(psycopg_pool, name)
-
-
 def _qdrant_client(location: str) -> Any:
     try:
         from qdrant_client import QdrantClient
@@ -533,11 +396,3 @@ def _check_name(name: str, field: str) -> None:
         raise ConfigurationError(
             f"{field} must be 1-63 letters, digits, '_' or '-' starting with a letter, got {name!r}."
         )
-
-
-async def _aclose(resource: Any) -> None:
-    result = resource.close()
-    if asyncio.iscoroutine(result):
-        await result
-
-

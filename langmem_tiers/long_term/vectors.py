@@ -103,7 +103,9 @@ class VectorIndex:
         """Best cosine similarity per item among items matching ``where`` (top ``k``)."""
         raise NotImplementedError
 
-    def score_flow(self, vector: Sequence[float], item_ids: Sequence[str]) -> Flow[dict[str, float]]:
+    def score_flow(
+        self, vector: Sequence[float], item_ids: Sequence[str]
+    ) -> Flow[dict[str, float]]:
         """Cosine similarity of the given items (those that have vectors)."""
         raise NotImplementedError
 
@@ -142,7 +144,9 @@ class SqliteVectorIndex(VectorIndex):
         )
         return self._score_rows(rows, vector, k)
 
-    def score_flow(self, vector: Sequence[float], item_ids: Sequence[str]) -> Flow[dict[str, float]]:
+    def score_flow(
+        self, vector: Sequence[float], item_ids: Sequence[str]
+    ) -> Flow[dict[str, float]]:
         if not item_ids:
             return {}
         marks = ", ".join("?" for _ in item_ids)
@@ -185,13 +189,14 @@ class PgVectorIndex(VectorIndex):
         )
         return _best_per_item([(r[0], r[1]) for r in rows])
 
-    def score_flow(self, vector: Sequence[float], item_ids: Sequence[str]) -> Flow[dict[str, float]]:
+    def score_flow(
+        self, vector: Sequence[float], item_ids: Sequence[str]
+    ) -> Flow[dict[str, float]]:
         if not item_ids:
             return {}
         literal = self.dialect.vector_param(normalize(vector))
         rows = yield Sql(
-            f"SELECT item_id, 1 - (embedding <=> ?::vector) FROM {VECTORS}"
-            " WHERE item_id = ANY(?)",
+            f"SELECT item_id, 1 - (embedding <=> ?::vector) FROM {VECTORS} WHERE item_id = ANY(?)",
             [literal, list(item_ids)],
         )
         return _best_per_item([(r[0], r[1]) for r in rows])
@@ -255,6 +260,7 @@ class QdrantIndex(VectorIndex):
         from qdrant_client import models
 
         keep = {_point_id(r.item_id, r.field) for r in rows}
+        gone: list[Any]
         if item_ids:
             # Drop vectors of fields the new version no longer has.
             stale = yield from self._point_ids(item_ids)
@@ -318,7 +324,9 @@ class QdrantIndex(VectorIndex):
                 },
             )
 
-    def _query(self, vector: Sequence[float], query_filter: Any, limit: int) -> Flow[dict[str, float]]:
+    def _query(
+        self, vector: Sequence[float], query_filter: Any, limit: int
+    ) -> Flow[dict[str, float]]:
         response = yield QdrantCall(
             "query_points",
             {
@@ -358,7 +366,9 @@ class QdrantIndex(VectorIndex):
             )
         return (yield from self._query(vector, models.Filter(must=conditions), limit))
 
-    def score_flow(self, vector: Sequence[float], item_ids: Sequence[str]) -> Flow[dict[str, float]]:
+    def score_flow(
+        self, vector: Sequence[float], item_ids: Sequence[str]
+    ) -> Flow[dict[str, float]]:
         if not item_ids:
             return {}
         return (yield from self._query(vector, self._item_filter(item_ids), len(item_ids) * 4))

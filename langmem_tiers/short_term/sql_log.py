@@ -1,0 +1,228 @@
+"""The SQL message log: sessions in the store's database (SQLite or PostgreSQL).
+
+One table of messages with their tier columns and ``required_tier_level``, and one row
+per session holding the last id given, so ids are allocated atomically even with
+several writers (a row lock on PostgreSQL, ``BEGIN IMMEDIATE`` on SQLite). A batch of
+operations is one transaction, written once as flows (see ``long_term/flow.py``) and run
+with the sync or async driver of the connection.
+
+Example:
+    >>> from langchain_core.messages import HumanMessage
+    >>> from langmem_tiers.short_term.records import draft_from_message
+    >>> log = SqlMessageLog.from_url("sqlite:///:memory:")
+    >>> [r.id for r in log.append("s1", [draft_from_message(HumanMessage("hi"), index=0)])]
+    ['m1']
+    >>> log.next_id("s1")
+    'm2'
+    >>> log.close()
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from langmem_tiers.config import Settings
+from langmem_tiers.long_term.database import Database, open_connection
+from langmem_tiers.long_term.dialect import STM_MESSAGES, STM_SESSIONS, Dialect, migrate_flow
+from langmem_tiers.long_term.flow import Flow, Sql, SqlMany, Transaction
+from langmem_tiers.short_term.log import (
+    AppendOp,
+    ClearOp,
+    LogOp,
+    MessageLog,
+    NextIdOp,
+    ReadOp,
+    RemoveOp,
+    SetTierLevelOp,
+    UpdateTiersOp,
+)
+from langmem_tiers.short_term.records import (
+    MessageRecord,
+    format_message_id,
+    parse_message_id,
+)
+
+__all__ = ["SqlMessageLog", "open_message_log"]
+
+_COLUMNS = "seq, role, content, tier1, tier2, required_tier_level, created_at, extra"
+
+
+class SqlMessageLog(MessageLog):
+    """Messages of many sessions in SQL tables; share the store's connection or open one.
+
+    Args:
+        conn: an ``sqlite3.Connection`` or a psycopg connection/pool (sync or async),
+            e.g. ``store.conn`` of a :class:`~langmem_tiers.TieredMemoryStore`.
+        setup: run the migrations now (idempotent).
+    """
+
+    def __init__(self, conn: Any, *, setup: bool = True) -> None:
+        self.db = Database(conn)
+        self._owned: Any = None
+        if setup and not self.db.is_async:
+            self.db.run(_in_transaction(_migrations(self.db.dialect)))
+
+    @classmethod
+    def from_url(cls, url: str | None = None) -> SqlMessageLog:
+        """Open a log on ``url`` (the embedded default when None); :meth:`close` closes it."""
+        conn = open_connection(url)
+        log = cls(conn)
+        log._owned = conn
+        return log
+
+    def close(self) -> None:
+        """Close the connection :meth:`from_url` opened (a shared one is left open)."""
+        if self._owned is not None:
+            self._owned.close()
+            self._owned = None
+
+    async def asetup(self) -> None:
+        """Run the migrations (for logs opened on an async connection)."""
+        await self.db.arun(_in_transaction(_migrations(self.db.dialect)))
+
+    def batch(self, ops: Sequence[LogOp]) -> list[Any]:
+        """Run ``ops`` in order, in one transaction."""
+        return self.db.run(_in_transaction(_batch_flow(self.db.dialect, ops)))
+
+    async def abatch(self, ops: Sequence[LogOp]) -> list[Any]:
+        """Async twin of :meth:`batch`."""
+        return await self.db.arun(_in_transaction(_batch_flow(self.db.dialect, ops)))
+
+
+def open_message_log(settings: Settings) -> SqlMessageLog:
+    """The SQL log on ``settings.url`` (what the ``sql`` preset log kind opens)."""
+    return SqlMessageLog.from_url(settings.url)
+
+
+def _in_transaction(flow: Flow[Any]) -> Flow[Any]:
+    return (yield Transaction(flow))
+
+
+def _migrations(dialect: Dialect) -> Flow[None]:
+    yield from migrate_flow(dialect)
+
+
+def _batch_flow(d: Dialect, ops: Sequence[LogOp]) -> Flow[list[Any]]:
+    results: list[Any] = []
+    for op in ops:
+        results.append((yield from _op_flow(d, op)))
+    return results
+
+
+def _record(d: Dialect, row: Sequence[Any]) -> MessageRecord:
+    return MessageRecord(
+        id=format_message_id(int(row[0])),
+        seq=int(row[0]),
+        role=row[1],
+        content=d.json_value(row[2]),
+        tier1=row[3],
+        tier2=row[4],
+        required_tier_level=int(row[5]),
+        created_at=row[6],
+        extra=d.json_value(row[7]),
+    )
+
+
+def _op_flow(d: Dialect, op: LogOp) -> Flow[Any]:
+    sid = op.session_id
+    if isinstance(op, AppendOp):
+        n = len(op.messages)
+        if n == 0:
+            return []
+        rows = yield Sql(
+            f"INSERT INTO {STM_SESSIONS} (session_id, last_seq) VALUES (?, ?)"
+            f" ON CONFLICT (session_id) DO UPDATE"
+            f" SET last_seq = {STM_SESSIONS}.last_seq + excluded.last_seq RETURNING last_seq",
+            [sid, n],
+        )
+        first = int(rows[0][0]) - n + 1
+        records = [draft.to_record(first + i) for i, draft in enumerate(op.messages)]
+        yield SqlMany(
+            f"INSERT INTO {STM_MESSAGES} (session_id, {_COLUMNS})"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                (
+                    sid,
+                    r.seq,
+                    r.role,
+                    d.json_param(r.content),
+                    r.tier1,
+                    r.tier2,
+                    r.required_tier_level,
+                    r.created_at,
+                    d.json_param(dict(r.extra)),
+                )
+                for r in records
+            ],
+        )
+        return records
+    if isinstance(op, ReadOp):
+        if op.last is not None and op.last <= 0:
+            return []
+        if op.last is None:
+            rows = yield Sql(
+                f"SELECT {_COLUMNS} FROM {STM_MESSAGES} WHERE session_id = ? ORDER BY seq", [sid]
+            )
+        else:
+            rows = yield Sql(
+                f"SELECT {_COLUMNS} FROM {STM_MESSAGES} WHERE session_id = ?"
+                " ORDER BY seq DESC LIMIT ?",
+                [sid, op.last],
+            )
+            rows = list(reversed(rows))
+        return [_record(d, row) for row in rows]
+    if isinstance(op, RemoveOp):
+        seqs = _seqs(op.ids)
+        if not seqs:
+            return []
+        marks = ", ".join("?" for _ in seqs)
+        rows = yield Sql(
+            f"DELETE FROM {STM_MESSAGES} WHERE session_id = ? AND seq IN ({marks}) RETURNING seq",
+            [sid, *seqs],
+        )
+        removed = {int(r[0]) for r in rows}
+        return [format_message_id(s) for s in dict.fromkeys(seqs) if s in removed]
+    if isinstance(op, SetTierLevelOp):
+        seq = _seq(op.message_id)
+        if seq is None:
+            return None
+        rows = yield Sql(
+            f"UPDATE {STM_MESSAGES} SET required_tier_level = CASE WHEN required_tier_level < ?"
+            " THEN ? ELSE required_tier_level END WHERE session_id = ? AND seq = ?"
+            f" RETURNING {_COLUMNS}",
+            [op.level, op.level, sid, seq],
+        )
+        return _record(d, rows[0]) if rows else None
+    if isinstance(op, UpdateTiersOp):
+        updated: list[str] = []
+        for message_id, tiers in op.tiers:
+            seq = _seq(message_id)
+            if seq is None:
+                continue
+            rows = yield Sql(
+                f"UPDATE {STM_MESSAGES} SET tier1 = ?, tier2 = ? WHERE session_id = ? AND seq = ?"
+                " RETURNING seq",
+                [tiers.tier1, tiers.tier2, sid, seq],
+            )
+            if rows:
+                updated.append(message_id)
+        return updated
+    if isinstance(op, NextIdOp):
+        rows = yield Sql(f"SELECT last_seq FROM {STM_SESSIONS} WHERE session_id = ?", [sid])
+        return format_message_id((int(rows[0][0]) if rows else 0) + 1)
+    if isinstance(op, ClearOp):
+        rows = yield Sql(f"DELETE FROM {STM_MESSAGES} WHERE session_id = ? RETURNING seq", [sid])
+        return [format_message_id(s) for s in sorted(int(r[0]) for r in rows)]
+    raise TypeError(f"unknown log operation {op!r}")
+
+
+def _seq(message_id: str) -> int | None:
+    try:
+        return parse_message_id(message_id)
+    except ValueError:
+        return None
+
+
+def _seqs(ids: Sequence[str]) -> list[int]:
+    return [s for s in (_seq(i) for i in ids) if s is not None]
