@@ -50,12 +50,14 @@ from langmem_tiers.long_term.dialect import (
     item_columns,
     migrate_flow,
 )
+from langmem_tiers.long_term.events import EventRow, snapshot_flow, write_events_flow
 from langmem_tiers.long_term.filters import compile_filter, validate_filter
 from langmem_tiers.long_term.flow import Embed, Flow, Sql, SqlMany, Transaction
 from langmem_tiers.long_term.fusion import fuse
 from langmem_tiers.long_term.ranking import Candidate, rank
 from langmem_tiers.long_term.records import (
     ItemRecord,
+    item_id,
     join_namespace,
     split_namespace,
     texts_to_index,
@@ -253,8 +255,6 @@ class StoreCore:
         )
 
         if not self.index.in_database and deleted:
-            from langmem_tiers.long_term.records import item_id
-
             yield from self.index.delete_flow([item_id(p.namespace, p.key) for p in deleted])
         return results
 
@@ -556,6 +556,8 @@ class StoreCore:
         self, puts: list[_PreparedPut], rows: list[VectorRow], now: datetime
     ) -> Flow[None]:
         d = self.dialect
+        all_ids = [item_id(p.namespace, p.key) for p in puts]
+        before = yield from snapshot_flow(d, all_ids)
         deletes = [p for p in puts if p.record is None]
         for p in deletes:
             yield Sql(
@@ -563,10 +565,37 @@ class StoreCore:
                 [join_namespace(p.namespace), p.key],
             )
         upserts = [p for p in puts if p.record is not None]
-        if not upserts:
-            return
-        yield SqlMany(d.upsert_items_sql(), [self._item_row(p, now) for p in upserts])
         ids = [p.record.id for p in upserts if p.record is not None]
+        if upserts:
+            yield SqlMany(d.upsert_items_sql(), [self._item_row(p, now) for p in upserts])
+            yield from self._index_flow(upserts, rows, ids)
+        after = yield from snapshot_flow(d, ids)
+        events = []
+        for memory_id in all_ids:
+            old, new = before.get(memory_id), after.get(memory_id)
+            if old is None and new is None:
+                continue  # deleting what was not there changes nothing
+            kind = "deleted" if new is None else "created" if old is None else "updated"
+            base = new or old
+            assert base is not None
+            events.append(
+                EventRow(
+                    f"memory.{kind}",
+                    base["scope"],
+                    base["kind"],
+                    memory_id,
+                    base["prefix"],
+                    base["key"],
+                    old,
+                    new,
+                    {},
+                )
+            )
+        yield from write_events_flow(d, events, now)
+
+    def _index_flow(
+        self, upserts: list[_PreparedPut], rows: list[VectorRow], ids: list[str]
+    ) -> Flow[None]:
         marks = ", ".join("?" for _ in ids)
         yield Sql(f"DELETE FROM {TERMS} WHERE item_id IN ({marks})", ids)
         term_rows = [

@@ -34,6 +34,7 @@ META = "lmt_meta"
 MIGRATIONS = "lmt_migrations"
 STM_SESSIONS = "lmt_stm_sessions"
 STM_MESSAGES = "lmt_stm_messages"
+EVENTS = "lmt_events"
 
 # Columns filled from a memory's value (see records.py), in insert order.
 item_columns: tuple[str, ...] = (
@@ -70,6 +71,7 @@ class Dialect:
     name: str = "sql"
     json_type = "TEXT"
     ts_type = "TEXT"
+    serial_key = "INTEGER PRIMARY KEY AUTOINCREMENT"
 
     # -- parameter adaptation ------------------------------------------------------
     def json_param(self, value: Any) -> Any:
@@ -174,6 +176,26 @@ class Dialect:
                     extra {j} NOT NULL,
                     PRIMARY KEY (session_id, seq)
                 )""",
+            ],
+            [
+                # The event log: one row per change of a memory, in the change's transaction.
+                f"""CREATE TABLE {EVENTS} (
+                    seq {self.serial_key},
+                    at {ts} NOT NULL,
+                    type TEXT NOT NULL,
+                    scope TEXT NOT NULL,
+                    kind TEXT,
+                    memory_id TEXT NOT NULL,
+                    prefix TEXT NOT NULL,
+                    key TEXT NOT NULL,
+                    before {j},
+                    after {j},
+                    metadata {j} NOT NULL,
+                    correlation_id TEXT,
+                    actor TEXT
+                )""",
+                f"CREATE INDEX {EVENTS}_scope_seq ON {EVENTS} (scope, seq)",
+                f"CREATE INDEX {EVENTS}_memory_seq ON {EVENTS} (memory_id, seq)",
             ],
         ]
 
@@ -285,6 +307,7 @@ class PostgresDialect(Dialect):
     name = "postgres"
     json_type = "JSONB"
     ts_type = "TIMESTAMPTZ"
+    serial_key = "BIGSERIAL PRIMARY KEY"
 
     def json_param(self, value: Any) -> Any:
         from psycopg.types.json import Jsonb
