@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from langmem_tiers.tiers.base import MessageTiers, Summarizer, Summary, Tierer, TierLevel
+from langmem_tiers.tiers.extraction import Fact, format_facts, parse_tier1
 from langmem_tiers.tiers.llm import TIER_SYSTEM_PROMPT, TIER_USER_PROMPT, LLMTierer
 from langmem_tiers.tiers.markers import (
     MARKER_INSTRUCTIONS,
@@ -12,7 +13,7 @@ from langmem_tiers.tiers.markers import (
     parse_markers,
     strip_markers,
 )
-from langmem_tiers.tiers.offline import Fact, OfflineTierer, format_facts, parse_tier1
+from langmem_tiers.tiers.offline import OfflineTierer
 from langmem_tiers.tiers.summarizer import (
     SUMMARY_SYSTEM_PROMPT,
     SUMMARY_USER_PROMPT,

@@ -36,7 +36,8 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 
 from langmem_tiers.tiers.base import MessageTiers, Tierer
-from langmem_tiers.tiers.offline import OfflineTierer, message_role, message_text
+from langmem_tiers.tiers.extraction import message_role, message_text
+from langmem_tiers.tiers.offline import OfflineTierer
 from langmem_tiers.tiers.tokens import TokenCounter, count_tokens
 
 __all__ = [

@@ -38,7 +38,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from langmem_tiers.errors import InvalidContentError
 from langmem_tiers.tiers.base import Summarizer, Summary
-from langmem_tiers.tiers.offline import (
+from langmem_tiers.tiers.extraction import (
     Fact,
     content_words,
     cut_words,

@@ -8,8 +8,8 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
 from langmem_tiers.errors import InvalidContentError, ValidationError
-from langmem_tiers.tiers import MessageTiers, OfflineTierer, count_tokens, offline
-from langmem_tiers.tiers.offline import (
+from langmem_tiers.tiers import MessageTiers, OfflineTierer, count_tokens, extraction, offline
+from langmem_tiers.tiers.extraction import (
     Fact,
     extract_facts,
     format_facts,
@@ -273,7 +273,8 @@ def test_summarize_text_prefers_the_informative_sentence() -> None:
     assert summarize_text(text, 8) == "We moved to Lisbon in 2021."
 
 
-def test_module_doctests() -> None:
-    result = doctest.testmod(offline)
+@pytest.mark.parametrize("module", [offline, extraction])
+def test_module_doctests(module: object) -> None:
+    result = doctest.testmod(module)  # type: ignore[arg-type]
     assert result.attempted > 0
     assert result.failed == 0

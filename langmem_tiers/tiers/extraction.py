@@ -1,0 +1,737 @@
+"""Rule-based text analysis: sentences, names, facts, topics, extractive summaries.
+
+The offline tierer and the offline summariser are built from these functions; they are
+deterministic, need no model and no download, and run thousands of messages a second.
+
+Example:
+    >>> for fact in extract_facts("Hi, I'm Jordan. The RAI Chat deadline is 2026-03-01."):
+    ...     print(fact)
+    Fact(key='user_name', value='Jordan')
+    Fact(key='deadline', value='2026-03-01')
+    Fact(key='entity', value='RAI Chat')
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable
+from typing import NamedTuple
+
+from langchain_core.messages import BaseMessage
+
+from langmem_tiers.errors import InvalidContentError
+from langmem_tiers.tiers.lexicon import (
+    ABBREVIATIONS,
+    BULLET,
+    CALENDAR_WORDS,
+    CHAT_WORDS,
+    CLAUSE_STARTS,
+    COMMON_OPENERS,
+    CUT_WORDS,
+    DATE_CUES,
+    DATE_HINT,
+    DATE_LEAD,
+    DATE_PATTERNS,
+    DECISION,
+    DETERMINERS,
+    FAVORITE,
+    FILLER_WORDS,
+    GREETINGS,
+    I_FORMS,
+    INITIALS,
+    INTERJECTIONS,
+    LEADING_DETERMINERS,
+    MONEY_CUES,
+    MOTION_WORDS,
+    NUMBER,
+    NUMBER_ADJECTIVES,
+    NUMBER_WORD,
+    NUMBER_WORDS,
+    PERSON_CUES,
+    PERSON_FOLLOWERS,
+    PLACE_CUES,
+    PREFERENCE,
+    PREFERENCE_CUT,
+    PRONOUN_VALUES,
+    QUOTED,
+    RELATIONS,
+    RESERVED_KEYS,
+    SCALE_WORDS,
+    SELF_NAME,
+    SENTENCE_END,
+    SPACES,
+    STOP_WORDS,
+    VALUE_JUNK,
+    WORD,
+)
+
+__all__ = [
+    "Fact",
+    "content_words",
+    "cut_words",
+    "extract_facts",
+    "format_facts",
+    "message_role",
+    "message_text",
+    "normalize_text",
+    "parse_tier1",
+    "sentence_score",
+    "split_sentences",
+    "summarize_text",
+    "topic_words",
+    "trim_sentence",
+]
+
+
+class Fact(NamedTuple):
+    """One ``key=value`` fact of tier 1."""
+
+    key: str
+    value: str
+
+
+# Output order of tier 1: who, then where and when, then how many, then opinions and
+# decisions, then everything else.
+_GROUP_SELF, _GROUP_RELATION, _GROUP_NAME, _GROUP_PLACE, _GROUP_DATE = 0, 1, 2, 3, 4
+_GROUP_NUMBER, _GROUP_PREFERENCE, _GROUP_DECISION, _GROUP_TITLE, _GROUP_ENTITY = 5, 6, 7, 8, 9
+_GROUP_TOPIC = 10
+
+
+# -- messages ------------------------------------------------------------------------
+def message_role(message: BaseMessage) -> str:
+    """``user``, ``assistant``, ``system`` or ``tool`` (the message type otherwise).
+
+    >>> from langchain_core.messages import AIMessage
+    >>> message_role(AIMessage("ok"))
+    'assistant'
+    """
+    return {"human": "user", "ai": "assistant"}.get(message.type, message.type)
+
+
+def message_text(message: BaseMessage, index: int = 0) -> str:
+    """The text of a message, or :class:`InvalidContentError` if it has none.
+
+    >>> from langchain_core.messages import HumanMessage
+    >>> message_text(HumanMessage("  hello "))
+    '  hello '
+    """
+    if not isinstance(message, BaseMessage):
+        raise InvalidContentError(
+            f"messages[{index}] must be a langchain-core BaseMessage, got "
+            f"{type(message).__name__}; wrap text in HumanMessage(...) or AIMessage(...)."
+        )
+    text = str(message.text)
+    if not text.strip():
+        raise InvalidContentError(
+            f"messages[{index}].content has no text to tier, got {message.content!r}; "
+            "leave out empty messages (for example tool-call-only AI messages)."
+        )
+    return text
+
+
+# -- sentences and words -------------------------------------------------------------
+def normalize_text(text: str) -> str:
+    """Text with curly apostrophes made straight, spaces collapsed and blank lines dropped.
+
+    >>> normalize_text("  It’s   here.\\n\\n\\n Done ")
+    "It's here.\\nDone"
+    """
+    text = text.replace("’", "'").replace("‘", "'")
+    lines = (SPACES.sub(" ", line).strip() for line in text.splitlines())
+    return "\n".join(line for line in lines if line)
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences of ``text`` (line breaks end sentences; bullets are removed).
+
+    >>> split_sentences("Hi Dr. Lee! We met on Friday.\\n- bring the slides")
+    ['Hi Dr. Lee!', 'We met on Friday.', 'bring the slides']
+    """
+    sentences: list[str] = []
+    pending = ""
+    for piece in SENTENCE_END.split(normalize_text(text)):
+        piece = BULLET.sub("", piece).strip()
+        if not piece:
+            continue
+        pending = f"{pending} {piece}" if pending else piece
+        last = pending.rsplit(" ", 1)[-1]
+        if pending.endswith(".") and (
+            last.rstrip(".").lower() in ABBREVIATIONS or INITIALS.fullmatch(last)
+        ):
+            continue  # "Dr." or "J.K." did not end the sentence
+        sentences.append(pending)
+        pending = ""
+    if pending:
+        sentences.append(pending)
+    return sentences
+
+
+def _is_capitalised(word: str) -> bool:
+    first = word[0]
+    if first.isupper():
+        return first != "I" or word.lower() not in I_FORMS
+    # iPhone, eBay: a lower-case start but a capital inside
+    rest = word[1:]
+    return first.isalpha() and rest != rest.lower()
+
+
+def _strip_possessive(word: str) -> str:
+    return word[:-2] if word.endswith("'s") else word
+
+
+def _is_common(word: str) -> bool:
+    lower = _strip_possessive(word).lower()
+    base = lower.split("'")[0]  # "how're", "must've", "y'all"
+    return (
+        lower in STOP_WORDS
+        or lower in CHAT_WORDS
+        or lower in CALENDAR_WORDS
+        or lower in COMMON_OPENERS
+        or ("'" in lower and (base in STOP_WORDS or base in CHAT_WORDS or len(base) <= 1))
+    )
+
+
+class _Entity(NamedTuple):
+    text: str
+    start: int
+    end: int
+    before: tuple[str, ...]
+    """Up to three lower-cased words before the entity, nearest last."""
+    after: str
+    """The character and next word after the entity."""
+    vocative: bool
+
+
+def _looks_common_noun(word: str) -> bool:
+    lower = word.lower()
+    return lower.endswith(("ing", "ed", "ly", "ness", "tion", "ment", "s")) or len(lower) <= 2
+
+
+def _sentence_entities(sentence: str, capitalised_elsewhere: set[str]) -> list[_Entity]:
+    """Runs of capitalised words that are names, places or other proper nouns."""
+    tokens = [(m.group(), m.start(), m.end()) for m in WORD.finditer(sentence)]
+    entities: list[_Entity] = []
+    i = 0
+    while i < len(tokens):
+        word = tokens[i][0]
+        if not _is_capitalised(word) or word.isdigit():
+            i += 1
+            continue
+        j = i + 1
+        while j < len(tokens):
+            gap = sentence[tokens[j - 1][2] : tokens[j][1]]
+            if gap != " " or tokens[j - 1][0].endswith("'s"):
+                break
+            nxt = tokens[j][0]
+            if _is_capitalised(nxt):
+                j += 1
+            elif (
+                nxt in {"of", "the", "de", "da", "van", "von", "del", "la", "le"}
+                and j + 1 < len(tokens)
+                and sentence[tokens[j][2] : tokens[j + 1][1]] == " "
+                and _is_capitalised(tokens[j + 1][0])
+            ):
+                j += 2
+            else:
+                break
+        run = tokens[i:j]
+        sentence_initial = i == 0
+        # Drop calendar words and common words heading the run ("Hey Mel" -> "Mel").
+        while run and (
+            _strip_possessive(run[0][0]).lower() in CALENDAR_WORDS
+            or (
+                (sentence_initial or _strip_possessive(run[0][0]).lower() in GREETINGS)
+                and _is_common(run[0][0])
+            )
+            or run[0][0].lower() in {"of", "the"}
+        ):
+            run = run[1:]
+            sentence_initial = False
+        while run and (
+            _strip_possessive(run[-1][0]).lower() in CALENDAR_WORDS
+            or run[-1][0].lower() in STOP_WORDS
+        ):
+            run = run[:-1]
+        if run:
+            first_word = run[0][0]
+            k = tokens.index(run[0])
+            keep = True
+            if k == 0 and len(run) == 1:
+                # A lone capitalised word opening a sentence is usually an ordinary word.
+                after_char = sentence[run[0][2] : run[0][2] + 1]
+                keep = not _is_common(first_word) and (
+                    _strip_possessive(first_word) in capitalised_elsewhere
+                    or (after_char in {",", "!", "?"} and not first_word.endswith(("ed", "ly")))
+                    or not _looks_common_noun(first_word)
+                    or (first_word.isupper() and len(first_word) > 1)
+                )
+            if keep:
+                ent_start, ent_end = run[0][1], run[-1][2]
+                rest = sentence[ent_end:].strip(" ,.!?")
+                # "Hey Mel!", "Thanks, Gina.", "That's great, John!": someone addressed.
+                vocative = len(run) == 1 and (
+                    (
+                        all(t[0].lower() in GREETINGS for t in tokens[:k])
+                        and sentence[ent_end : ent_end + 1] in {",", "!", "?", ".", ""}
+                    )
+                    or (sentence[max(0, ent_start - 2) : ent_start] == ", " and not rest)
+                )
+                entities.append(
+                    _Entity(
+                        text=_strip_possessive(sentence[ent_start:ent_end]),
+                        start=ent_start,
+                        end=ent_end,
+                        before=tuple(t[0].lower() for t in tokens[max(0, k - 3) : k]),
+                        after=sentence[ent_end : ent_end + 24],
+                        vocative=vocative,
+                    )
+                )
+        i = max(j, i + 1)
+    return entities
+
+
+def content_words(text: str) -> list[str]:
+    """Lower-cased words that carry meaning (no function or chat words).
+
+    >>> content_words("Wow, I really love the new garden!")
+    ['garden']
+    """
+    words = []
+    for m in WORD.finditer(text):
+        w = _strip_possessive(m.group()).lower()
+        if len(w) >= 3 and w.isalpha() and w not in STOP_WORDS and w not in CHAT_WORDS:
+            words.append(w)
+    return words
+
+
+def sentence_score(sentence: str) -> float:
+    """How informative a sentence is: entities, numbers and content words per word.
+
+    Names and numbers weigh double (a name only addressed, as in "Thanks, Jon!", does
+    not count); dividing by the square root of the length (at least 8 words) favours
+    dense sentences without always picking the shortest.
+
+    >>> sentence_score("Thanks!") < sentence_score("Jordan moved to Lisbon in 2021.")
+    True
+    """
+    words = WORD.findall(sentence)
+    if not words:
+        return 0.0
+    capitalised_elsewhere = {w for w in words[1:] if _is_capitalised(w)}
+    entities = sum(
+        1 for ent in _sentence_entities(sentence, capitalised_elsewhere) if not ent.vocative
+    )
+    numbers = sum(1 for w in words if any(c.isdigit() for c in w))
+    content = len(content_words(sentence))
+    return (2.0 * entities + 2.0 * numbers + content) / math.sqrt(max(len(words), 8))
+
+
+# -- facts ---------------------------------------------------------------------------
+def _clean_value(value: str, max_words: int = 6) -> str:
+    value = VALUE_JUNK.sub(" ", re.split(r"\s[-–—]+\s|\(", value)[0])
+    words = value.split()
+    for i, w in enumerate(words):
+        if i > 0 and w.lower() in CUT_WORDS:
+            words = words[:i]
+            break
+    words = words[:max_words]
+    while words and words[0].lower() in LEADING_DETERMINERS:
+        words = words[1:]
+    while words and (words[-1].lower() in STOP_WORDS or words[-1].lower() in CUT_WORDS):
+        words = words[:-1]
+    return " ".join(words).strip(" -'")
+
+
+def _snake(word: str) -> str:
+    key = re.sub(r"[^a-z0-9]+", "_", word.lower()).strip("_")
+    return key[:24]
+
+
+def _overlaps(span: tuple[int, int], taken: list[tuple[int, int]]) -> bool:
+    return any(span[0] < end and start < span[1] for start, end in taken)
+
+
+def _words_before(text: str, position: int, count: int) -> list[str]:
+    """Up to ``count`` words before ``position`` in the same sentence."""
+    window = re.split(r"[.!?\n]\s", text[max(0, position - 60) : position])[-1]
+    return [w.lower() for w in WORD.findall(window)][-count:]
+
+
+class _FactList:
+    """Facts in output order; duplicates (same key, same value) kept once."""
+
+    def __init__(self) -> None:
+        self.items: list[tuple[int, int, Fact]] = []
+        self._seen: set[tuple[str, str]] = set()
+        self.values: set[str] = set()
+
+    def add(self, group: int, key: str, value: str) -> None:
+        value = value.strip()
+        if not key or not value:
+            return
+        ident = (key, value.lower())
+        if ident in self._seen:
+            return
+        self._seen.add(ident)
+        self.values.add(value.lower())
+        self.items.append((group, len(self.items), Fact(key, value)))
+
+    def ordered(self) -> list[Fact]:
+        return [fact for _, _, fact in sorted(self.items)]
+
+
+def _self_name_key(role: str) -> str:
+    return f"{role}_name" if role in {"user", "assistant"} else "name"
+
+
+def _extract_dates(text: str, facts: _FactList, taken: list[tuple[int, int]]) -> None:
+    if DATE_HINT.search(text) is None:
+        return
+    found: list[tuple[int, int, str]] = []
+    for kind, pattern in DATE_PATTERNS:
+        for m in pattern.finditer(text):
+            found.append((m.start(), m.end(), kind))
+    # Longest match first where matches overlap ("8 May, 2023" beats "2023").
+    found.sort(key=lambda f: (f[0], -(f[1] - f[0])))
+    for start, end, kind in found:
+        if _overlaps((start, end), taken):
+            continue
+        taken.append((start, end))
+        value = DATE_LEAD.sub("", SPACES.sub(" ", text[start:end].replace(",", " ")))
+        key = kind
+        for word in reversed(_words_before(text, start, 5)):
+            if word in DATE_CUES:
+                key = _snake(word)
+                break
+        facts.add(_GROUP_DATE, key, value.strip())
+
+
+def _extract_numbers(text: str, facts: _FactList, taken: list[tuple[int, int]]) -> None:
+    for m in NUMBER.finditer(text):
+        span = (
+            m.start("num") - (1 if m.group("cur") else 0),
+            m.end("suf") if m.group("suf") else m.end("num"),
+        )
+        if _overlaps(span, taken):
+            continue
+        taken.append(span)
+        number = m.group("num").replace(",", "")
+        suffix = m.group("suf") or ""
+        w1, w2 = m.group("w1"), m.group("w2")
+        if m.group("cur"):
+            value = m.group("cur") + number + suffix
+            if w1 and w1.lower() in SCALE_WORDS:
+                value += " " + w1.lower()
+            key = "amount"
+            for word in reversed(_words_before(text, m.start(), 5)):
+                if word in MONEY_CUES:
+                    key = _snake(word)
+                    break
+            facts.add(_GROUP_NUMBER, key, value)
+            continue
+        if suffix == "%" or (w1 and w1.lower() == "percent"):
+            facts.add(_GROUP_NUMBER, "percent", number + "%")
+            continue
+        noun = None
+        if w1 and w1.lower() in NUMBER_ADJECTIVES and w2:
+            noun = w2
+        elif w1:
+            noun = w1
+        if noun is not None and (noun.lower() in STOP_WORDS or noun.lower() in CUT_WORDS):
+            noun = None
+        if re.fullmatch(r"(?i)st|nd|rd|th", suffix):
+            value = number + suffix + (f" {noun}" if noun else "")
+            facts.add(_GROUP_NUMBER, "number", value)
+            continue
+        value = number + suffix
+        key = _snake(_strip_possessive(noun)) if noun else ""
+        if not key or key in RESERVED_KEYS:
+            if noun:
+                value = f"{value} {noun.lower()}"
+            key = "number"
+        facts.add(_GROUP_NUMBER, key, value)
+    for m in NUMBER_WORD.finditer(text):
+        if _overlaps((m.start(), m.end()), taken):
+            continue
+        noun = m.group("noun").lower()
+        if noun in STOP_WORDS or noun in CHAT_WORDS:
+            continue
+        taken.append((m.start(), m.end()))
+        key = _snake(noun)
+        number = NUMBER_WORDS[m.group("num").lower()]
+        if key in RESERVED_KEYS:
+            facts.add(_GROUP_NUMBER, "number", f"{number} {noun}")
+        else:
+            facts.add(_GROUP_NUMBER, key, number)
+
+
+def _group_until_taken(m: re.Match[str], group: str, taken: list[tuple[int, int]]) -> str:
+    """A group of ``m`` cut before the first date or number inside it (already a fact)."""
+    start, end = m.span(group)
+    for taken_start, _ in taken:
+        if start < taken_start < end:
+            end = taken_start
+    return m.string[start:end]
+
+
+def _extract_opinions(text: str, facts: _FactList, taken: list[tuple[int, int]]) -> None:
+    for m in PREFERENCE.finditer(text):
+        verb = " ".join(m.group("verb").lower().split())
+        if verb.startswith(("hate", "dislike", "despise", "detest", "can", "don", "do ")):
+            key = "dislikes"
+        elif verb.startswith("prefer"):
+            key = "prefers"
+        else:
+            key = "likes"
+        what = re.split(PREFERENCE_CUT, _group_until_taken(m, "what", taken))[0]
+        what = _clean_value(what, 4)
+        lower = what.lower()
+        if lower in CHAT_WORDS or lower.startswith(CLAUSE_STARTS):
+            continue
+        if what and lower not in PRONOUN_VALUES:
+            facts.add(_GROUP_PREFERENCE, key, what)
+    for m in FAVORITE.finditer(text):
+        noun = _snake(m.group("noun"))
+        what = _clean_value(_group_until_taken(m, "what", taken), 5)
+        if noun and what and what.lower() not in PRONOUN_VALUES:
+            facts.add(_GROUP_PREFERENCE, f"favorite_{noun}", what)
+    for m in DECISION.finditer(text):
+        if m.group("will") and m.group("subj").lower() != "we":
+            continue  # "I'll check it out" is small talk; "we will" is a plan
+        key = "decision" if m.group("decided") else "plan"
+        what = _clean_value(_group_until_taken(m, "what", taken), 6)
+        if what and what.lower() not in PRONOUN_VALUES:
+            facts.add(_GROUP_DECISION, key, what)
+
+
+def _extract_entities(text: str, role: str, facts: _FactList) -> None:
+    for m in SELF_NAME.finditer(text):
+        name = _strip_possessive(m.group("name"))
+        words = name.split()
+        while words and _is_common(words[-1]):
+            words = words[:-1]
+        if words and not _is_common(words[0]):
+            facts.add(_GROUP_SELF, _self_name_key(role), " ".join(words))
+    for m in QUOTED.finditer(text):
+        title = VALUE_JUNK.sub(" ", (m.group(1) or m.group(2))).strip(" .!?")
+        if title and len(title.split()) <= 8 and title.lower() not in PRONOUN_VALUES:
+            facts.add(_GROUP_TITLE, "title", title)
+    sentences = split_sentences(text)
+    capitalised_elsewhere: set[str] = set()
+    for sentence in sentences:
+        words = WORD.findall(sentence)
+        capitalised_elsewhere.update(_strip_possessive(w) for w in words[1:] if _is_capitalised(w))
+    for sentence in sentences:
+        for ent in _sentence_entities(sentence, capitalised_elsewhere):
+            lower = ent.text.lower()
+            if lower in facts.values or any(lower in v.split(";") for v in facts.values):
+                continue
+            if any(lower in value for value in facts.values if " " in value):
+                continue  # already inside a title, a preference or a decision
+            before = ent.before
+            last = before[-1] if before else ""
+            if len(before) >= 2 and (
+                before[-2] in {"my", "our", "his", "her", "their"} or last in RELATIONS
+            ):
+                relation = last
+            elif last in {"named", "called"} and len(before) >= 2:
+                relation = before[-2]  # "a puppy called Pixie" -> puppy=Pixie
+            else:
+                relation = ""
+            follower = WORD.findall(ent.after)
+            if relation in RELATIONS:
+                facts.add(_GROUP_RELATION, _snake(relation), ent.text)
+            elif last in PLACE_CUES or (
+                last == "to" and len(before) >= 2 and before[-2] in MOTION_WORDS
+            ):
+                facts.add(_GROUP_PLACE, "place", ent.text)
+            elif (
+                ent.vocative
+                or last in PERSON_CUES
+                or (follower and follower[0].lower() in PERSON_FOLLOWERS)
+            ):
+                facts.add(_GROUP_NAME, "name", ent.text)
+            else:
+                facts.add(_GROUP_ENTITY, "entity", ent.text)
+
+
+def extract_facts(text: str, role: str = "user") -> list[Fact]:
+    """Facts of one text, in tier-1 order (no topic fallback, no size limit).
+
+    >>> for fact in extract_facts("My sister Anna and I adopted 2 cats in Lisbon last week."):
+    ...     print(fact)
+    Fact(key='sister', value='Anna')
+    Fact(key='place', value='Lisbon')
+    Fact(key='date', value='last week')
+    Fact(key='cats', value='2')
+    """
+    norm = normalize_text(text)
+    facts = _FactList()
+    taken: list[tuple[int, int]] = []
+    _extract_dates(norm, facts, taken)
+    _extract_numbers(norm, facts, taken)
+    _extract_opinions(norm, facts, taken)
+    _extract_entities(norm, role, facts)
+    return facts.ordered()
+
+
+def topic_words(
+    text: str,
+    exclude: Iterable[str],
+    count: int,
+    *,
+    nouns_only: bool = False,
+    allow_chat_words: bool = False,
+) -> list[str]:
+    """Up to ``count`` words saying what ``text`` is about, in their order in the text.
+
+    Words of ``exclude`` (values already in tier 1) are skipped; repeated words and
+    words after a determiner (nouns, mostly) rank first. With ``nouns_only``, only
+    words seen after a determiner at least once are returned. With ``allow_chat_words``,
+    common chat words ("great", "day") count too (for messages that are all small talk).
+
+    >>> topic_words("The garden looks lovely; the roses opened in the garden.", [], 2)
+    ['garden', 'roses']
+    """
+    excluded = {w for value in exclude for w in value.lower().split()}
+    tokens = [_strip_possessive(w).lower() for w in WORD.findall(text)]
+    score: dict[str, float] = {}
+    first: dict[str, int] = {}
+    nouns: set[str] = set()
+    for i, w in enumerate(tokens):
+        if len(w) < 3 or not w.isalpha() or w in STOP_WORDS or w in excluded:
+            continue
+        if (w in CHAT_WORDS and not allow_chat_words) or w in GREETINGS:
+            continue
+        first.setdefault(w, i)
+        # Repeated words, and words after a determiner ("the park", "a new bike": nouns),
+        # say more about the subject than verbs and adverbs.
+        points = 2.0 + min(len(w), 10) / 4
+        if (i >= 1 and tokens[i - 1] in DETERMINERS) or (
+            i >= 2 and tokens[i - 2] in DETERMINERS and tokens[i - 1] not in STOP_WORDS
+        ):
+            points += 2.0
+            nouns.add(w)
+        if w.endswith(("ly", "ed")):
+            points -= 1.5
+        score[w] = score.get(w, 0.0) + points
+    candidates = [w for w in score if w in nouns] if nouns_only else list(score)
+    ranked = sorted(candidates, key=lambda w: (-score[w], first[w]))
+    return sorted(ranked[:count], key=lambda w: first[w])
+
+
+def format_facts(facts: Iterable[Fact]) -> str:
+    """Tier-1 text: facts of one key share it (values joined by ``;``), keys joined by ``", "``.
+
+    >>> format_facts([Fact("name", "Jon"), Fact("place", "Paris"), Fact("name", "Gina")])
+    'name=Jon;Gina, place=Paris'
+    """
+    merged: dict[str, list[str]] = {}
+    for fact in facts:
+        merged.setdefault(fact.key, []).append(fact.value)
+    return ", ".join(f"{key}={';'.join(values)}" for key, values in merged.items())
+
+
+def parse_tier1(text: str) -> list[Fact]:
+    """The facts of a tier-1 text (the inverse of :func:`format_facts`).
+
+    Parts without ``=`` are kept with the key ``note``.
+
+    >>> [f"{key}:{value}" for key, value in parse_tier1("name=Jon;Gina, place=Paris")]
+    ['name:Jon', 'name:Gina', 'place:Paris']
+    """
+    facts: list[Fact] = []
+    for part in text.split(", "):
+        key, sep, values = part.partition("=")
+        if not sep:
+            if part.strip():
+                facts.append(Fact("note", part.strip()))
+            continue
+        facts.extend(Fact(key.strip(), v.strip()) for v in values.split(";") if v.strip())
+    return facts
+
+
+def trim_sentence(sentence: str) -> str:
+    """A sentence without opening interjections and filler words.
+
+    >>> trim_sentence("Wow, that is really a great idea!")
+    'That is a great idea!'
+    """
+    words = [w for w in sentence.split(" ") if w.lower().strip(",.!?") not in FILLER_WORDS]
+    # Leading interjections ("Wow, ", "Oh yeah!") carry no content; "Thanks for..." does.
+    while len(words) > 1:
+        head = words[0].lower()
+        bare = head.strip(",.!?")
+        if (bare in CHAT_WORDS and head != bare) or bare in INTERJECTIONS:
+            words = words[1:]
+        else:
+            break
+    text = " ".join(words)
+    text = re.sub(r"\s+([,.!?;:])", r"\1", text)
+    if text and text[0].islower():
+        text = text[0].upper() + text[1:]
+    return text
+
+
+def cut_words(sentence: str, max_words: int) -> str:
+    """The first ``max_words`` words of a sentence, ending cleanly, with an ellipsis.
+
+    >>> cut_words("I moved to Lisbon in 2021 with my wife and kids.", 8)
+    'I moved to Lisbon in 2021…'
+    """
+    words = sentence.split(" ")
+    if len(words) <= max_words:
+        return sentence
+    end = max_words
+    # Never stop inside a quoted title: take it whole if it ends soon, else stop before it.
+    opened = [i for i, w in enumerate(words[:end]) if w[:1] in {'"', "“"}]
+    if opened and not any(w.rstrip(".,!?;:").endswith(('"', "”")) for w in words[opened[-1] : end]):
+        closing = next(
+            (i for i in range(end, len(words)) if words[i].rstrip(".,!?;:").endswith(('"', "”"))),
+            None,
+        )
+        end = closing + 1 if closing is not None and closing < max_words * 1.5 else opened[-1]
+    cut = words[:end]
+    # Prefer ending at a clause boundary if one is in the last half.
+    for i in range(len(cut) - 1, max_words // 2, -1):
+        if cut[i] in {"-", "–", "—"}:
+            cut = cut[:i]
+            break
+        if cut[i].endswith((",", ";", ":")):
+            cut = cut[: i + 1]
+            break
+    # End on a word that carries meaning: "moved to Lisbon in 2021 with my" -> "... 2021".
+    while len(cut) > 3 and cut[-1].lower().strip(",;:") in STOP_WORDS:
+        cut = cut[:-1]
+    return " ".join(cut).rstrip(",;: ") + "…"
+
+
+def summarize_text(text: str, max_words: int) -> str:
+    """The most informative sentences of ``text`` in about ``max_words`` words, in order.
+
+    The best sentence is always the core: kept whole when it is at most a quarter over
+    the budget, cut (at a clause boundary when there is one) otherwise. A second
+    sentence joins when it fits and is at least half as informative.
+
+    >>> summarize_text("Wow, great! We moved to Lisbon in 2021. It's sunny.", 8)
+    'We moved to Lisbon in 2021.'
+    """
+    sentences = [trim_sentence(s) for s in split_sentences(text)]
+    sentences = [s for s in sentences if s]
+    if not sentences:
+        return ""
+    scores = [sentence_score(s) for s in sentences]
+    ranked = sorted(range(len(sentences)), key=lambda i: (-scores[i], i))
+    best = ranked[0]
+    best_length = len(sentences[best].split(" "))
+    if best_length > max_words * 1.25:
+        return cut_words(sentences[best], max_words)
+    chosen = [best]
+    for i in ranked[1:]:
+        if best_length + len(sentences[i].split(" ")) <= max_words and (
+            scores[i] >= scores[best] / 2
+        ):
+            chosen.append(i)
+            break
+    return " ".join(sentences[i] for i in sorted(chosen))
