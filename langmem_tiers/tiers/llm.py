@@ -9,8 +9,8 @@ message in this protocol::
     [m2] TIER1: deadline=2026-03-01 | TIER2: The deadline is March 1, 2026.
 
 Parsing is forgiving (case, spaces, an answer spread over several lines, a missing ``|``),
-but a message whose entry is missing, empty, without a ``key=value`` in tier 1, or longer
-than the message itself gets its tiers from the fallback tierer instead (one warning
+but a message whose entry is missing, empty, without a ``key=value`` in tier 1, or with a
+tier longer than the message itself gets its tiers from the fallback tierer instead (one warning
 names the messages). If the model call raises, every message of that call falls back
 (one warning with the error). The prompts are module constants a caller can override.
 
@@ -233,8 +233,7 @@ class LLMTierer(Tierer):
             parsed = parse_tier_output(text, len(chunk))
             for number, index in enumerate(chunk, start=1):
                 entry = parsed.get(number)
-                raw_tokens = count_tokens(plan.texts[index], self.token_counter)
-                if entry is None or count_tokens(entry.tier1, self.token_counter) > raw_tokens:
+                if entry is None or self._longer_than_raw(entry, plan.texts[index]):
                     bad.append(index)
                 else:
                     tiers[index] = entry
@@ -245,6 +244,11 @@ class LLMTierer(Tierer):
                     bad,
                 )
         return tiers, [i for i in range(len(plan.messages)) if i not in tiers]
+
+    def _longer_than_raw(self, tiers: MessageTiers, raw: str) -> bool:
+        # A tier that costs more than the message defeats its purpose.
+        raw_tokens = count_tokens(raw, self.token_counter)
+        return any(count_tokens(tier, self.token_counter) > raw_tokens for tier in tiers)
 
     @staticmethod
     def _merge(

@@ -70,7 +70,7 @@ async def test_missing_entries_fall_back(twin_of: TwinOf) -> None:
     assert tiers == [EXPECTED[0], *OfflineTierer().tier(MESSAGES[1:])]
 
 
-async def test_tier1_without_facts_or_longer_than_raw_falls_back(twin_of: TwinOf) -> None:
+async def test_tiers_without_facts_or_longer_than_raw_fall_back(twin_of: TwinOf) -> None:
     long_facts = ", ".join(f"k{i}=value number {i}" for i in range(40))
     output = (
         "[m1] TIER1: just words | TIER2: Jordan leads RAI Chat.\n"
@@ -84,6 +84,13 @@ async def test_tier1_without_facts_or_longer_than_raw_falls_back(twin_of: TwinOf
         offline[1],
         MessageTiers("decision=PostgreSQL", "PostgreSQL it is."),
     ]
+
+
+async def test_tier2_longer_than_raw_falls_back(twin_of: TwinOf) -> None:
+    chatty = "[m1] TIER1: a=1 | TIER2: " + "A much longer retelling of a short note. " * 3
+    short = [HumanMessage("Note: a is 1.")]
+    tiers = await twin_of(LLMTierer(fake_model(chatty))).tier(short)
+    assert tiers == OfflineTierer().tier(short)
 
 
 async def test_model_exception_falls_back_for_the_whole_batch(
