@@ -62,6 +62,7 @@ class SqliteIO(_SharedIO):
         super().__init__(embeddings, qdrant)
         self.conn = conn
         self.lock = threading.RLock()
+        self._depth = 0  # transaction nesting, guarded by the lock
 
     @staticmethod
     def configure(conn: sqlite3.Connection) -> None:
@@ -83,14 +84,26 @@ class SqliteIO(_SharedIO):
             self.conn.executemany(request.text, [tuple(r) for r in request.rows])
 
     def transaction(self, flow: Flow[T]) -> T:
+        """One transaction; a nested one is a savepoint, so flows compose."""
         with self.lock:
-            self.conn.execute("BEGIN IMMEDIATE")
+            depth = self._depth
+            begin, commit, rollback = (
+                ("BEGIN IMMEDIATE", "COMMIT", "ROLLBACK")
+                if depth == 0
+                else (f"SAVEPOINT sp{depth}", f"RELEASE sp{depth}", f"ROLLBACK TO sp{depth}")
+            )
+            self.conn.execute(begin)
+            self._depth += 1
             try:
                 result = run(flow, self)
             except BaseException:
-                self.conn.execute("ROLLBACK")
+                self.conn.execute(rollback)
+                if depth:
+                    self.conn.execute(f"RELEASE sp{depth}")
                 raise
-            self.conn.execute("COMMIT")
+            finally:
+                self._depth -= 1
+            self.conn.execute(commit)
             return result
 
 

@@ -77,7 +77,7 @@ class EventContext(NamedTuple):
 
 _NO_CONTEXT = EventContext(None, None)
 _CONTEXT: contextvars.ContextVar[EventContext] = contextvars.ContextVar(
-    "langmem_tiers_event_context", default=_NO_CONTEXT  # noqa: B039 - an immutable tuple
+    "langmem_tiers_event_context", default=_NO_CONTEXT
 )
 
 
