@@ -76,7 +76,7 @@ class TieredMemoryStore(BaseStore):
     """
 
     supports_ttl = False
-    __slots__ = ("_core", "_embeddings", "_owned", "_qdrant", "db", "index_config", "settings")
+    __slots__ = ("_embeddings", "_owned", "_qdrant", "core", "db", "index_config", "settings")
 
     def __init__(
         self,
@@ -107,7 +107,7 @@ class TieredMemoryStore(BaseStore):
             vector_index = PgVectorIndex(dialect)
         else:
             vector_index = SqliteVectorIndex(dialect)
-        self._core = StoreCore(
+        self.core = StoreCore(
             dialect, vector_index, dims=dims, fields=fields, settings=self.settings
         )
 
@@ -206,17 +206,17 @@ class TieredMemoryStore(BaseStore):
     # -- lifecycle -----------------------------------------------------------------------
     def setup(self) -> None:
         """Create or upgrade the schema (idempotent; safe to call on every start)."""
-        self.db.run(self._core.setup_flow())
+        self.db.run(self.core.setup_flow())
 
     async def asetup(self) -> None:
         """Async twin of :meth:`setup`."""
-        await self.db.arun(self._core.setup_flow())
+        await self.db.arun(self.core.setup_flow())
 
     def close(self) -> None:
         """Flush buffered access counts and close what :meth:`from_url` opened."""
         try:
             if not self.db.is_async:
-                self.db.run(self._core.flush_flow())
+                self.db.run(self.core.flush_flow())
         finally:
             for resource in reversed(self._owned):
                 resource.close()
@@ -225,7 +225,7 @@ class TieredMemoryStore(BaseStore):
     async def aclose(self) -> None:
         """Async twin of :meth:`close`."""
         try:
-            await self.db.arun(self._core.flush_flow())
+            await self.db.arun(self.core.flush_flow())
         finally:
             for resource in reversed(self._owned):
                 await aclose(resource)
@@ -340,11 +340,11 @@ class TieredMemoryStore(BaseStore):
     # -- the BaseStore seam ----------------------------------------------------------------
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """Execute ops in one transaction (reads see the state before the batch's writes)."""
-        return self.db.run(self._core.batch_flow(ops))
+        return self.db.run(self.core.batch_flow(ops))
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """Async twin of :meth:`batch`."""
-        return await self.db.arun(self._core.batch_flow(list(ops)))
+        return await self.db.arun(self.core.batch_flow(list(ops)))
 
 
 def _resolve_index(
