@@ -1,0 +1,48 @@
+"""LangGraph graphs and nodes: the tiered chat loop, consolidation, memory for your own agent."""
+
+from __future__ import annotations
+
+from langmem_tiers.graph.agent import memory_save_node, memory_view_node
+from langmem_tiers.graph.chat import NODES, ChatMode, best_answer, build_tiered_chat_graph
+from langmem_tiers.graph.consolidation import (
+    ConsolidationReport,
+    aconsolidate_episodes,
+    build_consolidation_graph,
+    consolidate_episodes,
+)
+from langmem_tiers.graph.memory import ChatMemory
+from langmem_tiers.graph.models import resolve_chat_model
+from langmem_tiers.graph.offline_model import OfflineChatModel
+from langmem_tiers.graph.prompts import (
+    AGENT_MEMORY_PROMPT,
+    CHAT_SYSTEM_PROMPT,
+    FALLBACK_ANSWER,
+    REQUEST_TIER_TOOL,
+    SEARCH_EPISODIC_TOOL,
+    TOOLS_SYSTEM_PROMPT,
+)
+from langmem_tiers.graph.state import TieredChatInput, TieredChatState
+
+__all__ = [
+    "AGENT_MEMORY_PROMPT",
+    "CHAT_SYSTEM_PROMPT",
+    "FALLBACK_ANSWER",
+    "NODES",
+    "REQUEST_TIER_TOOL",
+    "SEARCH_EPISODIC_TOOL",
+    "TOOLS_SYSTEM_PROMPT",
+    "ChatMemory",
+    "ChatMode",
+    "ConsolidationReport",
+    "OfflineChatModel",
+    "TieredChatInput",
+    "TieredChatState",
+    "aconsolidate_episodes",
+    "best_answer",
+    "build_consolidation_graph",
+    "build_tiered_chat_graph",
+    "consolidate_episodes",
+    "memory_save_node",
+    "memory_view_node",
+    "resolve_chat_model",
+]

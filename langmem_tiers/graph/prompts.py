@@ -1,0 +1,209 @@
+"""Prompts and tool schemas of the tiered chat graph (module constants callers can override).
+
+The system prompt explains the tiers, the two ways to ask for more context (markers, or
+tools for tool-calling models) and lists the conversation's message ids with the tier each
+is shown at. Sections follow it only when they have content: what is known about the user
+from earlier sessions, what an episodic search found, and notes about refused requests.
+Every section line is a ``- `` bullet, so a reader (or :class:`OfflineChatModel`) can tell
+evidence from instructions.
+
+Placeholders in a template are replaced by name (``{message_index}``, ``{user_context}``,
+``{search_results}``, ``{notices}``, ``{memory}``); any other braces are left as they are,
+so a custom prompt may contain JSON.
+
+Example:
+    >>> from langchain_core.messages import HumanMessage
+    >>> view = [HumanMessage("[m1|t1] user_name=Jordan",
+    ...         response_metadata={"langmem_tiers": {"message_id": "m1", "tier": 1}})]
+    >>> message_index(view)
+    'm1 (user, t1)'
+    >>> text = render_system_prompt(CHAT_SYSTEM_PROMPT, context=view,
+    ...                             user_context=["The user prefers tea."])
+    >>> "m1 (user, t1)" in text, "- The user prefers tea." in text
+    (True, True)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+
+__all__ = [
+    "AGENT_MEMORY_PROMPT",
+    "CHAT_SYSTEM_PROMPT",
+    "FALLBACK_ANSWER",
+    "NOTICES_HEADER",
+    "REQUEST_TIER_TOOL",
+    "SEARCH_EPISODIC_TOOL",
+    "SEARCH_RESULTS_HEADER",
+    "TOOLS_SYSTEM_PROMPT",
+    "USER_CONTEXT_HEADER",
+    "message_index",
+    "render_system_prompt",
+    "tier_metadata",
+]
+
+_TIERS = """\
+To save space, older messages of this conversation are shown in short form. Each message \
+starts with its id and the tier it is shown at, like [m12|t1]:
+- t1: key=value facts taken from the message,
+- t2: a one- or two-sentence summary of it,
+- t3: its full text.
+Messages of this conversation and the tier each is shown at: {message_index}"""
+
+CHAT_SYSTEM_PROMPT = (
+    "You are a helpful assistant with a tiered memory of this conversation.\n\n"
+    + _TIERS
+    + """
+
+If you need the full text of a message to answer, write [REQUEST_TIER:3:<id>] (for \
+example [REQUEST_TIER:3:m12]; 2 instead of 3 asks for its summary). If you need something \
+from earlier conversations that is not shown, write [SEARCH_EPISODIC: <what to look for>]. \
+You will be asked again with what you asked for. Ask only when what is shown is not \
+enough; otherwise answer directly. The user never sees these markers.{user_context}\
+{search_results}{notices}{memory}"""
+)
+"""System prompt of the marker mode (``mode="markers"``)."""
+
+TOOLS_SYSTEM_PROMPT = (
+    "You are a helpful assistant with a tiered memory of this conversation.\n\n"
+    + _TIERS
+    + """
+
+If you need the full text of a message to answer, call the request_tier tool with its id \
+(level 3 is the full text, 2 the summary). If you need something from earlier \
+conversations that is not shown, call the search_episodic tool. Call them only when what \
+is shown is not enough; otherwise answer directly.{user_context}{search_results}\
+{notices}{memory}"""
+)
+"""System prompt of the tool mode (``mode="tools"``)."""
+
+AGENT_MEMORY_PROMPT = (
+    _TIERS
+    + """
+Earlier messages you need in full are in the memory; answer from what is shown.\
+{user_context}{memory}"""
+)
+"""System prompt the pre-model memory node puts before an agent's messages."""
+
+USER_CONTEXT_HEADER = "What you know about the user from earlier conversations:"
+"""First line of the ``{user_context}`` section."""
+
+SEARCH_RESULTS_HEADER = "Archived messages found by your search ([session/id] who: text):"
+"""First line of the ``{search_results}`` section."""
+
+NOTICES_HEADER = "Notes about your requests:"
+"""First line of the ``{notices}`` section."""
+
+FALLBACK_ANSWER = "Sorry, I could not find enough in our conversation to answer that."
+"""The answer kept when every generation of a turn was only requests (no text)."""
+
+REQUEST_TIER_TOOL: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": "request_tier",
+        "description": (
+            "Show a message of this conversation at a richer tier from now on: 3 is its "
+            "full text, 2 its summary. Use the id shown before the message, like m12."
+        ),
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "message_id": {"type": "string", "description": "The message id, like m12."},
+                "level": {
+                    "type": "integer",
+                    "enum": [1, 2, 3],
+                    "description": "3 for the full text (default), 2 for the summary.",
+                },
+            },
+            "required": ["message_id"],
+        },
+    },
+}
+"""The ``request_tier`` tool, in the OpenAI function format ``bind_tools`` accepts."""
+
+SEARCH_EPISODIC_TOOL: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": "search_episodic",
+        "description": (
+            "Search the archived messages of earlier conversations with this user "
+            "(hybrid-ranked: meaning, recency, use and confidence)."
+        ),
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "description": "What to look for."},
+            },
+            "required": ["query"],
+        },
+    },
+}
+"""The ``search_episodic`` tool, in the OpenAI function format."""
+
+_ROLES = {"human": "user", "ai": "assistant"}
+_METADATA_KEY = "langmem_tiers"
+
+
+def tier_metadata(message: BaseMessage) -> dict[str, Any]:
+    """The tier data the context builder put on a message (empty when there is none)."""
+    data = (message.response_metadata or {}).get(_METADATA_KEY)
+    return data if isinstance(data, dict) else {}
+
+
+def message_index(context: Sequence[BaseMessage]) -> str:
+    """``m1 (user, t1), m2 (assistant, t3), ...`` for the messages of a tiered view."""
+    parts: list[str] = []
+    for message in context:
+        data = tier_metadata(message)
+        if "message_id" in data:
+            role = _ROLES.get(message.type, message.type)
+            parts.append(f"{data['message_id']} ({role}, t{data.get('tier', 3)})")
+    return ", ".join(parts) if parts else "(none yet)"
+
+
+def _section(header: str, lines: Sequence[str]) -> str:
+    if not lines:
+        return ""
+    body = "\n".join(line if line.startswith("- ") else f"- {line}" for line in lines)
+    return f"\n\n{header}\n{body}"
+
+
+def _fill(template: str, values: dict[str, str]) -> str:
+    # str.format would choke on other braces in a caller's prompt (JSON examples).
+    for name, value in values.items():
+        template = template.replace("{" + name + "}", value)
+    return template
+
+
+def render_system_prompt(
+    template: str,
+    *,
+    context: Sequence[BaseMessage] = (),
+    user_context: Sequence[str] = (),
+    search_results: Sequence[str] = (),
+    notices: Sequence[str] = (),
+    memory: str = "",
+) -> str:
+    """The system prompt for one generation.
+
+    Args:
+        template: :data:`CHAT_SYSTEM_PROMPT`, :data:`TOOLS_SYSTEM_PROMPT` or a caller's own.
+        context: the tiered view (its ids and tiers make ``{message_index}``).
+        user_context: memories of the user from earlier sessions.
+        search_results: what episodic searches found this turn.
+        notices: notes about refused or failed requests.
+        memory: the view's own long-term memory text (summaries of this conversation).
+    """
+    return _fill(
+        template,
+        {
+            "message_index": message_index(context),
+            "user_context": _section(USER_CONTEXT_HEADER, user_context),
+            "search_results": _section(SEARCH_RESULTS_HEADER, search_results),
+            "notices": _section(NOTICES_HEADER, notices),
+            "memory": f"\n\n{memory}" if memory else "",
+        },
+    ).strip()
