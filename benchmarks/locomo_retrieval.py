@@ -345,6 +345,30 @@ def memo(fn: ScoreFn) -> ScoreFn:
     return cached
 
 
+def smoothed(fn: ScoreFn) -> ScoreFn:
+    """``fusion.smooth_neighbours`` over the scored turns; neighbours = adjacent turns of a session."""
+
+    def out(c: ConvData, qi: int) -> Scores:
+        scores = fn(c, qi)
+        turns = c.conv.turns
+        rel = {i: float(v) for i, v in enumerate(scores) if v >= 0}
+        neighbours = {
+            i: [
+                j
+                for j in (i - 1, i + 1)
+                if 0 <= j < len(turns) and turns[j].session == turns[i].session
+            ]
+            for i in rel
+        }
+        smooth = fusion.smooth_neighbours(rel, neighbours)
+        result = np.full(len(scores), -1.0)
+        for i, v in smooth.items():
+            result[i] = v
+        return result
+
+    return out
+
+
 def methods(embedders: Sequence[str], quick: bool) -> list[tuple[str, ScoreFn]]:
     lex = memo(bm25())
     feedback = memo(bm25_feedback)
@@ -364,6 +388,10 @@ def methods(embedders: Sequence[str], quick: bool) -> list[tuple[str, ScoreFn]]:
             (f"rrf(bm25+feedback, {name}) k=60", rrf(feedback, dense)),
             (f"fuse(bm25, {name}) w={w}", fused(dense, lex, weight=w)),
             (f"fuse(bm25+feedback, {name}) w={w} [default]", fused(dense, feedback, weight=w)),
+            (
+                f"fuse(bm25+feedback, {name}) w={w} + neighbours",
+                smoothed(fused(dense, feedback, weight=w)),
+            ),
         ]
         if not quick:
             for p in POOLS:
@@ -373,6 +401,12 @@ def methods(embedders: Sequence[str], quick: bool) -> list[tuple[str, ScoreFn]]:
                         fused(dense, feedback, pool=p, weight=w),
                     )
                 )
+            out.append(
+                (
+                    f"fuse(bm25+feedback, {name}) w={w} pool 30 + neighbours",
+                    smoothed(fused(dense, feedback, pool=30, weight=w)),
+                )
+            )
             out.append(
                 (
                     f"fuse(bm25+feedback, {name}) w={w} pool 30, dense map top-30 only",
@@ -442,6 +476,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             "PRF_TERMS": lexical.PRF_TERMS,
             "PRF_WEIGHT": lexical.PRF_WEIGHT,
             "DENSE_WEIGHT": fusion.DENSE_WEIGHT,
+            "NEIGHBOUR_WEIGHT": fusion.NEIGHBOUR_WEIGHT,
             "offline_embedder": repr(OfflineEmbeddings()),
         },
         "offline_embedder_texts_per_second": round(speed) if speed else None,

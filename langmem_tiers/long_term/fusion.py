@@ -30,10 +30,17 @@ Example::
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Mapping, Sequence
 from typing import TypeVar
 
-__all__ = ["DENSE_WEIGHT", "LOGISTIC_SCALE", "dense_weight_for", "fuse"]
+__all__ = [
+    "DENSE_WEIGHT",
+    "LOGISTIC_SCALE",
+    "NEIGHBOUR_WEIGHT",
+    "dense_weight_for",
+    "fuse",
+    "smooth_neighbours",
+]
 
 K = TypeVar("K", bound=Hashable)
 
@@ -41,6 +48,9 @@ K = TypeVar("K", bound=Hashable)
 #: learned embedding model. Measured on LoCoMo with all-MiniLM-L6-v2: 0.7-1.0 is the flat
 #: optimum both with full score maps and with candidate pools; above it pools suffer.
 DENSE_WEIGHT = 1.0
+#: How far :func:`smooth_neighbours` moves an item towards a more relevant neighbour.
+#: Chosen on LoCoMo's tuning conversations (0.2-0.5 all helped; 0.5 best there).
+NEIGHBOUR_WEIGHT = 0.5
 #: Steepness of the logistic map from the fused z-score to [0, 1].
 LOGISTIC_SCALE = 1.0
 
@@ -120,3 +130,42 @@ def fuse(
         k: _logistic(scale * (lz + weight * dz) / total)
         for k, dz, lz in zip(keys, dense_z, lexical_z, strict=True)
     }
+
+
+def smooth_neighbours(
+    relevance: Mapping[K, float],
+    neighbours: Mapping[K, Sequence[K]],
+    *,
+    weight: float = NEIGHBOUR_WEIGHT,
+) -> dict[K, float]:
+    """Lift items whose conversational neighbours are more relevant than they are.
+
+    In a conversation the answer to a question is often the turn next to the one that
+    matches it ("What did you make?" / "A bowl!"). Each item moves ``weight`` of the way
+    towards its best neighbour's relevance when that is higher::
+
+        r' = r + weight * max(0, max(r_neighbour) - r)
+
+    so an item never passes the neighbour that lifts it, the best match keeps its place,
+    and values stay in [0, 1]. (Mixing in the neighbour's score unconditionally raised
+    recall as much but let the neighbours of the best match overtake it: MRR fell.)
+
+    ``neighbours`` maps an item to the items just before and after it in the same session
+    or thread (the store decides; items of other sessions are never neighbours). A
+    neighbour missing from ``relevance`` (not a candidate) counts as 0; an item without
+    an entry keeps its relevance.
+
+    Example::
+
+        >>> rel = {"q": 0.9, "answer": 0.3, "other": 0.35}
+        >>> out = smooth_neighbours(rel, {"answer": ["q"], "q": ["answer"]})
+        >>> out["q"], out["answer"] > out["other"]
+        (0.9, True)
+    """
+    if not 0.0 <= weight <= 1.0:
+        raise ValueError(f"smooth_neighbours weight must be within [0, 1], got {weight!r}.")
+    out: dict[K, float] = {}
+    for key, own in relevance.items():
+        best = max((relevance.get(n, 0.0) for n in neighbours.get(key, ())), default=0.0)
+        out[key] = own + weight * max(0.0, best - own)
+    return out

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from langmem_tiers.embeddings import OfflineEmbeddings
-from langmem_tiers.long_term.fusion import DENSE_WEIGHT, dense_weight_for, fuse
+from langmem_tiers.long_term.fusion import DENSE_WEIGHT, dense_weight_for, fuse, smooth_neighbours
 
 scores = st.floats(min_value=-1.0, max_value=1.0, allow_nan=False)
 bm25 = st.floats(min_value=0.0, max_value=50.0, allow_nan=False)
@@ -105,3 +106,43 @@ def test_dense_weight_for_embedders() -> None:
 
     assert dense_weight_for(Declares()) == 0.5
     assert dense_weight_for(Broken()) == DENSE_WEIGHT
+
+
+def test_smooth_neighbours_lifts_the_neighbour_of_a_strong_match() -> None:
+    rel = {"question": 0.9, "answer": 0.3, "unrelated": 0.35, "far": 0.1}
+    neighbours = {"question": ["answer"], "answer": ["question", "far"], "far": ["answer"]}
+    out = smooth_neighbours(rel, neighbours, weight=0.5)
+    assert out["answer"] == pytest.approx(0.3 + 0.5 * 0.6)
+    assert out["answer"] > out["unrelated"]
+    # The best match and items with no more relevant neighbour keep their relevance.
+    assert out["question"] == 0.9
+    assert out["unrelated"] == 0.35
+    assert out["far"] == pytest.approx(0.1 + 0.5 * (0.3 - 0.1))
+
+
+def test_smooth_neighbours_edge_cases() -> None:
+    assert smooth_neighbours({}, {}) == {}
+    rel = {"a": 0.2, "b": 0.8}
+    assert smooth_neighbours(rel, {}) == rel
+    assert smooth_neighbours(rel, {"a": ["b"]}, weight=0.0) == rel
+    # A neighbour that is not a candidate counts as 0, so it lifts nothing.
+    assert smooth_neighbours(rel, {"a": ["zzz"]}) == rel
+    with pytest.raises(ValueError, match="weight"):
+        smooth_neighbours(rel, {}, weight=1.5)
+
+
+@given(
+    st.dictionaries(keys, st.floats(0.0, 1.0), min_size=1),
+    st.dictionaries(keys, st.lists(keys, max_size=2)),
+    st.floats(0.0, 1.0),
+)
+def test_smooth_neighbours_stays_in_range_never_lowers_and_never_passes_the_lifter(
+    rel: dict[str, float], neighbours: dict[str, list[str]], weight: float
+) -> None:
+    out = smooth_neighbours(rel, neighbours, weight=weight)
+    assert set(out) == set(rel)
+    for key, value in out.items():
+        assert 0.0 <= value <= 1.0
+        assert value >= rel[key]
+        best = max([rel.get(n, 0.0) for n in neighbours.get(key, [])] + [rel[key]])
+        assert value <= best + 1e-12
