@@ -61,6 +61,27 @@ def _signed_bucket(feature: str, dims: int) -> int:
     return ((value >> 1) % dims) * 2 + (value & 1)
 
 
+# Module-level caches (not per instance, so instances stay picklable): words and bigrams
+# repeat a lot across memories, and hashing and n-gram slicing are most of the cost.
+@lru_cache(maxsize=200_000)
+def _word_code(word: str, dims: int) -> int:
+    return _signed_bucket("w:" + word, dims)
+
+
+@lru_cache(maxsize=500_000)
+def _bigram_code(pair: tuple[str, str], dims: int) -> int:
+    return _signed_bucket(f"b:{pair[0]} {pair[1]}", dims)
+
+
+@lru_cache(maxsize=200_000)
+def _char_codes(word: str, dims: int, ngrams: tuple[int, ...]) -> np.ndarray:
+    padded = f"<{word}>"
+    grams = [padded[i : i + n] for n in ngrams for i in range(len(padded) - n + 1)]
+    codes = np.array([_signed_bucket("c:" + g, dims) for g in grams], dtype=np.int64)
+    codes.flags.writeable = False  # shared by every caller of the cache
+    return codes
+
+
 def _blocks(rows: list[np.ndarray], codes: list[np.ndarray], n: int, dims: int) -> np.ndarray:
     """One feature block for ``n`` texts: signed sublinear counts per bucket, unit rows.
 
@@ -136,22 +157,6 @@ class OfflineEmbeddings(Embeddings):
         self.bigram_weight = float(bigram_weight)
         self.char_weight = float(char_weight)
         self.char_ngrams = tuple(sorted({int(n) for n in char_ngrams}))
-        # Per-instance caches: words and bigrams repeat a lot across memories, and hashing
-        # and n-gram slicing are most of the cost.
-        self._word_code = lru_cache(maxsize=200_000)(self._word_code_uncached)
-        self._char_codes = lru_cache(maxsize=200_000)(self._char_codes_uncached)
-        self._bigram_code = lru_cache(maxsize=500_000)(self._bigram_code_uncached)
-
-    def _word_code_uncached(self, word: str) -> int:
-        return _signed_bucket("w:" + word, self.dims)
-
-    def _bigram_code_uncached(self, pair: tuple[str, str]) -> int:
-        return _signed_bucket(f"b:{pair[0]} {pair[1]}", self.dims)
-
-    def _char_codes_uncached(self, word: str) -> np.ndarray:
-        padded = f"<{word}>"
-        grams = [padded[i : i + n] for n in self.char_ngrams for i in range(len(padded) - n + 1)]
-        return np.array([_signed_bucket("c:" + g, self.dims) for g in grams], dtype=np.int64)
 
     def __repr__(self) -> str:
         return (
@@ -169,9 +174,11 @@ class OfflineEmbeddings(Embeddings):
             if not words:
                 continue
             found = (
-                np.array([self._word_code(w) for w in words], dtype=np.int64),
-                np.array([self._bigram_code(p) for p in itertools.pairwise(words)], dtype=np.int64),
-                np.concatenate([self._char_codes(w) for w in words]),
+                np.array([_word_code(w, self.dims) for w in words], dtype=np.int64),
+                np.array(
+                    [_bigram_code(p, self.dims) for p in itertools.pairwise(words)], dtype=np.int64
+                ),
+                np.concatenate([_char_codes(w, self.dims, self.char_ngrams) for w in words]),
             )
             for block, codes in enumerate(found):
                 if codes.size:

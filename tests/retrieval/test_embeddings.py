@@ -213,3 +213,14 @@ def test_resolve_refuses_bad_strings(spec: str) -> None:
 def test_resolve_refuses_other_types() -> None:
     with pytest.raises(ConfigurationError, match="int"):
         resolve_embeddings(42)  # type: ignore[arg-type]
+
+
+def test_embedder_pickles_and_copies() -> None:
+    import copy
+    import pickle
+
+    emb = OfflineEmbeddings(dims=64, char_weight=0.25)
+    vector = emb.embed_query(TEXTS[0])
+    for clone in (pickle.loads(pickle.dumps(emb)), copy.deepcopy(emb)):
+        assert repr(clone) == repr(emb)
+        assert clone.embed_query(TEXTS[0]) == vector
