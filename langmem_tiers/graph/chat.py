@@ -186,6 +186,8 @@ def _tool_requests(
 def _describe(pending: Pending) -> str:
     parts = [f"REQUEST_TIER:{p['level']}:{p['message_id']}" for p in pending["tier"]]
     parts += [f"SEARCH_EPISODIC: {p['query']!r}" for p in pending["search"]]
+    if pending["retry"]:
+        parts.append("invalid tool calls")
     return ", ".join(parts)
 
 
@@ -269,13 +271,19 @@ class _TieredChat:
                     for r in parsed.tier_requests
                 ],
                 "search": [{"query": q, "call_id": None} for q in parsed.episodic_searches],
+                "retry": False,
             }
         else:
             drafts[-1] = strip_markers(output.text)  # never shown, never acted on here
             tier, search, scratch = _tool_requests(output, attempt)
-            pending = {"tier": tier, "search": search}
+            # Calls that were all invalid got error replies: the model may correct itself.
+            pending = {
+                "tier": tier,
+                "search": search,
+                "retry": bool(scratch and not (tier or search)),
+            }
         actions = list(state.get("actions") or [])
-        asked = bool(pending["tier"] or pending["search"])
+        asked = bool(pending["tier"] or pending["search"] or pending["retry"])
         if asked and attempt > self.settings.max_regenerations:
             logger.warning(
                 "regeneration bound (%d) reached; ignoring %s and keeping the best answer",
@@ -327,7 +335,7 @@ class _TieredChat:
                 )
         return {
             "context": context,
-            "pending": {"tier": [], "search": pending["search"]},
+            "pending": {"tier": [], "search": pending["search"], "retry": False},
             "actions": actions,
             "notices": notices,
             "errors": errors,
@@ -405,7 +413,7 @@ class _TieredChat:
             return "request_tier"
         if pending["search"]:
             return "search_episodic"
-        return "save"
+        return "generate" if pending["retry"] else "save"
 
     @staticmethod
     def after_request_tier(state: Mapping[str, Any]) -> str:
@@ -495,7 +503,7 @@ def build_tiered_chat_graph(
     builder.add_edge(START, "load_memory")
     builder.add_edge("load_memory", "generate")
     builder.add_conditional_edges(
-        "generate", chat.after_generate, ["request_tier", "search_episodic", "save"]
+        "generate", chat.after_generate, ["request_tier", "search_episodic", "generate", "save"]
     )
     builder.add_conditional_edges(
         "request_tier", chat.after_request_tier, ["search_episodic", "generate"]

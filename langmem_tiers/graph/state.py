@@ -61,11 +61,13 @@ class Pending(TypedDict):
 
     tier: list[PendingTier]
     search: list[PendingSearch]
+    retry: bool
+    """Tool mode: only invalid tool calls, answered with errors; generate again."""
 
 
 def no_pending() -> Pending:
     """Nothing asked for."""
-    return {"tier": [], "search": []}
+    return {"tier": [], "search": [], "retry": False}
 
 
 class TieredChatInput(TypedDict, total=False):
