@@ -84,6 +84,19 @@ def postgres_url(postgres_schemas: Callable[[], str]) -> str:
     return postgres_schemas()
 
 
+@pytest.fixture(autouse=True)
+def _isolated_environment(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nothing a test does touches the user's data directory or reads their settings."""
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("XDG_DATA_HOME", str(home / "data"))
+    monkeypatch.chdir(home)  # no .env of the developer's is read
+    for name in list(os.environ):
+        if name.startswith("LANGMEM_TIERS_") and name != "LANGMEM_TIERS_TEST_POSTGRES_URL":
+            monkeypatch.delenv(name)
+    for name in ("MEMORY_WINDOW_LIMIT", "SHORT_TERM_MEMORY_LIMIT"):
+        monkeypatch.delenv(name, raising=False)
+
+
 class Twin:
     """Calls the sync or the async twin of every method, so one test covers both.
 

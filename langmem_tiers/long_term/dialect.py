@@ -317,6 +317,9 @@ class PostgresDialect(Dialect):
     def ts_param(self, value: datetime | None) -> Any:
         return value
 
+    def json_value(self, raw: Any) -> Any:
+        return raw  # psycopg already decodes JSONB (a JSON string comes back as str)
+
     def vector_param(self, vector: Sequence[float]) -> Any:
         return "[" + ",".join(repr(float(x)) for x in vector) + "]"
 

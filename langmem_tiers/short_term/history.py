@@ -45,7 +45,7 @@ class TieredChatMessageHistory(BaseChatMessageHistory):
 
     Args:
         session_id: the conversation.
-        store: long-term memory (a LangGraph ``BaseStore``); an ``InMemoryStore`` when None.
+        store: long-term memory (a LangGraph ``BaseStore``); the embedded default store when None.
         preset: ``tiered`` (default), ``moving_window``, ``reset``, ``dual`` or a ``Preset``.
         settings, log, directory, user_id, tierer, summarizer, token_counter: see
             :func:`~langmem_tiers.short_term.presets.build_memory`.

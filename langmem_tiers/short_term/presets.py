@@ -26,12 +26,12 @@ Example:
 from __future__ import annotations
 
 import importlib
+import threading
 import os
 from dataclasses import dataclass, replace
 from typing import Literal, get_args
 
 from langgraph.store.base import BaseStore
-from langgraph.store.memory import InMemoryStore
 
 from langmem_tiers.config import Settings, default_data_dir
 from langmem_tiers.errors import ConfigurationError
@@ -172,6 +172,27 @@ def open_log(
     raise ConfigurationError(f"unknown log kind {kind!r}; use memory, jsonl or sql.")
 
 
+_DEFAULT_STORES: dict[str | None, BaseStore] = {}
+_DEFAULT_STORES_LOCK = threading.Lock()
+
+
+def default_store(settings: Settings) -> BaseStore:
+    """The process-wide store on ``settings.url`` (the embedded SQLite file when None).
+
+    Opened once per URL and shared by every memory built without a store of its own.
+    """
+    from langmem_tiers.long_term.database import open_connection
+    from langmem_tiers.long_term.store import TieredMemoryStore
+
+    with _DEFAULT_STORES_LOCK:
+        store = _DEFAULT_STORES.get(settings.url)
+        if store is None:
+            store = TieredMemoryStore(open_connection(settings.url), settings=settings)
+            store.setup()
+            _DEFAULT_STORES[settings.url] = store
+        return store
+
+
 def build_memory(
     session_id: str,
     *,
@@ -190,7 +211,7 @@ def build_memory(
     Args:
         session_id: the conversation.
         preset: a name from :data:`PRESETS` or a :class:`Preset`.
-        store: long-term memory; a LangGraph ``InMemoryStore`` when ``None``.
+        store: long-term memory; the embedded default store on ``settings.url`` when ``None``.
         settings: limits; ``Settings.from_env()`` when ``None``.
         log: a log to use instead of the preset's kind (share one across sessions).
         directory: where a ``jsonl`` log keeps its files.
@@ -203,7 +224,7 @@ def build_memory(
     return ShortTermMemory(
         session_id,
         log=log if log is not None else open_log(chosen.log, settings, directory=directory),
-        store=store if store is not None else InMemoryStore(),
+        store=store if store is not None else default_store(settings),
         policy=build_policy(chosen.window, settings),
         tierer=tierer if tierer is not None else OfflineTierer(),
         summarizer=summarizer if summarizer is not None else OfflineSummarizer(),

@@ -266,16 +266,22 @@ async def test_search_without_query_returns_unscored_items(twin: Twin) -> None:
     assert all(item.score is None for item in results)
 
 
-async def test_search_without_query_keeps_insertion_order(twin: Twin) -> None:
-    # The reference's order: first put first, and an update keeps the item's place.
-    # (LangGraph's PostgresStore orders by updated_at, newest first, instead.)
+async def test_search_without_query_order(twin: Twin, backend: str) -> None:
+    # LangGraph's two stores disagree: InMemoryStore keeps insertion order, PostgresStore
+    # lists the most recently updated first. langmem_tiers follows PostgresStore: the
+    # newest memories are the ones a caller browsing without a query wants first.
     ns = ("docs",)
     names = [f"k{i:02d}" for i in range(8)]
-    await put_all(twin, ns, {name: {"i": i} for i, name in enumerate(names)})
+    for i, name in enumerate(names):
+        await twin.put(ns, name, {"i": i})
     await twin.put(ns, "k03", {"i": 3, "updated": True})
     results = await twin.search(ns)
-    assert keys(results) == names
-    assert results[3].value == {"i": 3, "updated": True}
+    if backend == "reference":
+        assert keys(results) == names
+        assert results[3].value == {"i": 3, "updated": True}
+    else:
+        assert keys(results) == ["k03", *reversed([n for n in names if n != "k03"])]
+        assert results[0].value == {"i": 3, "updated": True}
 
 
 # -- filters ----------------------------------------------------------------------------
