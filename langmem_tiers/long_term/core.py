@@ -111,6 +111,12 @@ class _PreparedPut(NamedTuple):
     doc_len: int
 
 
+class _LexicalStats(NamedTuple):
+    n_docs: int
+    avgdl: float
+    df: dict[str, int]
+
+
 class _PreparedSearch(NamedTuple):
     prefix: tuple[str, ...]
     where: str
@@ -174,12 +180,14 @@ class StoreCore:
         dims: int,
         fields: Sequence[str] | None,
         settings: Settings,
+        dense_weight: float = 1.0,
     ) -> None:
         self.dialect = dialect
         self.index = index
         self.dims = dims
         self.fields = list(fields) if fields is not None else None
         self.settings = settings
+        self.dense_weight = dense_weight
         self.access = _AccessBuffer()
 
     # -- setup ---------------------------------------------------------------------------
@@ -418,33 +426,44 @@ class StoreCore:
             )
         return out
 
-    def _lexical_flow(
-        self,
-        weights: dict[str, float],
-        search: _PreparedSearch,
-        k: int | None,
-        only_ids: Sequence[str] | None = None,
-    ) -> Flow[dict[str, float]]:
-        """BM25 over the filtered candidate set, statistics from that set."""
-        if not weights:
-            return {}
-        terms = sorted(weights)
-        marks = ", ".join("?" for _ in terms)
+    def _lexical_stats_flow(
+        self, search: _PreparedSearch, terms: Iterable[str]
+    ) -> Flow[_LexicalStats]:
+        """Size, mean length and document frequencies of ``terms`` in the filtered set."""
         stats = yield Sql(
-            f"SELECT count(*), avg(i.doc_len) FROM {ITEMS} i WHERE {search.where} AND i.doc_len > 0",
+            f"SELECT count(*), avg(i.doc_len) FROM {ITEMS} i"
+            f" WHERE {search.where} AND i.doc_len > 0",
             search.params,
         )
         n_docs, avgdl = int(stats[0][0] or 0), float(stats[0][1] or 0.0)
-        if n_docs == 0 or avgdl <= 0:
+        wanted = sorted(set(terms))
+        df: dict[str, int] = {}
+        if n_docs and wanted:
+            marks = ", ".join("?" for _ in wanted)
+            rows = yield Sql(
+                f"SELECT t.term, count(*) FROM {TERMS} t JOIN {ITEMS} i ON i.id = t.item_id"
+                f" WHERE t.term IN ({marks}) AND {search.where} GROUP BY t.term",
+                [*wanted, *search.params],
+            )
+            df = {term: int(n) for term, n in rows}
+        return _LexicalStats(n_docs, avgdl, df)
+
+    def _bm25_flow(
+        self,
+        weights: dict[str, float],
+        search: _PreparedSearch,
+        stats: _LexicalStats,
+        k: int | None,
+        only_ids: Sequence[str] | None = None,
+    ) -> Flow[dict[str, float]]:
+        """BM25 of the filtered set (statistics from that set), best first."""
+        if stats.n_docs == 0 or stats.avgdl <= 0 or (only_ids is not None and not only_ids):
             return {}
-        df_rows = yield Sql(
-            f"SELECT t.term, count(*) FROM {TERMS} t JOIN {ITEMS} i ON i.id = t.item_id"
-            f" WHERE t.term IN ({marks}) AND {search.where} GROUP BY t.term",
-            [*terms, *search.params],
-        )
+        n = stats.n_docs
         idf_weights = [
-            (term, weights[term] * math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5)))
-            for term, df in df_rows
+            (term, weight * math.log(1.0 + (n - df + 0.5) / (df + 0.5)))
+            for term, weight in sorted(weights.items())
+            if (df := stats.df.get(term, 0)) > 0
         ]
         if not idf_weights:
             return {}
@@ -452,8 +471,6 @@ class StoreCore:
         k1, b = lexical.BM25_K1, lexical.BM25_B
         id_clause, id_params = "", []
         if only_ids is not None:
-            if not only_ids:
-                return {}
             id_clause = f" AND t.item_id IN ({', '.join('?' for _ in only_ids)})"
             id_params = list(only_ids)
         limit_clause, limit_params = ("", []) if k is None else (" LIMIT ?", [k])
@@ -469,13 +486,49 @@ class StoreCore:
                 k1,
                 1.0 - b,
                 b,
-                avgdl,
+                stats.avgdl,
                 *search.params,
                 *id_params,
                 *limit_params,
             ],
         )
         return {r[0]: float(r[1]) for r in rows}
+
+    def _lexical_flow(
+        self, query: str, search: _PreparedSearch, k: int
+    ) -> Flow[tuple[dict[str, float], dict[str, float], _LexicalStats]]:
+        """BM25 with pseudo-relevance feedback: expand the query with its best hits' terms.
+
+        Returns the expanded query weights, the top ``k`` scores and the statistics.
+        """
+        weights = lexical.query_weights(lexical.analyze_query(query))
+        if not weights:
+            return {}, {}, _LexicalStats(0, 0.0, {})
+        stats = yield from self._lexical_stats_flow(search, weights)
+        first = yield from self._bm25_flow(weights, search, stats, lexical.PRF_DOCS)
+        feedback = [(i, s) for i, s in first.items() if s > 0]
+        if feedback:
+            ids = [i for i, _ in feedback]
+            marks = ", ".join("?" for _ in ids)
+            rows = yield Sql(
+                f"SELECT item_id, term, tf FROM {TERMS} WHERE item_id IN ({marks})", ids
+            )
+            tfs: dict[str, dict[str, int]] = {i: {} for i in ids}
+            for item_id, term, tf in rows:
+                tfs[item_id][term] = int(tf)
+            new_terms = {t for doc in tfs.values() for t in doc} - set(stats.df)
+            if new_terms:
+                more = yield from self._lexical_stats_flow(search, new_terms)
+                stats = _LexicalStats(stats.n_docs, stats.avgdl, {**stats.df, **more.df})
+            weights = lexical.expand_query(
+                weights,
+                [tfs[i] for i in ids],
+                [s for _, s in feedback],
+                doc_frequencies=stats.df,
+                n_docs=stats.n_docs,
+            )
+        scores = yield from self._bm25_flow(weights, search, stats, k)
+        return weights, scores, stats
 
     def _ranked_search_flow(
         self, search: _PreparedSearch, vector: list[float], now: datetime
@@ -485,7 +538,7 @@ class StoreCore:
         if want == 0:
             return [], []
         pool = want * self.settings.candidate_multiplier
-        weights = lexical.query_weights(lexical.analyze_query(search.query))
+        weights, lex, stats = yield from self._lexical_flow(search.query, search, pool)
         dense = yield from self.index.search_flow(
             vector,
             search.where,
@@ -494,14 +547,13 @@ class StoreCore:
             prefix=join_namespace(search.prefix),
             value_filtered=search.value_filtered,
         )
-        lex = yield from self._lexical_flow(weights, search, pool)
         # Complete both score maps over the union, so fusion compares like with like.
         missing_dense = [i for i in lex if i not in dense]
         if missing_dense:
             dense.update((yield from self.index.score_flow(vector, missing_dense)))
         missing_lex = [i for i in dense if i not in lex]
         if missing_lex and weights:
-            lex.update((yield from self._lexical_flow(weights, search, None, missing_lex)))
+            lex.update((yield from self._bm25_flow(weights, search, stats, None, missing_lex)))
         ids = sorted(set(dense) | set(lex))
         if not ids:
             return [], []
@@ -511,7 +563,7 @@ class StoreCore:
             f" FROM {ITEMS} i WHERE i.id IN ({marks}) AND {search.where}",
             [*ids, *search.params],
         )
-        relevance = fuse(dense, lex)
+        relevance = fuse(dense, lex, weight=self.dense_weight)
         by_id = {row[5]: row for row in rows}
         candidates = [
             Candidate(

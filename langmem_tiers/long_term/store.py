@@ -41,6 +41,7 @@ from langmem_tiers.long_term.database import (
     open_connection,
 )
 from langmem_tiers.long_term.dialect import PostgresDialect
+from langmem_tiers.long_term.fusion import dense_weight_for
 from langmem_tiers.long_term.records import validate_namespace
 from langmem_tiers.long_term.vectors import (
     PgVectorIndex,
@@ -108,7 +109,12 @@ class TieredMemoryStore(BaseStore):
         else:
             vector_index = SqliteVectorIndex(dialect)
         self.core = StoreCore(
-            dialect, vector_index, dims=dims, fields=fields, settings=self.settings
+            dialect,
+            vector_index,
+            dims=dims,
+            fields=fields,
+            settings=self.settings,
+            dense_weight=dense_weight_for(embed),
         )
 
     @property
