@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 import pytest
 from langgraph.store.base import SearchOp
 
