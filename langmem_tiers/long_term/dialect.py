@@ -35,6 +35,7 @@ MIGRATIONS = "lmt_migrations"
 STM_SESSIONS = "lmt_stm_sessions"
 STM_MESSAGES = "lmt_stm_messages"
 EVENTS = "lmt_events"
+API_KEYS = "lmt_api_keys"
 
 # Columns filled from a memory's value (see records.py), in insert order.
 item_columns: tuple[str, ...] = (
@@ -196,6 +197,21 @@ class Dialect:
                 )""",
                 f"CREATE INDEX {EVENTS}_scope_seq ON {EVENTS} (scope, seq)",
                 f"CREATE INDEX {EVENTS}_memory_seq ON {EVENTS} (memory_id, seq)",
+            ],
+            [
+                # API keys of the HTTP server: only a hash of each key is kept. A key is
+                # bound to one scope, or is an admin key (scope NULL).
+                f"""CREATE TABLE {API_KEYS} (
+                    id TEXT PRIMARY KEY,
+                    key_hash TEXT NOT NULL,
+                    scope TEXT,
+                    is_admin INTEGER NOT NULL DEFAULT 0,
+                    name TEXT,
+                    created_at {ts} NOT NULL,
+                    last_used_at {ts},
+                    revoked_at {ts}
+                )""",
+                f"CREATE INDEX {API_KEYS}_scope ON {API_KEYS} (scope)",
             ],
         ]
 
