@@ -440,6 +440,7 @@ def build_tiered_chat_graph(
     tierer: Tierer | None = None,
     summarizer: Summarizer | None = None,
     token_counter: TokenCounter | None = None,
+    attach_store: bool = True,
     name: str = "tiered_chat",
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     """The tiered chat graph, compiled (see the module docstring for its shape).
@@ -460,6 +461,9 @@ def build_tiered_chat_graph(
         memory: a :class:`ChatMemory` to share with other graphs (then ``preset``, ``log``,
             ``directory``, ``tierer``, ``summarizer`` and ``token_counter`` are its own).
         log, directory, tierer, summarizer, token_counter: see :class:`ChatMemory`.
+        attach_store: compile the graph with ``store`` (``False`` for a LangGraph API
+            server, which refuses graphs with a store of their own; the nodes use
+            ``store`` either way).
         name: the compiled graph's name.
 
     Raises:
@@ -515,4 +519,6 @@ def build_tiered_chat_graph(
         builder.add_edge("consolidate", END)
     else:
         builder.add_edge("save", END)
-    return builder.compile(checkpointer=checkpointer, store=store, name=name)
+    return builder.compile(
+        checkpointer=checkpointer, store=store if attach_store else None, name=name
+    )

@@ -396,12 +396,15 @@ def build_consolidation_graph(
     settings: Settings | None = None,
     max_episodes: int = 5_000,
     checkpointer: Any = None,
+    attach_store: bool = True,
     name: str = "consolidation",
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     """The consolidation graph: ``select_episodes -> summarize_sessions -> mark_consolidated``.
 
     Run it on a schedule with ``{"scope": user_id}`` (``"force": True`` to ignore the
     threshold); it ends after ``select_episodes`` when there is nothing to do.
+    ``attach_store=False`` compiles it without the store (a LangGraph API server brings
+    its own); the nodes use ``store`` either way.
     """
     settings = settings if settings is not None else Settings()
     chosen = summarizer if summarizer is not None else OfflineSummarizer()
@@ -453,4 +456,6 @@ def build_consolidation_graph(
     builder.add_conditional_edges("select_episodes", after_select, ["summarize_sessions", END])
     builder.add_edge("summarize_sessions", "mark_consolidated")
     builder.add_edge("mark_consolidated", END)
-    return builder.compile(checkpointer=checkpointer, store=store, name=name)
+    return builder.compile(
+        checkpointer=checkpointer, store=store if attach_store else None, name=name
+    )

@@ -17,6 +17,7 @@ MODULES = [
     "offline_model",
     "prompts",
     "state",
+    "studio",
 ]
 
 
