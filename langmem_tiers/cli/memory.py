@@ -1,0 +1,291 @@
+"""Commands over long-term memory and the server: search, context, consolidate, decay, forget,
+replay, timeline, stats, keys and serve.
+
+Each opens the store of ``--url``, calls the memory engine (or the key table), prints a
+human table, or JSON with ``--json``.
+
+Example:
+    $ langmem-tiers search "launch date" --scope demo-1a2b3c4d --kind semantic
+    $ langmem-tiers replay --scope agent-a --at 2026-03-01T12:00:00Z --json
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from langmem_tiers.cli.main import CommandError, open_store, print_json, settings_for
+
+__all__ = [
+    "consolidate",
+    "context",
+    "decay",
+    "forget",
+    "keys",
+    "replay",
+    "search",
+    "serve",
+    "stats",
+    "timeline",
+]
+
+
+@contextmanager
+def _engine(args: argparse.Namespace) -> Iterator[Any]:
+    from langmem_tiers.long_term.engine import MemoryEngine
+
+    settings = settings_for(args)
+    with open_store(args, settings) as store:
+        yield MemoryEngine(store, settings=settings)
+
+
+def _plain(obj: Any) -> Any:
+    from langmem_tiers.server.routes import plain
+
+    return plain(obj)
+
+
+def _clip(text: Any, limit: int = 100) -> str:
+    flat = " ".join(str(text or "").split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
+def _memory_line(memory: Any) -> str:
+    return (
+        f"{memory.id}  {memory.kind:<10} {memory.status:<10} "
+        f"{_clip(memory.content or memory.value)}"
+    )
+
+
+def search(args: argparse.Namespace) -> int:
+    """``search QUERY --scope ID [--kind K]``: hybrid-ranked, with the score's components."""
+    with _engine(args) as engine:
+        found = engine.retrieve(
+            args.scope, args.query, kinds=args.kind, limit=args.limit, include_inactive=args.all
+        )
+        if args.json:
+            print_json([_plain(item) for item in found])
+            return 0
+        if not found:
+            print(f"nothing found in scope {args.scope!r}")
+        for item in found:
+            parts = " ".join(f"{k[:4]}={v:.2f}" for k, v in item.scores.items())
+            print(f"{item.score:.3f}  [{parts}]  {_memory_line(item)}")
+    return 0
+
+
+def context(args: argparse.Namespace) -> int:
+    """``context SESSION``: the model's view of a session (short-term memory)."""
+    from langmem_tiers.graph import ChatMemory
+    from langmem_tiers.short_term.presets import get_preset
+    from langmem_tiers.short_term.sql_log import SqlMessageLog
+
+    settings = settings_for(args)
+    with open_store(args, settings) as store:
+        log = SqlMessageLog(store.conn)
+        memory = ChatMemory(
+            store, preset=get_preset("tiered").with_changes(log="sql"), settings=settings, log=log
+        )
+        stm = memory.memory(args.session, args.scope)
+        records = stm.records()
+        if not records:
+            raise CommandError(
+                f"session {args.session!r} has no messages in this database; "
+                "ingest some first (langmem-tiers ingest FILE --session ...)"
+            )
+        view = stm.context()
+    if args.json:
+        print_json(
+            {
+                "session": args.session,
+                "messages": len(records),
+                "context": [{"type": m.type, "content": m.text} for m in view],
+            }
+        )
+        return 0
+    print(f"session {args.session}: {len(records)} messages in the window; the model sees:")
+    for message in view:
+        text = message.text if message.type == "system" else _clip(message.text, 160)
+        print(f"[{message.type}] {text}")
+    return 0
+
+
+def consolidate(args: argparse.Namespace) -> int:
+    """``consolidate --scope ID`` (or ``--due``): episodic -> semantic, idempotent."""
+    with _engine(args) as engine:
+        if args.due:
+            results = engine.consolidate_due(progress=not args.json)
+        else:
+            results = [engine.consolidate(args.scope, progress=not args.json)]
+        if args.json:
+            print_json([_plain(r) for r in results])
+            return 0
+        if not results:
+            print("no scope is over the consolidation threshold")
+        for result in results:
+            print(_summary_line("consolidated", _plain(result)))
+    return 0
+
+
+def _summary_line(verb: str, data: dict[str, Any]) -> str:
+    parts = [
+        f"{k}={len(v) if isinstance(v, list) else v}"
+        for k, v in data.items()
+        if not isinstance(v, dict)
+    ]
+    return f"{verb}: " + ", ".join(parts)
+
+
+def decay(args: argparse.Namespace) -> int:
+    """``decay --scope ID``: lower importance of unused memories; mark decayed ones."""
+    with _engine(args) as engine:
+        result = _plain(engine.decay(args.scope, now=args.now))
+    if args.json:
+        print_json(result)
+    else:
+        print(_summary_line("decay", result))
+    return 0
+
+
+def forget(args: argparse.Namespace) -> int:
+    """``forget MEMORY_ID --scope ID [--hard]``."""
+    from langmem_tiers.errors import NotFoundError
+
+    with _engine(args) as engine:
+        memory = engine.forget(args.scope, args.memory_id, hard=args.hard)
+    if memory is None:
+        raise NotFoundError(f"no memory {args.memory_id!r} in scope {args.scope!r}")
+    if args.json:
+        print_json({"memory": _plain(memory), "hard": args.hard})
+    else:
+        how = "removed" if args.hard else "marked deleted"
+        print(f"forgot ({how}): {_memory_line(memory)}")
+    return 0
+
+
+def replay(args: argparse.Namespace) -> int:
+    """``replay --scope ID --at TIME``: memory as it was, from the event log."""
+    with _engine(args) as engine:
+        memories = engine.replay(args.scope, args.at)
+    if args.json:
+        print_json({"at": args.at, "memories": [_plain(m) for m in memories]})
+        return 0
+    print(f"{len(memories)} memories of {args.scope!r} at {args.at.isoformat()}:")
+    for memory in memories:
+        print(f"  {_memory_line(memory)}")
+    return 0
+
+
+def timeline(args: argparse.Namespace) -> int:
+    """``timeline --scope ID``: the events of a scope, in order."""
+    with _engine(args) as engine:
+        events = engine.timeline(
+            args.scope, since=args.since, until=args.until, types=args.types, limit=args.limit
+        )
+    rows = [_plain(e) for e in events]
+    if args.json:
+        print_json(rows)
+        return 0
+    if not rows:
+        print(f"no events for {args.scope!r}")
+    for row in rows:
+        after = row.get("after") or row.get("before") or {}
+        content = after.get("content") or (after.get("value") or {}).get("content", "")
+        print(
+            f"{row.get('seq', ''):>6}  {str(row.get('at', ''))[:19]}  {row.get('type', ''):<12} "
+            f"{row.get('memory_id', '')}  {_clip(content, 70)}"
+        )
+    return 0
+
+
+def stats(args: argparse.Namespace) -> int:
+    """``stats [--scope ID]``: counts of memories by kind and status."""
+    with _engine(args) as engine:
+        data = _plain(engine.stats(args.scope))
+    if args.json:
+        print_json(data)
+        return 0
+    _print_tree(data)
+    return 0
+
+
+def _print_tree(data: Any, indent: int = 0) -> None:
+    pad = "  " * indent
+    if isinstance(data, dict):
+        for key, value in data.items():
+            if isinstance(value, (dict, list)):
+                print(f"{pad}{key}:")
+                _print_tree(value, indent + 1)
+            else:
+                print(f"{pad}{key}: {value}")
+    elif isinstance(data, list):
+        for value in data:
+            _print_tree(value, indent)
+            if isinstance(value, dict) and indent == 0:
+                print()
+    else:
+        print(f"{pad}{data}")
+
+
+def keys(args: argparse.Namespace) -> int:
+    """``keys create|list|revoke``: API keys of the HTTP server."""
+    from langmem_tiers.server.keys import ApiKeys
+
+    with open_store(args) as store:
+        table = ApiKeys(store.db)
+        if args.keys_command == "create":
+            created = table.create(scope=args.scope, admin=args.admin, name=args.name)
+            if args.json:
+                print_json({"key": created.key, **created.record.to_dict()})
+            else:
+                bound = "admin (every scope)" if args.admin else f"scope {args.scope!r}"
+                print(created.key)
+                print(
+                    f"# key {created.record.id} for {bound}; shown once: only its hash is "
+                    "stored. Send it as 'Authorization: Bearer <key>'."
+                )
+            return 0
+        if args.keys_command == "list":
+            found = table.list_keys(scope=args.scope)
+            if args.json:
+                print_json([k.to_dict() for k in found])
+                return 0
+            if not found:
+                print("no API keys (create one with: langmem-tiers keys create --scope ID)")
+            for key in found:
+                state = "revoked" if key.revoked_at else "active"
+                bound = "admin" if key.is_admin else f"scope={key.scope}"
+                print(
+                    f"{key.id}  {state:<7} {bound}  created {key.created_at:%Y-%m-%d %H:%M}"
+                    + (f"  {key.name}" if key.name else "")
+                )
+            return 0
+        record = table.revoke(args.key_id)
+        if args.json:
+            print_json(record.to_dict())
+        else:
+            print(f"revoked key {record.id}")
+    return 0
+
+
+def serve(args: argparse.Namespace) -> int:
+    """``serve``: the HTTP API with uvicorn."""
+    try:
+        import uvicorn
+    except ImportError as err:
+        from langmem_tiers.errors import MissingDependencyError
+
+        raise MissingDependencyError("langmem-tiers serve", "server", "uvicorn") from err
+    from langmem_tiers.server import DEFAULT_MAX_BODY_BYTES, create_app
+
+    settings = settings_for(args)
+    app = create_app(
+        settings.url,
+        settings=settings,
+        model=args.model,
+        max_body_bytes=args.max_body_bytes or DEFAULT_MAX_BODY_BYTES,
+    )
+    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level)
+    return 0

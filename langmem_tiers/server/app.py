@@ -1,0 +1,180 @@
+"""The HTTP API of the long-term memory engine: :func:`create_app`.
+
+Install the extra (``pip install 'langmem-tiers[server]'``), create a key, and serve::
+
+    $ langmem-tiers keys create --scope agent-a
+    $ langmem-tiers serve --host 127.0.0.1 --port 8080
+
+The OpenAPI schema is at ``/openapi.json`` and the interactive docs at ``/docs``. Every
+endpoint but ``/api/v1/health`` needs an API key (see :mod:`~langmem_tiers.server.auth`).
+
+Example:
+    >>> from fastapi.testclient import TestClient
+    >>> from langmem_tiers import TieredMemoryStore
+    >>> with TieredMemoryStore.from_url("sqlite:///:memory:") as store:
+    ...     with TestClient(create_app(store)) as client:
+    ...         client.get("/api/v1/health").json()["status"]
+    'ok'
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.language_models import BaseChatModel
+
+from langmem_tiers.config import Settings
+from langmem_tiers.errors import ConfigurationError, MissingDependencyError
+from langmem_tiers.long_term.store import TieredMemoryStore
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+
+    from langmem_tiers.long_term.engine import MemoryEngine
+    from langmem_tiers.server.keys import ApiKeys
+
+__all__ = ["DEFAULT_MAX_BODY_BYTES", "ServerState", "create_app"]
+
+DEFAULT_MAX_BODY_BYTES = 1_048_576
+"""Largest request body accepted by default (1 MiB); larger ones get 413."""
+
+API_PREFIX = "/api/v1"
+
+
+@dataclass
+class ServerState:
+    """What the routes use: the store, the engine and the key table (set at start-up)."""
+
+    store: TieredMemoryStore | None = None
+    engine: MemoryEngine | None = None
+    keys: ApiKeys | None = None
+
+    def attach(
+        self, store: TieredMemoryStore, engine: MemoryEngine | None, model: BaseChatModel | None
+    ) -> None:
+        """Use ``store`` (and ``engine``, else one built on the store)."""
+        from langmem_tiers.long_term.engine import MemoryEngine
+        from langmem_tiers.server.keys import ApiKeys
+
+        self.store = store
+        self.engine = (
+            engine
+            if engine is not None
+            else MemoryEngine(store, model=model, settings=store.settings)
+        )
+        self.keys = ApiKeys(store.db)
+
+
+def _chat_model(model: BaseChatModel | str | None) -> BaseChatModel | None:
+    # The engine checks contradictions offline when it has no model; the offline chat
+    # model of the graphs answers questions and would not help it.
+    if model is None or model == "offline":
+        return None
+    from langmem_tiers.graph.models import resolve_chat_model
+
+    return resolve_chat_model(model)
+
+
+def create_app(
+    store_or_url: TieredMemoryStore | str | None = None,
+    *,
+    settings: Settings | None = None,
+    model: BaseChatModel | str | None = None,
+    engine: MemoryEngine | None = None,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    title: str = "langmem-tiers",
+) -> FastAPI:
+    """The FastAPI application of the memory engine.
+
+    Args:
+        store_or_url: a :class:`~langmem_tiers.TieredMemoryStore` you own (its schema set
+            up), or a URL the app opens at start-up and closes at shutdown (``None``: the
+            embedded default, or ``settings.url``).
+        settings: used when the app opens the store (default: from the environment).
+        model: a chat model (or provider string) the engine uses for contradiction checks
+            and summaries; ``None`` keeps it offline.
+        engine: a :class:`~langmem_tiers.long_term.engine.MemoryEngine` to use instead of
+            one built on the store.
+        max_body_bytes: request bodies larger than this are refused with 413.
+        title: the API's title in the OpenAPI schema.
+
+    Raises:
+        MissingDependencyError: FastAPI is not installed.
+        ConfigurationError: ``max_body_bytes`` is not a positive whole number.
+    """
+    try:
+        from fastapi import FastAPI
+    except ImportError as err:
+        raise MissingDependencyError("The HTTP server", "server", "fastapi") from err
+    from langmem_tiers import __name__ as package_name
+    from langmem_tiers.server.errors import BodyLimitAndErrorsMiddleware, install_error_handlers
+    from langmem_tiers.server.routes import build_router
+
+    if (
+        isinstance(max_body_bytes, bool)
+        or not isinstance(max_body_bytes, int)
+        or max_body_bytes < 1
+    ):
+        raise ConfigurationError(
+            f"max_body_bytes must be a whole number >= 1, got {max_body_bytes!r}."
+        )
+    chat_model = _chat_model(model)
+    state = ServerState()
+    if isinstance(store_or_url, TieredMemoryStore):
+        state.attach(store_or_url, engine, chat_model)
+        url: str | None = None
+    elif store_or_url is None or isinstance(store_or_url, str):
+        url = store_or_url
+    else:
+        raise ConfigurationError(
+            f"store_or_url must be a TieredMemoryStore, a URL or None, got "
+            f"{type(store_or_url).__name__}."
+        )
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if state.store is not None:
+            yield
+            return
+        async with TieredMemoryStore.afrom_url(url, settings=settings) as store:
+            state.attach(store, engine, chat_model)
+            try:
+                yield
+            finally:
+                state.store = state.engine = state.keys = None
+
+    app = FastAPI(
+        title=title,
+        version=_version(package_name),
+        description="Long-term memory (episodic, semantic, procedural) with hybrid "
+        "retrieval, versions, conflicts, decay, an event log and replay.",
+        lifespan=lifespan,
+    )
+    app.state.langmem_tiers = state
+    install_error_handlers(app)
+    app.add_middleware(BodyLimitAndErrorsMiddleware, max_body_bytes=max_body_bytes)
+    app.include_router(build_router(), prefix=API_PREFIX)
+    return app
+
+
+def _version(package: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(package.replace("_", "-"))
+    except PackageNotFoundError:
+        return "0"
+
+
+def describe_app(app: Any) -> list[tuple[str, str]]:
+    """``(method, path)`` of every API route, sorted (for the command line's help)."""
+    routes = []
+    for route in app.routes:
+        path = getattr(route, "path", "")
+        if path.startswith(API_PREFIX):
+            for method in sorted(getattr(route, "methods", ()) or ()):
+                routes.append((method, path))
+    return sorted(routes, key=lambda r: (r[1], r[0]))

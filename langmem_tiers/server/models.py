@@ -1,0 +1,303 @@
+"""Request and response bodies of the HTTP API (Pydantic models, shown in the OpenAPI schema).
+
+Requests are strict about shape (unknown fields are refused, so a typo is a 422 naming
+the field, not a silently ignored option) and leave content rules (size, NUL bytes,
+ranges of settings) to the memory engine, whose errors name the field too.
+
+``agent_id`` is only for admin keys: a key bound to an agent always works in its own
+scope, and naming another agent is refused.
+
+Example:
+    >>> EpisodicIn(content="Deployed v2 to staging", actor="ci").actor
+    'ci'
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "AgentOut",
+    "AgentsOut",
+    "ConflictOut",
+    "ConsolidateIn",
+    "DecayIn",
+    "EpisodicIn",
+    "ErrorOut",
+    "EventOut",
+    "EvolutionOut",
+    "FieldErrorOut",
+    "ForgetIn",
+    "ForgetOut",
+    "HealthOut",
+    "MemoryKindName",
+    "MemoryOut",
+    "ProceduralIn",
+    "ReplayIn",
+    "ReplayOut",
+    "ResultOut",
+    "RetrieveIn",
+    "RetrieveOut",
+    "ScoredMemoryOut",
+    "ScoresOut",
+    "SemanticIn",
+    "SemanticUpdateIn",
+    "StrategyName",
+    "TimelineOut",
+    "WriteResultOut",
+]
+
+MemoryKindName = Literal["episodic", "semantic", "procedural"]
+StrategyName = Literal["supersede", "keep_both", "reject_new", "merge"]
+
+_AGENT_ID = Field(
+    default=None,
+    min_length=1,
+    max_length=512,
+    description="The agent or user whose memory to use; admin keys only (a scoped key "
+    "always uses its own scope).",
+)
+_CONTENT = Field(min_length=1, description="The memory's text.")
+
+
+class _In(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class _Out(BaseModel):
+    # Responses carry whatever the engine adds beyond the documented fields.
+    model_config = ConfigDict(extra="allow")
+
+
+# -- requests -------------------------------------------------------------------------------
+
+
+class EpisodicIn(_In):
+    """An event: something that happened, at a time."""
+
+    content: str = _CONTENT
+    session_id: str | None = Field(default=None, min_length=1, max_length=512)
+    event_timestamp: datetime | None = Field(
+        default=None, description="When it happened (default: now)."
+    )
+    actor: str | None = Field(default=None, max_length=512)
+    action_type: str | None = Field(default=None, max_length=512)
+    entities: list[str] | None = None
+    metadata: dict[str, Any] | None = None
+    agent_id: str | None = _AGENT_ID
+
+
+class SemanticIn(_In):
+    """A fact; checked against near facts of the same scope for duplicates and conflicts."""
+
+    content: str = _CONTENT
+    subject: str | None = Field(default=None, max_length=512)
+    category: str | None = Field(default=None, max_length=512)
+    confidence: float = Field(default=1.0, ge=0.0, le=1.0)
+    strategy: StrategyName | None = Field(
+        default=None,
+        description="How a contradiction is resolved (default: the server's setting).",
+    )
+    source_episodic_ids: list[str] | None = None
+    metadata: dict[str, Any] | None = None
+    agent_id: str | None = _AGENT_ID
+
+
+class SemanticUpdateIn(_In):
+    """A new version of a semantic memory."""
+
+    content: str = _CONTENT
+    confidence: float | None = Field(default=None, ge=0.0, le=1.0)
+    reason: str | None = Field(default=None, max_length=2_000)
+    agent_id: str | None = _AGENT_ID
+
+
+class ProceduralIn(_In):
+    """A preference or procedure: key -> value; setting it again reinforces it."""
+
+    key: str = Field(min_length=1, max_length=512)
+    value: Any = Field(description="Any JSON value.")
+    content: str | None = Field(default=None, min_length=1)
+    agent_id: str | None = _AGENT_ID
+
+
+class RetrieveIn(_In):
+    """A hybrid-ranked search."""
+
+    query: str = Field(min_length=1, max_length=10_000)
+    kinds: list[MemoryKindName] | None = Field(default=None, description="Default: every kind.")
+    limit: int = Field(default=10, ge=1, le=100)
+    include_inactive: bool = False
+    as_of: datetime | None = Field(default=None, description="Only memories valid at this instant.")
+    agent_id: str | None = _AGENT_ID
+
+
+class ReplayIn(_In):
+    """Rebuild memory as it was at an instant, from the event log."""
+
+    at: datetime
+    agent_id: str | None = _AGENT_ID
+
+
+class ConsolidateIn(_In):
+    """Consolidate episodic memories into semantic ones (idempotent)."""
+
+    agent_id: str | None = _AGENT_ID
+
+
+class DecayIn(_In):
+    """Apply importance decay."""
+
+    now: datetime | None = Field(default=None, description="Decay as of this instant.")
+    agent_id: str | None = _AGENT_ID
+
+
+class ForgetIn(_In):
+    """Forget a memory: soft (status ``deleted``) or hard (rows removed)."""
+
+    memory_id: str = Field(min_length=1, max_length=1_000)
+    hard: bool = False
+    agent_id: str | None = _AGENT_ID
+
+
+# -- responses ------------------------------------------------------------------------------
+
+
+class MemoryOut(_Out):
+    """A memory."""
+
+    id: str
+    scope: str
+    kind: str
+    key: str
+    content: str | None = None
+    value: dict[str, Any] = Field(default_factory=dict)
+    status: str
+    confidence: float | None = None
+    importance: float | None = None
+    version: int | None = None
+    valid_from: datetime | None = None
+    valid_until: datetime | None = None
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    access_count: int | None = None
+    last_accessed_at: datetime | None = None
+
+
+class ScoresOut(_Out):
+    """The components of the hybrid score, each in [0, 1]."""
+
+    semantic: float
+    recency: float
+    frequency: float
+    confidence: float
+
+
+class ScoredMemoryOut(_Out):
+    """A retrieved memory with its score and the score's components."""
+
+    memory: MemoryOut
+    score: float
+    scores: ScoresOut
+
+
+class RetrieveOut(_Out):
+    """Retrieved memories, best first."""
+
+    results: list[ScoredMemoryOut]
+
+
+class ConflictOut(_Out):
+    """A contradiction found with an existing memory."""
+
+    memory_id: str | None = None
+
+
+class WriteResultOut(_Out):
+    """What storing a semantic memory did."""
+
+    action: Literal["created", "duplicate", "superseded", "kept_both", "rejected", "merged"]
+    memory: MemoryOut | None = None
+    conflicts: list[ConflictOut] = Field(default_factory=list)
+
+
+class EvolutionOut(_Out):
+    """Every version of a semantic memory, oldest first."""
+
+    memory_id: str
+    versions: list[dict[str, Any]]
+
+
+class ReplayOut(_Out):
+    """Memory as it was at ``at``."""
+
+    at: datetime
+    memories: list[MemoryOut]
+
+
+class EventOut(_Out):
+    """One change of a memory."""
+
+    seq: int
+    at: datetime
+    type: str
+
+
+class TimelineOut(_Out):
+    """Events in order."""
+
+    events: list[EventOut]
+
+
+class ResultOut(_Out):
+    """The result of a maintenance operation (consolidate, decay)."""
+
+    result: dict[str, Any]
+
+
+class ForgetOut(_Out):
+    """The forgotten memory (its last state; for a hard delete, before removal)."""
+
+    memory: MemoryOut | None
+    hard: bool
+
+
+class HealthOut(_Out):
+    """Server and database health."""
+
+    status: Literal["ok", "unavailable"]
+    database: str
+    schema_version: int | None = None
+
+
+class AgentOut(_Out):
+    """A scope and its memory counts by kind."""
+
+    agent_id: str
+    counts: dict[str, int]
+    total: int
+
+
+class AgentsOut(_Out):
+    """Every scope with memories."""
+
+    agents: list[AgentOut]
+
+
+class FieldErrorOut(BaseModel):
+    """One invalid field of a request."""
+
+    field: str
+    location: str
+    message: str
+
+
+class ErrorOut(BaseModel):
+    """Every error response: a code, a message, and the fields at fault for a 422."""
+
+    error: str
+    message: str
+    fields: list[FieldErrorOut] | None = None

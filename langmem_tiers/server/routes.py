@@ -1,0 +1,370 @@
+"""The endpoints of the HTTP API (mounted under ``/api/v1`` by :func:`create_app`).
+
+=======  ===========================================  ======================================
+method   path                                         does
+=======  ===========================================  ======================================
+POST     ``/memory/episodic``                         store an event
+POST     ``/memory/semantic``                         store a fact (duplicates, conflicts)
+PUT      ``/memory/semantic/{memory_id}``             a new version of a fact
+POST     ``/memory/procedural``                       set (reinforce) a key -> value
+GET      ``/memory/procedural/key/{key}``             a procedural memory by key
+POST     ``/memory/retrieve``                         hybrid search, with component scores
+GET      ``/memory/temporal/evolution/{memory_id}``   every version of a fact
+POST     ``/memory/replay``                           memory as it was at an instant
+GET      ``/memory/timeline``                         the event log
+POST     ``/memory/consolidate``                      episodic -> semantic (idempotent)
+POST     ``/memory/decay``                            importance decay, lifecycle
+POST     ``/memory/forget``                           soft or hard delete
+GET      ``/health``                                  the database answers (no key needed)
+GET      ``/agents``                                  scopes with counts (admin key)
+=======  ===========================================  ======================================
+
+Each route authenticates, resolves the scope (the key's own, or ``agent_id`` for an
+admin key) and calls the engine's async method; a memory id of another scope is the
+engine's ``NotFoundError``, answered 404.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from datetime import datetime
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Path, Query, Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.responses import JSONResponse
+
+from langmem_tiers.errors import LangmemTiersError
+from langmem_tiers.long_term.dialect import MIGRATIONS
+from langmem_tiers.long_term.flow import Flow, Sql
+from langmem_tiers.server.auth import Principal, require_admin, scope_for
+from langmem_tiers.server.errors import ApiError, ErrorResponses
+from langmem_tiers.server.models import (
+    AgentOut,
+    AgentsOut,
+    ConsolidateIn,
+    DecayIn,
+    EpisodicIn,
+    EvolutionOut,
+    ForgetIn,
+    ForgetOut,
+    HealthOut,
+    MemoryOut,
+    ProceduralIn,
+    ReplayIn,
+    ReplayOut,
+    ResultOut,
+    RetrieveIn,
+    RetrieveOut,
+    SemanticIn,
+    SemanticUpdateIn,
+    TimelineOut,
+    WriteResultOut,
+)
+
+__all__ = ["build_router", "plain"]
+
+logger = logging.getLogger("langmem_tiers.server")
+
+_STORED = {"created", "superseded", "kept_both", "merged"}
+
+
+def plain(obj: Any) -> Any:
+    """A JSON-safe form of an engine record (``to_dict``, named tuple, dataclass or dict)."""
+    if hasattr(obj, "to_dict"):
+        obj = obj.to_dict()
+    elif hasattr(obj, "_asdict"):
+        obj = obj._asdict()
+    elif dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        obj = {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
+    if isinstance(obj, dict):
+        return {str(k): plain(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple, set, frozenset)):
+        return [plain(v) for v in obj]
+    return jsonable_encoder(obj)
+
+
+def _memory(obj: Any) -> dict[str, Any]:
+    data: dict[str, Any] = plain(obj)
+    return data
+
+
+def _scored(obj: Any) -> dict[str, Any]:
+    data = _memory(obj)
+    score = data.pop("score", getattr(obj, "score", 0.0))
+    scores = data.pop("scores", getattr(obj, "scores", {}))
+    memory = data.pop("memory", None) or data
+    return {"memory": memory, "score": score, "scores": plain(scores)}
+
+
+def _state(request: Request) -> Any:
+    state = request.app.state.langmem_tiers
+    if state.engine is None:  # only before start-up or after shutdown
+        raise ApiError(503, "database_unavailable", "the server is not started yet.")
+    return state
+
+
+AgentQuery = Annotated[
+    str | None,
+    Query(
+        min_length=1,
+        max_length=512,
+        description="The agent whose memory to use (admin keys only).",
+    ),
+]
+
+
+def _health_flow() -> Flow[int]:
+    rows = yield Sql(f"SELECT max(version) FROM {MIGRATIONS}")
+    return int(rows[0][0] or 0)
+
+
+def build_router() -> APIRouter:
+    """The API's routes (see the module table)."""
+    router = APIRouter(responses=ErrorResponses)
+
+    @router.post(
+        "/memory/episodic",
+        status_code=201,
+        response_model=MemoryOut,
+        tags=["memory"],
+        summary="Store an episodic memory (an event)",
+    )
+    async def add_episodic(body: EpisodicIn, request: Request, key: Principal) -> Any:
+        engine = _state(request).engine
+        memory = await engine.aadd_episodic(
+            scope_for(key, body.agent_id),
+            body.content,
+            session_id=body.session_id,
+            event_timestamp=body.event_timestamp,
+            actor=body.actor,
+            action_type=body.action_type,
+            entities=body.entities,
+            metadata=body.metadata,
+        )
+        return _memory(memory)
+
+    @router.post(
+        "/memory/semantic",
+        response_model=WriteResultOut,
+        tags=["memory"],
+        summary="Store a semantic memory (a fact), resolving duplicates and conflicts",
+        responses={201: {"model": WriteResultOut, "description": "A new memory was stored."}},
+    )
+    async def add_semantic(body: SemanticIn, request: Request, key: Principal) -> Any:
+        engine = _state(request).engine
+        result = await engine.aadd_semantic(
+            scope_for(key, body.agent_id),
+            body.content,
+            subject=body.subject,
+            category=body.category,
+            confidence=body.confidence,
+            strategy=body.strategy,
+            source_episodic_ids=body.source_episodic_ids,
+            metadata=body.metadata,
+        )
+        data = plain(result)
+        status = 201 if data.get("action") in _STORED else 200
+        return JSONResponse(WriteResultOut.model_validate(data).model_dump(mode="json"), status)
+
+    @router.put(
+        "/memory/semantic/{memory_id}",
+        response_model=MemoryOut,
+        tags=["memory"],
+        summary="Update a semantic memory (stores a new version)",
+    )
+    async def update_semantic(
+        memory_id: Annotated[str, Path(min_length=1, max_length=1_000)],
+        body: SemanticUpdateIn,
+        request: Request,
+        key: Principal,
+    ) -> Any:
+        engine = _state(request).engine
+        memory = await engine.aupdate_semantic(
+            scope_for(key, body.agent_id),
+            memory_id,
+            body.content,
+            confidence=body.confidence,
+            reason=body.reason,
+        )
+        return _memory(memory)
+
+    @router.post(
+        "/memory/procedural",
+        response_model=MemoryOut,
+        tags=["memory"],
+        summary="Set a procedural memory (key -> value); repeating it reinforces it",
+    )
+    async def set_procedural(body: ProceduralIn, request: Request, key: Principal) -> Any:
+        engine = _state(request).engine
+        memory = await engine.aset_procedural(
+            scope_for(key, body.agent_id), body.key, body.value, content=body.content
+        )
+        return _memory(memory)
+
+    @router.get(
+        "/memory/procedural/key/{key}",
+        response_model=MemoryOut,
+        tags=["memory"],
+        summary="A procedural memory by its key (an index lookup, not a search)",
+    )
+    async def get_procedural(
+        key: Annotated[str, Path(min_length=1, max_length=512)],
+        request: Request,
+        caller: Principal,
+        agent_id: AgentQuery = None,
+    ) -> Any:
+        engine = _state(request).engine
+        memory = await engine.aget_procedural(scope_for(caller, agent_id), key)
+        if memory is None:
+            raise ApiError(404, "not_found", f"no procedural memory with key {key!r}.")
+        return _memory(memory)
+
+    @router.post(
+        "/memory/retrieve",
+        response_model=RetrieveOut,
+        tags=["memory"],
+        summary="Hybrid-ranked retrieval with the score's components",
+    )
+    async def retrieve(body: RetrieveIn, request: Request, key: Principal) -> Any:
+        engine = _state(request).engine
+        found = await engine.aretrieve(
+            scope_for(key, body.agent_id),
+            body.query,
+            kinds=body.kinds,
+            limit=body.limit,
+            include_inactive=body.include_inactive,
+            as_of=body.as_of,
+        )
+        return {"results": [_scored(item) for item in found]}
+
+    @router.get(
+        "/memory/temporal/evolution/{memory_id}",
+        response_model=EvolutionOut,
+        tags=["temporal"],
+        summary="Every version of a semantic memory, oldest first",
+    )
+    async def evolution(
+        memory_id: Annotated[str, Path(min_length=1, max_length=1_000)],
+        request: Request,
+        key: Principal,
+        agent_id: AgentQuery = None,
+    ) -> Any:
+        engine = _state(request).engine
+        versions = await engine.aevolution(scope_for(key, agent_id), memory_id)
+        return {"memory_id": memory_id, "versions": [plain(v) for v in versions]}
+
+    @router.post(
+        "/memory/replay",
+        response_model=ReplayOut,
+        tags=["temporal"],
+        summary="Memory as it was at an instant, rebuilt from the event log",
+    )
+    async def replay(body: ReplayIn, request: Request, key: Principal) -> Any:
+        engine = _state(request).engine
+        memories = await engine.areplay(scope_for(key, body.agent_id), body.at)
+        return {"at": body.at, "memories": [_memory(m) for m in memories]}
+
+    @router.get(
+        "/memory/timeline",
+        response_model=TimelineOut,
+        tags=["temporal"],
+        summary="The event log of a scope, in order",
+    )
+    async def timeline(
+        request: Request,
+        key: Principal,
+        since: Annotated[datetime | None, Query()] = None,
+        until: Annotated[datetime | None, Query()] = None,
+        types: Annotated[
+            list[Annotated[str, Query(min_length=1, max_length=100)]] | None,
+            Query(description="Only these event types (repeat the parameter)."),
+        ] = None,
+        limit: Annotated[int, Query(ge=1, le=10_000)] = 1000,
+        agent_id: AgentQuery = None,
+    ) -> Any:
+        engine = _state(request).engine
+        events = await engine.atimeline(
+            scope_for(key, agent_id), since=since, until=until, types=types, limit=limit
+        )
+        return {"events": [plain(e) for e in events]}
+
+    @router.post(
+        "/memory/consolidate",
+        response_model=ResultOut,
+        tags=["maintenance"],
+        summary="Consolidate episodic memories into semantic ones (idempotent)",
+    )
+    async def consolidate(body: ConsolidateIn, request: Request, key: Principal) -> Any:
+        engine = _state(request).engine
+        result = await engine.aconsolidate(scope_for(key, body.agent_id))
+        return {"result": plain(result)}
+
+    @router.post(
+        "/memory/decay",
+        response_model=ResultOut,
+        tags=["maintenance"],
+        summary="Apply importance decay; memories below the threshold become decayed",
+    )
+    async def decay(body: DecayIn, request: Request, key: Principal) -> Any:
+        engine = _state(request).engine
+        result = await engine.adecay(scope_for(key, body.agent_id), now=body.now)
+        return {"result": plain(result)}
+
+    @router.post(
+        "/memory/forget",
+        response_model=ForgetOut,
+        tags=["maintenance"],
+        summary="Forget a memory: soft (status deleted) or hard (rows removed)",
+    )
+    async def forget(body: ForgetIn, request: Request, key: Principal) -> Any:
+        engine = _state(request).engine
+        memory = await engine.aforget(scope_for(key, body.agent_id), body.memory_id, hard=body.hard)
+        if memory is None:
+            raise ApiError(404, "not_found", f"no memory with id {body.memory_id!r}.")
+        return {"memory": _memory(memory), "hard": body.hard}
+
+    @router.get(
+        "/health",
+        response_model=HealthOut,
+        tags=["server"],
+        summary="Whether the server and its database answer (no key needed)",
+        responses={503: {"model": HealthOut, "description": "The database does not answer."}},
+    )
+    async def health(request: Request) -> Any:
+        state = request.app.state.langmem_tiers
+        if state.store is None:
+            return JSONResponse(
+                {"status": "unavailable", "database": "not started"}, status_code=503
+            )
+        try:
+            version = await state.store.db.arun(_health_flow())
+        except (LangmemTiersError, OSError) as err:
+            logger.error("health check: the database failed: %s", err)
+            return JSONResponse(
+                {"status": "unavailable", "database": "unreachable"}, status_code=503
+            )
+        return {"status": "ok", "database": state.store.db.dialect.name, "schema_version": version}
+
+    @router.get(
+        "/agents",
+        response_model=AgentsOut,
+        tags=["server"],
+        summary="Every agent (scope) with its memory counts by kind (admin key)",
+    )
+    async def agents(request: Request, key: Principal) -> Any:
+        require_admin(key)
+        engine = _state(request).engine
+        found = await engine.aagents()
+        return {"agents": [_agent(a) for a in found]}
+
+    return router
+
+
+def _agent(obj: Any) -> dict[str, Any]:
+    data = plain(obj)
+    agent_id = data.pop("scope", None) or data.pop("agent_id", None)
+    counts = {k: int(v) for k, v in (data.pop("counts", None) or {}).items()}
+    total = int(data.pop("total", sum(counts.values())))
+    return AgentOut(agent_id=str(agent_id), counts=counts, total=total, **data).model_dump()

@@ -1,0 +1,159 @@
+"""The ``demo`` command: the shipped conversation through the tiered chat graph, offline."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from langmem_tiers import TieredMemoryStore, decode_label
+from langmem_tiers.cli import main
+from langmem_tiers.cli.demo import TurnStats, load_conversation, token_table
+from langmem_tiers.short_term.sql_log import SqlMessageLog
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict:
+    assert main(list(argv)) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_shipped_conversation_is_a_multi_session_project() -> None:
+    turns = load_conversation()
+    sessions = list(dict.fromkeys(t.session for t in turns))
+    assert len(turns) >= 200
+    assert len(sessions) >= 5
+    questions = [t for t in turns if t.content.rstrip().endswith("?")]
+    # Every question states the fact its answer should hold, so the demo can score it.
+    assert questions
+    assert all(t.expect for t in questions)
+    # Turns are in time order, sessions contiguous.
+    assert [t.at for t in turns] == sorted(t.at for t in turns)
+    assert [s for s in dict.fromkeys(t.session for t in turns)] == sessions
+
+
+def test_demo_json_reports_pruning_and_loses_no_message(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = f"sqlite:///{tmp_path / 'demo.db'}"
+    report = _run_json(capsys, "demo", "--turns", "60", "--url", url, "--budget", "300", "--json")
+    assert report["turns"] == 60
+    assert report["model"] == "offline"
+    assert report["scope"].startswith("demo-")
+    pruned = [e for e in report["events"] if e["type"] == "pruned"]
+    assert pruned, "a 300-token budget must prune within 60 turns"
+    archived = [i for e in pruned for i in e["ids"]]
+    held = report["long_term_memory"]
+    assert held["episodic"]["count"] == len(archived)
+    # Sessions end with a consolidation of their episodes into a summary.
+    assert any(e["type"] == "consolidated" for e in report["events"])
+    assert held["semantic"]["by_category"].get("episode_summary", 0) >= 1
+    # No message is lost: what was archived plus what the windows still hold is every
+    # message of the run (a user turn and an answer per turn).
+    turns = load_conversation()[:60]
+    with TieredMemoryStore.from_url(url) as store:
+        log = SqlMessageLog(store.conn)
+        in_windows = sum(
+            len(log.read(f"{report['scope']}-{session}"))
+            for session in dict.fromkeys(t.session for t in turns)
+        )
+    assert in_windows + len(archived) == 2 * 60
+    # Token accounting: one row per turn, the raw history grows, the prompt is measured.
+    tokens = report["tokens"]
+    assert [row["turn"] for row in tokens] == list(range(1, 61))
+    assert all(row["prompt_tokens"] > 0 and row["calls"] >= 1 for row in tokens)
+    raw_all = [row["raw_all_tokens"] for row in tokens]
+    assert raw_all == sorted(raw_all)
+    assert report["questions"] == sum(1 for t in turns if t.expect)
+    assert 0 <= report["answered_with_expected_fact"] <= report["questions"]
+
+
+def test_each_run_has_a_fresh_scope_and_reset_removes_earlier_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = f"sqlite:///{tmp_path / 'demo.db'}"
+    first = _run_json(capsys, "demo", "--turns", "20", "--url", url, "--json")
+    second = _run_json(capsys, "demo", "--turns", "20", "--url", url, "--json")
+    assert first["scope"] != second["scope"]
+
+    # The second run does not see the first one's memories: same input, same holdings.
+    def held(run: dict) -> str:
+        return json.dumps(run["long_term_memory"]).replace(run["scope"], "<scope>")
+
+    assert held(first) == held(second)
+    assert [r["prompt_tokens"] for r in first["tokens"]] == [
+        r["prompt_tokens"] for r in second["tokens"]
+    ]
+    third = _run_json(capsys, "demo", "--turns", "20", "--url", url, "--json", "--reset")
+    with TieredMemoryStore.from_url(url) as store:
+        scopes = {decode_label(ns[0]) for ns in store.list_namespaces(max_depth=1)}
+        log = SqlMessageLog(store.conn)
+        left = log.read(f"{first['scope']}-{load_conversation()[0].session}")
+    assert scopes == {third["scope"]}
+    assert left == []
+
+
+def test_demo_prints_the_table_and_memory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = f"sqlite:///{tmp_path / 'demo.db'}"
+    assert main(["demo", "--turns", "45", "--url", url, "--budget", "300", "--rows", "5"]) == 0
+    out = capsys.readouterr().out
+    assert "== session 1/2: s1-kickoff" in out
+    assert "pruned" in out and "to episodic memory" in out
+    assert "Q: " in out and "A: " in out
+    assert "Prompt tokens per turn (sampled) against the raw history (45 turns)" in out
+    assert "mean  over 45 turns" in out
+    assert "Long-term memory of this run:" in out
+    assert "questions answered with the expected fact:" in out
+
+
+def test_token_table_samples_rows_and_ends_with_the_mean() -> None:
+    rows = [TurnStats(i, "s1", 100 + i, 1, 10 * i, 20 * i) for i in range(1, 101)]
+    lines = token_table(rows, 5)
+    body = [line for line in lines[2:-2]]
+    assert [int(line.split()[0]) for line in body] == [1, 26, 51, 75, 100]
+    assert lines[-1].split()[:4] == ["mean", "over", "100", "turns"]
+    assert "150" in lines[-1]  # mean prompt tokens: 100 + 50.5, rounded
+
+
+def test_demo_as_a_subprocess(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "langmem_tiers",
+            "demo",
+            "--turns",
+            "30",
+            "--url",
+            f"sqlite:///{tmp_path / 'demo.db'}",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Prompt tokens per turn (sampled) against the raw history (30 turns)" in done.stdout
+    assert "Long-term memory of this run:" in done.stdout
+
+
+def test_demo_with_an_unknown_model_provider_fails_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = f"sqlite:///{tmp_path / 'demo.db'}"
+    code = main(["demo", "--turns", "2", "--url", url, "--model", "nosuchprovider:model-x"])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert err.startswith("langmem-tiers: error: ")
+    assert err.count("\n") == 1
+    assert "nosuchprovider:model-x" in err
