@@ -1,0 +1,338 @@
+"""Every speed and token benchmark runs end to end in a tiny configuration, so none can rot.
+
+Timings are never asserted (they are measurements); what is asserted is that each
+benchmark runs every system it names, writes its JSON in the shape the report reads, and
+that the report and the README block come out of those files.
+"""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+_ROOT = str(Path(__file__).resolve().parents[2])
+if _ROOT not in sys.path:
+    # pytest puts only the test folders on sys.path; the benchmarks live beside them.
+    sys.path.insert(0, _ROOT)
+
+from benchmarks import __main__ as bench_cli  # noqa: E402
+from benchmarks import report, stm_speed, store_speed, token_savings  # noqa: E402
+from benchmarks.fakes import SeededEmbeddings, SyntheticCorpus  # noqa: E402
+
+NON_POSTGRES_STORES = ["ours-sqlite", "langgraph-inmemory"]
+POSTGRES_STORES = ["ours-postgres", "ours-postgres-qdrant", "langgraph-postgres"]
+
+
+def _turn(speaker: str, session: int, index: int, text: str) -> dict[str, Any]:
+    return {"speaker": speaker, "dia_id": f"D{session}:{index}", "text": text}
+
+
+def _tiny_locomo(path: Path, turns: int = 60) -> Path:
+    """A LoCoMo-shaped file: one conversation of ``turns`` turns and three questions."""
+    facts = {
+        3: "Ana: I adopted a puppy named Rex last week.",
+        20: "Ben: I finally signed up for pottery classes on Tuesdays.",
+        41: "Ana: My sister Mia is moving to Lisbon in June.",
+    }
+    session = [
+        _turn(
+            "Ana" if i % 2 else "Ben",
+            1,
+            i,
+            facts.get(i, f"Turn {i}: we talked about the weather and the garden again.").split(
+                ": ", 1
+            )[1],
+        )
+        for i in range(1, turns + 1)
+    ]
+    sample = {
+        "sample_id": "conv-tiny",
+        "conversation": {
+            "speaker_a": "Ana",
+            "speaker_b": "Ben",
+            "session_1_date_time": "1:56 pm on 8 May, 2023",
+            "session_1": session,
+        },
+        "qa": [
+            {"question": "What is Ana's puppy called?", "answer": "Rex", "evidence": ["D1:3"],
+             "category": 4},
+            {"question": "When does Ben do pottery?", "answer": "Tuesdays",
+             "evidence": ["D1:20"], "category": 4},
+            {"question": "Where is Mia moving?", "answer": "Lisbon", "evidence": ["D1:41"],
+             "category": 1},
+        ],
+    }  # fmt: skip
+    path.write_text(json.dumps([sample]), encoding="utf-8")
+    return path
+
+
+# -- fakes -------------------------------------------------------------------------------------
+
+
+def test_fake_embeddings_are_seeded_unit_vectors() -> None:
+    texts = ["kalo miru tesa", "kalo miru vane", "posu rina dole", ""]
+    a = SeededEmbeddings(64, seed=3).embed_array(texts)
+    b = SeededEmbeddings(64, seed=3).embed_array(list(reversed(texts)))[::-1]
+    np.testing.assert_array_equal(a, b)  # order and process independent
+    assert np.allclose(np.linalg.norm(a[:3], axis=1), 1.0)
+    assert not a[3].any()  # no words: the zero vector
+    assert float(a[0] @ a[1]) > float(a[0] @ a[2])  # shared words are nearer
+    assert not np.array_equal(a, SeededEmbeddings(64, seed=4).embed_array(texts))
+
+
+def test_synthetic_corpus_clusters_queries_with_their_scope() -> None:
+    corpus, embeddings = SyntheticCorpus(seed=5), SeededEmbeddings(128, seed=5)
+    own = embeddings.embed_array([corpus.memory(scope=1, index=i) for i in range(40)])
+    other = embeddings.embed_array([corpus.memory(scope=2, index=i) for i in range(40)])
+    query = embeddings.embed_array([corpus.query(scope=1, index=0)])[0]
+    assert float(np.max(own @ query)) > float(np.max(other @ query))
+
+
+@pytest.mark.parametrize("module", ["fakes", "report", "stm_speed", "token_savings"])
+def test_docstring_examples_run(module: str) -> None:
+    failures, _ = doctest.testmod(importlib.import_module(f"benchmarks.{module}"))
+    assert failures == 0
+
+
+# -- store speed -------------------------------------------------------------------------------
+
+
+def _store_run(tmp_path: Path, systems: list[str], *extra: str) -> dict[str, Any]:
+    out, plot = tmp_path / "store_speed.json", tmp_path / "p95.png"
+    args = ["--sizes", "300", "--queries", "12", "--gets", "5", "--systems", *systems]
+    results = store_speed.main([*args, "--out", str(out), "--plot", str(plot), *extra])
+    assert json.loads(out.read_text()) == results
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    return results
+
+
+def _check_store_runs(results: dict[str, Any], systems: list[str]) -> None:
+    assert not results["skipped"]
+    assert [r["system"] for r in results["runs"]] == systems
+    for run in results["runs"]:
+        assert run["size"] == 300
+        assert run["put"]["items_per_s"] > 0
+        assert run["get"]["n"] == 5
+        assert run["search"]["n"] == 12
+        # Three memories a scope: a full result is all three.
+        assert run["search"]["full_10_share"] == 1.0
+        if run["system"].startswith("ours-"):
+            assert set(run["search"]["dense_stage"]) == {"recall_at_10", "recall_at_30"}
+            assert run["profile"]["search"], "the statement profile saw the searches"
+        else:
+            assert run["search"]["recall_at_10"] == 1.0  # exact cosine over three items
+
+
+@pytest.mark.slow
+def test_store_speed_runs_the_embedded_systems(tmp_path: Path) -> None:
+    results = _store_run(tmp_path, NON_POSTGRES_STORES)
+    _check_store_runs(results, NON_POSTGRES_STORES)
+    # The SQLite index is exact: its dense stage finds the exact cosine top k.
+    sqlite = results["runs"][0]
+    assert sqlite["search"]["dense_stage"] == {"recall_at_10": 1.0, "recall_at_30": 1.0}
+
+
+@pytest.mark.slow
+def test_store_speed_runs_the_postgres_systems(tmp_path: Path, postgres_url: str) -> None:
+    results = _store_run(tmp_path, POSTGRES_STORES, "--postgres-url", postgres_url)
+    _check_store_runs(results, POSTGRES_STORES)
+
+
+def test_store_speed_caps_qdrant_local_and_reports_it(tmp_path: Path) -> None:
+    results = store_speed.main(
+        [
+            "--sizes",
+            "300",
+            "--systems",
+            "ours-postgres-qdrant",
+            "--qdrant-cap",
+            "100",
+            "--out",
+            str(tmp_path / "s.json"),
+            "--plot",
+            str(tmp_path / "p.png"),
+        ]
+    )
+    assert results["runs"] == []
+    assert results["skipped"][0]["system"] == "ours-postgres-qdrant"
+    assert "capped at 100" in results["skipped"][0]["reason"]
+
+
+def _run(system: str, size: int, put: float, p95: float, full: float) -> dict[str, Any]:
+    return {
+        "system": system,
+        "size": size,
+        "put": {"items_per_s": put},
+        "search": {"p95_ms": p95, "full_10_share": full},
+    }
+
+
+def test_targets_compare_with_the_peer_at_the_same_size() -> None:
+    runs = [
+        _run("ours-postgres", 100_000, 3_000.0, 9.0, 1.0),
+        _run("langgraph-postgres", 100_000, 250.0, 12.0, 0.1),
+        _run("ours-sqlite", 100_000, 5_000.0, 25.0, 0.99),
+    ]
+    targets = {t["target"].split(" (")[0]: t for t in store_speed.evaluate_targets(runs)}
+    assert targets["put on PostgreSQL >= 10x PostgresStore's throughput"]["met"] is True
+    assert targets["search p95 on PostgreSQL <= PostgresStore's"]["met"] is True
+    full = targets["every filtered search returns the full 10"]
+    assert full["met"] is False
+    assert "ours-sqlite" in full["measured"]
+    assert targets["embedded default filtered search p95 <= 20 ms at 100k"]["met"] is False
+
+
+def test_temporary_schema_url_replaces_an_existing_search_path() -> None:
+    url = "postgresql://u@h:5432/db?options=-c%20search_path%3Dold&sslmode=disable"
+    rewritten = store_speed._with_search_path(url, "bench_x")
+    assert "old" not in rewritten
+    assert "sslmode=disable" in rewritten
+    assert "search_path%3Dbench_x%2Cpublic" in rewritten
+
+
+# -- short-term memory speed ---------------------------------------------------------------------
+
+
+def _stm_systems() -> list[str]:
+    sql = ["ours-sql-sqlite"] if importlib.util.find_spec(stm_speed.SQL_LOG_MODULE) else []
+    return ["ours-memory", "ours-jsonl", *sql]
+
+
+@pytest.mark.slow
+def test_stm_speed_runs_every_local_log(tmp_path: Path) -> None:
+    systems = _stm_systems()
+    out = tmp_path / "stm.json"
+    results = stm_speed.main(
+        ["--messages", "40", "--context-reps", "2", "--systems", *systems, "--out", str(out)]
+    )
+    assert json.loads(out.read_text()) == results
+    assert not results["skipped"]
+    assert [r["system"] for r in results["runs"]] == systems
+    for run in results["runs"]:
+        assert run["add_one"]["n"] == 40
+        assert run["add_one_late"]["n"] == 4
+        assert run["context"]["n"] == 2
+        assert run["messages_in_window"] == 40  # far under the token budget: nothing archived
+        assert 0 < run["context_tokens"] < run["raw_tokens"]  # older messages shown at tier 1
+
+
+@pytest.mark.slow
+def test_stm_speed_runs_the_postgres_systems(tmp_path: Path, postgres_url: str) -> None:
+    systems = ["langchain-postgres"]
+    if importlib.util.find_spec(stm_speed.SQL_LOG_MODULE):
+        systems.insert(0, "ours-sql-postgres")
+    results = stm_speed.main(
+        [
+            "--messages",
+            "30",
+            "--context-reps",
+            "2",
+            "--systems",
+            *systems,
+            "--postgres-url",
+            postgres_url,
+            "--out",
+            str(tmp_path / "stm.json"),
+        ]
+    )
+    assert results["skipped"] == []
+    assert [r["system"] for r in results["runs"]] == systems
+    peer = results["runs"][-1]
+    assert peer["messages_in_context"] == 30
+    assert peer["context_tokens"] == peer["raw_tokens"]
+
+
+# -- token savings -------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_token_savings_on_a_tiny_conversation(tmp_path: Path) -> None:
+    data = _tiny_locomo(tmp_path / "locomo.json")
+    out = tmp_path / "tokens.json"
+    results = token_savings.main(["--data", str(data), "--out", str(out)])
+    assert json.loads(out.read_text()) == results
+    defaults, tight = results["configs"]
+    conversation = defaults["conversations"][0]
+    assert conversation["turns"] == 60
+    assert set(conversation["checkpoints"]) == {"50", "end"}  # 200 and 500 never reached
+    end = conversation["checkpoints"]["end"]
+    assert end["turn"] == 60
+    assert end["context_tokens"] < end["raw_tokens"]
+    # Under the default budget nothing is archived: every evidence turn is in the context.
+    assert defaults["reachable"] == {
+        "evidence_turns": 3,
+        "share": 1.0,
+        "in_context_share": 1.0,
+        "by_search_only_share": 0.0,
+    }
+    assert tight["name"] == "tiered, 4k budget"
+    assert 0.0 <= tight["reachable"]["share"] <= 1.0
+
+
+def test_token_savings_turns_become_user_and_assistant_messages() -> None:
+    from benchmarks.locomo import Turn
+
+    user = token_savings.turn_message(Turn("D1:1", 1, "Ana", "d", "Hi", None), "Ana")
+    image = token_savings.turn_message(Turn("D1:2", 1, "Ben", "d", "Look", "a cat"), "Ana")
+    assert (user.type, user.content) == ("human", "Ana: Hi")
+    assert (image.type, image.content) == ("ai", "Ben: Look [shares a cat]")
+
+
+# -- the report and the one command ------------------------------------------------------------
+
+
+def test_report_writes_between_the_markers_and_only_there(tmp_path: Path) -> None:
+    readme = tmp_path / "README.md"
+    readme.write_text("# Project\n\nIntro.\n", encoding="utf-8")
+    report.update_readme("## Benchmarks\n\nfirst\n", readme)
+    report.update_readme("## Benchmarks\n\nsecond\n", readme)
+    text = readme.read_text(encoding="utf-8")
+    assert text.startswith("# Project\n\nIntro.\n\n")
+    assert text.count(report.START_MARKER) == text.count(report.END_MARKER) == 1
+    assert "second" in text
+    assert "first" not in text
+
+
+@pytest.mark.slow
+def test_all_quick_runs_a_benchmark_and_renders_its_table(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = _tiny_locomo(tmp_path / "locomo.json")
+    results = tmp_path / "results"
+    code = bench_cli.main(
+        [
+            "all",
+            "--quick",
+            "--only",
+            "token_savings",
+            "--data",
+            str(data),
+            "--results",
+            str(results),
+        ]
+    )
+    assert code == 0
+    assert (results / "token_savings.json").exists()
+    printed = capsys.readouterr().out
+    assert "### Prompt tokens of the tiered context (LoCoMo)" in printed
+    assert "| tiered defaults (30k budget) |" in printed
+
+
+def test_report_renders_every_result_file_it_finds(tmp_path: Path) -> None:
+    for name in ("store_speed", "stm_speed"):
+        (tmp_path / f"{name}.json").write_text("{}", encoding="utf-8")  # wrong shape
+    markdown = report.render(tmp_path)
+    assert markdown.startswith("## Benchmarks")
+    assert "results file not in the expected shape" in markdown
+
+
+def test_list_names_every_benchmark(capsys: pytest.CaptureFixture[str]) -> None:
+    assert bench_cli.main(["list"]) == 0
+    assert capsys.readouterr().out.split() == list(bench_cli.BENCHMARKS)
