@@ -49,6 +49,7 @@ from typing import Any, Literal, get_args
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
+from langgraph.constants import TAG_NOSTREAM
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.base import BaseStore
@@ -75,7 +76,9 @@ from langmem_tiers.graph.state import (
     TieredChatState,
     current_question,
     no_pending,
+    pack,
     resolve_ids,
+    unpack,
 )
 from langmem_tiers.short_term.log import MessageLog
 from langmem_tiers.short_term.presets import Preset
@@ -217,7 +220,7 @@ class _TieredChat:
         return {
             "session_id": session_id,
             "user_id": user_id,
-            "context": loaded.context,
+            "context": pack(loaded.context),
             "user_context": loaded.user_context,
             "search_results": [],
             "notices": [],
@@ -233,7 +236,7 @@ class _TieredChat:
         }
 
     def _prompt(self, state: Mapping[str, Any]) -> list[BaseMessage]:
-        context: list[BaseMessage] = list(state.get("context") or [])
+        context = unpack(state.get("context"))
         memory = "\n\n".join(m.text for m in context if m.type == "system")
         view = [m for m in context if m.type != "system"]
         system = render_system_prompt(
@@ -245,7 +248,7 @@ class _TieredChat:
             memory=memory,
         )
         question = current_question(state.get("messages") or [])
-        return [SystemMessage(system), *view, question, *(state.get("scratch") or [])]
+        return [SystemMessage(system), *view, question, *unpack(state.get("scratch"))]
 
     def generate(self, state: Mapping[str, Any], config: RunnableConfig) -> Flow[Update]:
         prompt = self._prompt(state)
@@ -303,7 +306,7 @@ class _TieredChat:
             "actions": actions,
         }
         if scratch:
-            update["scratch"] = [*(state.get("scratch") or []), *scratch]
+            update["scratch"] = [*(state.get("scratch") or []), *pack(scratch)]
         return update
 
     def request_tier(self, state: Mapping[str, Any], config: RunnableConfig) -> Flow[Update]:
@@ -320,21 +323,20 @@ class _TieredChat:
             if outcome.status == "failed":
                 errors.append(f"request_tier: {outcome.message_id}: {outcome.detail}")
             if asked["call_id"] is not None:
-                scratch.append(
-                    ToolMessage(
-                        outcome.detail,
-                        tool_call_id=asked["call_id"],
-                        name="request_tier",
-                        status="success" if outcome.status == "raised" else "error",
-                    )
+                reply = ToolMessage(
+                    outcome.detail,
+                    tool_call_id=asked["call_id"],
+                    name="request_tier",
+                    status="success" if outcome.status == "raised" else "error",
                 )
+                scratch.extend(pack([reply]))
             elif outcome.status != "raised":
                 notices.append(
                     f"Your request for message {outcome.message_id} was {outcome.status}: "
                     f"{outcome.detail}"
                 )
         return {
-            "context": context,
+            "context": pack(context),
             "pending": {"tier": [], "search": pending["search"], "retry": False},
             "actions": actions,
             "notices": notices,
@@ -363,9 +365,8 @@ class _TieredChat:
                     "\n".join(outcome.lines) or f"Your search for {asked['query']!r} found nothing."
                 )
             if asked["call_id"] is not None:
-                scratch.append(
-                    ToolMessage(reply, tool_call_id=asked["call_id"], name="search_episodic")
-                )
+                answer = ToolMessage(reply, tool_call_id=asked["call_id"], name="search_episodic")
+                scratch.extend(pack([answer]))
             elif outcome.error is not None or not outcome.lines:
                 notices.append(reply)
         return {
@@ -441,6 +442,7 @@ def build_tiered_chat_graph(
     summarizer: Summarizer | None = None,
     token_counter: TokenCounter | None = None,
     attach_store: bool = True,
+    stream_drafts: bool = False,
     name: str = "tiered_chat",
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     """The tiered chat graph, compiled (see the module docstring for its shape).
@@ -464,6 +466,9 @@ def build_tiered_chat_graph(
         attach_store: compile the graph with ``store`` (``False`` for a LangGraph API
             server, which refuses graphs with a store of their own; the nodes use
             ``store`` either way).
+        stream_drafts: let ``stream_mode="messages"`` stream the model's tokens of every
+            generation. Off by default: drafts carry markers and may be regenerated, so
+            only the final answer (stripped, from ``save``) is streamed as a message.
         name: the compiled graph's name.
 
     Raises:
@@ -493,6 +498,8 @@ def build_tiered_chat_graph(
                 f"mode='tools' needs a chat model that supports bind_tools; "
                 f"{type(chat_model).__name__} does not. Use mode='markers'."
             ) from err
+    if not stream_drafts:
+        bound = bound.with_config(tags=[TAG_NOSTREAM])
     prompt = system_prompt
     if prompt is None:
         prompt = TOOLS_SYSTEM_PROMPT if mode == "tools" else CHAT_SYSTEM_PROMPT

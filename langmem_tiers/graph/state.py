@@ -20,7 +20,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, TypedDict
 
-from langchain_core.messages import AnyMessage, BaseMessage
+from langchain_core.messages import (
+    AnyMessage,
+    BaseMessage,
+    messages_from_dict,
+    messages_to_dict,
+)
 from langgraph.graph.message import add_messages
 
 from langmem_tiers.errors import InvalidContentError, InvalidNamespaceError
@@ -36,7 +41,9 @@ __all__ = [
     "current_question",
     "is_saved",
     "no_pending",
+    "pack",
     "resolve_ids",
+    "unpack",
 ]
 
 
@@ -84,16 +91,16 @@ class TieredChatInput(TypedDict, total=False):
 class TieredChatState(TieredChatInput, total=False):
     """The graph's state: the input plus the current turn."""
 
-    context: list[AnyMessage]
-    """The session's tiered view from short-term memory (without the new message)."""
+    context: list[dict[str, Any]]
+    """The session's tiered view from short-term memory (without the new message), packed."""
     user_context: list[str]
     """The user's memories from earlier sessions, best first."""
     search_results: list[str]
     """What this turn's episodic searches found."""
     notices: list[str]
     """Notes for the model about refused or failed requests."""
-    scratch: list[AnyMessage]
-    """Tool mode: this turn's tool calls and tool results."""
+    scratch: list[dict[str, Any]]
+    """Tool mode: this turn's tool calls and tool results, packed."""
     pending: Pending
     """What the last generation asked for."""
     answer: str
@@ -110,6 +117,25 @@ class TieredChatState(TieredChatInput, total=False):
     """The preset's window rule asked for a consolidation after ``save``."""
     consolidated: list[str]
     """Message ids the ``consolidate`` node moved to long-term memory this turn."""
+
+
+def pack(messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:
+    """Messages as plain dicts for a state field other than ``messages``.
+
+    LangGraph's ``messages`` stream mode emits every message object a node writes to the
+    state; the view and the tool scratch are the model's input, not the conversation, so
+    they are kept packed and never streamed as if they were new messages.
+
+    >>> from langchain_core.messages import HumanMessage
+    >>> unpack(pack([HumanMessage("hi", id="m1")]))[0].id
+    'm1'
+    """
+    return messages_to_dict(list(messages))
+
+
+def unpack(packed: Sequence[dict[str, Any]] | None) -> list[BaseMessage]:
+    """Invert :func:`pack` (``None`` is no messages)."""
+    return messages_from_dict(list(packed or []))
 
 
 def resolve_ids(state: Mapping[str, Any], config: Mapping[str, Any] | None) -> tuple[str, str]:

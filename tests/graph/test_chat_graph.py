@@ -19,6 +19,7 @@ from langmem_tiers.graph import (
     OfflineChatModel,
     build_tiered_chat_graph,
 )
+from langmem_tiers.graph.state import unpack
 
 from .fakes import (
     FACTS,
@@ -396,7 +397,7 @@ async def test_tool_mode_with_the_offline_model(
         == "The deadline for RAI Chat is March 1, 2026, and the budget is 40,000 euros."
     )
     assert out["actions"] == ["REQUEST_TIER:3:m1 -> raised"]
-    tool_messages = [m for m in out["scratch"] if isinstance(m, ToolMessage)]
+    tool_messages = [m for m in unpack(out["scratch"]) if isinstance(m, ToolMessage)]
     assert [m.name for m in tool_messages] == ["request_tier"]
 
 
@@ -488,3 +489,40 @@ def test_turn_must_end_with_a_user_message(store: TieredMemoryStore, settings: S
     graph, _ = _graph(scripted("x"), store, settings)
     with pytest.raises(InvalidContentError, match="must end with the user's new message"):
         graph.invoke({"messages": [HumanMessage("Hi."), AIMessage("Hello.")], "session_id": "s1"})
+
+
+# -- streaming --------------------------------------------------------------------------
+
+
+async def test_message_stream_shows_only_the_stripped_answer(
+    store: TieredMemoryStore, settings: Settings
+) -> None:
+    model = scripted("Noted.", "Noted.", "Let me check [REQUEST_TIER:3:m1]", "40,000 euros.")
+    graph, _ = _graph(model, store, settings)
+    await _seed(graph, "invoke")
+    payload = {"messages": [HumanMessage("Budget?")], "session_id": "s1", "user_id": "u1"}
+    streamed = [
+        (meta["langgraph_node"], message.content)
+        async for message, meta in graph.astream(payload, stream_mode="messages")
+    ]
+    assert streamed == [("save", "40,000 euros.")]
+
+
+async def test_drafts_can_be_streamed_token_by_token(
+    store: TieredMemoryStore, settings: Settings
+) -> None:
+    memory = ChatMemory(store, settings=settings)
+    graph = build_tiered_chat_graph(
+        scripted("Draft [SEARCH_EPISODIC: x]", "Final answer."),
+        store=store,
+        memory=memory,
+        stream_drafts=True,
+    )
+    payload = {"messages": [HumanMessage("Hm?")], "session_id": "s1", "user_id": "u1"}
+    tokens = [
+        str(message.content)
+        async for message, meta in graph.astream(payload, stream_mode="messages")
+        if meta["langgraph_node"] == "generate"
+    ]
+    assert "".join(tokens) == "Draft [SEARCH_EPISODIC: x]Final answer."
+    assert len(tokens) > 2

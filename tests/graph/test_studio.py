@@ -198,7 +198,7 @@ def test_langgraph_dev_serves_the_tiered_chat(tmp_path: Path) -> None:
             thread["thread_id"], "tiered_chat", input=_user_turn("And my name?")
         )
         assert isinstance(next_turn, dict)
-        first = next_turn["context"][0]
+        first = next_turn["context"][0]["data"]
         assert first["content"] == f"[m1|t3] {FACTS}"  # the upgrade was kept
     finally:
         _stop(process)
