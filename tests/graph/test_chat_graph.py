@@ -512,7 +512,7 @@ async def test_drafts_can_be_streamed_token_by_token(
     store: TieredMemoryStore, settings: Settings
 ) -> None:
     memory = ChatMemory(store, settings=settings)
-    graph = build_tiered_chat_graph(
+    graph: Any = build_tiered_chat_graph(
         scripted("Draft [SEARCH_EPISODIC: x]", "Final answer."),
         store=store,
         memory=memory,
