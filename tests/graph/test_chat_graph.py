@@ -526,3 +526,41 @@ async def test_drafts_can_be_streamed_token_by_token(
     ]
     assert "".join(tokens) == "Draft [SEARCH_EPISODIC: x]Final answer."
     assert len(tokens) > 2
+
+
+# -- presets ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("preset", "turns", "consolidated_at", "kept"),
+    [
+        ("moving_window", 3, {3: ["m1", "m2", "m3", "m4", "m5"]}, ["m6"]),
+        ("reset", 6, {6: [f"m{i}" for i in range(1, 13)]}, []),
+        ("tiered", 6, {}, [f"m{i}" for i in range(1, 13)]),
+        ("dual", 6, {}, [f"m{i}" for i in range(1, 13)]),
+    ],
+)
+async def test_every_preset_runs_in_the_graph(
+    store: TieredMemoryStore,
+    settings: Settings,
+    tmp_path: Any,
+    mode: str,
+    preset: str,
+    turns: int,
+    consolidated_at: dict[int, list[str]],
+    kept: list[str],
+) -> None:
+    memory = ChatMemory(store, settings=settings, preset=preset, directory=str(tmp_path))
+    graph = build_tiered_chat_graph(
+        scripted(*[f"Answer {i}." for i in range(1, turns + 1)]), store=store, memory=memory
+    )
+    runner = "ainvoke" if mode == "async" else "invoke"
+    for turn in range(1, turns + 1):
+        out = await run_turn(graph, runner, f"Message {turn} about the garden.")
+        assert out["answer"] == f"Answer {turn}."
+        assert out["consolidated"] == consolidated_at.get(turn, [])
+        assert out["errors"] == []
+    assert [r.id for r in memory.memory("s1", "u1").records()] == kept
+    if consolidated_at:
+        summaries = store.search(namespace_for("u1", "semantic"), filter={"session_id": "s1"})
+        assert [s.value["source_message_ids"] for s in summaries] == list(consolidated_at.values())
