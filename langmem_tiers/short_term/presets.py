@@ -109,7 +109,7 @@ PRESETS: dict[str, Preset] = {
     for p in (
         Preset("moving_window", "moving_window", "memory", "session", "raw"),
         Preset("reset", "reset", "memory", "session", "raw"),
-        Preset("tiered", "token_budget", "memory", "session", "tiered"),
+        Preset("tiered", "token_budget", "sql", "session", "tiered"),
         Preset("dual", "sliding", "jsonl", "user", "raw"),
     )
 }
@@ -172,7 +172,7 @@ def open_log(
     raise ConfigurationError(f"unknown log kind {kind!r}; use memory, jsonl or sql.")
 
 
-_DEFAULT_STORES: dict[str | None, BaseStore] = {}
+_DEFAULT_STORES: dict[str, BaseStore] = {}
 _DEFAULT_STORES_LOCK = threading.Lock()
 
 
@@ -181,15 +181,16 @@ def default_store(settings: Settings) -> BaseStore:
 
     Opened once per URL and shared by every memory built without a store of its own.
     """
-    from langmem_tiers.long_term.database import open_connection
+    from langmem_tiers.long_term.database import open_connection, parse_url
     from langmem_tiers.long_term.store import TieredMemoryStore
 
+    where = "".join(parse_url(settings.url))  # the file the default resolves to, today
     with _DEFAULT_STORES_LOCK:
-        store = _DEFAULT_STORES.get(settings.url)
+        store = _DEFAULT_STORES.get(where)
         if store is None:
             store = TieredMemoryStore(open_connection(settings.url), settings=settings)
             store.setup()
-            _DEFAULT_STORES[settings.url] = store
+            _DEFAULT_STORES[where] = store
         return store
 
 
@@ -221,10 +222,20 @@ def build_memory(
     """
     chosen = get_preset(preset)
     settings = settings if settings is not None else Settings.from_env()
+    store = store if store is not None else default_store(settings)
+    if log is None:
+        shared_conn = getattr(store, "conn", None)
+        if chosen.log == "sql" and shared_conn is not None:
+            # Messages go to the store's own database, on its connection.
+            from langmem_tiers.short_term.sql_log import SqlMessageLog
+
+            log = SqlMessageLog(shared_conn)
+        else:
+            log = open_log(chosen.log, settings, directory=directory)
     return ShortTermMemory(
         session_id,
-        log=log if log is not None else open_log(chosen.log, settings, directory=directory),
-        store=store if store is not None else default_store(settings),
+        log=log,
+        store=store,
         policy=build_policy(chosen.window, settings),
         tierer=tierer if tierer is not None else OfflineTierer(),
         summarizer=summarizer if summarizer is not None else OfflineSummarizer(),
