@@ -26,8 +26,8 @@ Example:
 from __future__ import annotations
 
 import importlib
-import threading
 import os
+import threading
 from dataclasses import dataclass, replace
 from typing import Literal, get_args
 
