@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, NamedTuple
@@ -67,11 +67,32 @@ from langmem_tiers.long_term.records import (
 )
 from langmem_tiers.long_term.vectors import VectorIndex, VectorRow
 
-__all__ = ["RankedItem", "StoreCore"]
+__all__ = ["ENGINE_COLUMNS", "RankedItem", "StoreCore", "WriteNote"]
 
 _MAX_QUERY_CHARS = 10_000
 _ACCESS_FLUSH_ITEMS = 500
 _ACCESS_FLUSH_SECONDS = 2.0
+
+# Memory columns a value does not carry, kept by the memory engine: name -> is a timestamp.
+ENGINE_COLUMNS: dict[str, bool] = {
+    "version": False,
+    "reinforcement_count": False,
+    "last_used_at": True,
+    "consolidated_into_id": False,
+}
+
+
+class WriteNote(NamedTuple):
+    """What a caller adds to the put of one item (see :meth:`StoreCore.batch_flow`).
+
+    ``event_type`` and ``metadata`` replace the event's defaults (``memory.created`` /
+    ``memory.updated``, ``{}``); ``columns`` sets :data:`ENGINE_COLUMNS` in the same
+    transaction, before the event's snapshot is taken.
+    """
+
+    event_type: str | None = None
+    metadata: dict[str, Any] | None = None
+    columns: dict[str, Any] | None = None
 
 
 class RankedItem(SearchItem):
@@ -216,8 +237,27 @@ class StoreCore:
         yield Sql(f"INSERT INTO {META} (name, value) VALUES ('dims', ?)", [str(self.dims)])
 
     # -- batch -----------------------------------------------------------------------------
-    def batch_flow(self, ops: Iterable[Op]) -> Flow[list[Result]]:
+    def batch_flow(
+        self,
+        ops: Iterable[Op],
+        *,
+        notes: Mapping[str, WriteNote] | None = None,
+        vectors: Mapping[str, Sequence[float]] | None = None,
+        now: datetime | None = None,
+    ) -> Flow[list[Result]]:
+        """Run LangGraph ops; see the module docstring for the order of work.
+
+        ``notes`` (by item id) annotate puts, ``vectors`` (by text) are embeddings the
+        caller already has (they are not computed again), ``now`` stamps the writes.
+        """
         ops = list(ops)
+        for note_id, note in (notes or {}).items():
+            unknown = set(note.columns or {}) - set(ENGINE_COLUMNS)
+            if unknown:
+                raise ValidationError(
+                    f"note of {note_id} sets unknown column(s) {sorted(unknown)}; "
+                    f"only {sorted(ENGINE_COLUMNS)} can be set this way."
+                )
         puts: dict[tuple[tuple[str, ...], str], _PreparedPut] = {}
         searches: dict[int, _PreparedSearch] = {}
         for i, op in enumerate(ops):
@@ -237,7 +277,12 @@ class StoreCore:
                 raise ValidationError(f"unsupported store operation {type(op).__name__}: {op!r}")
 
         texts = [text for p in puts.values() for _, text in p.texts]
-        vectors_by_text = yield from self._embed_flow(texts, query=False)
+        known = vectors or {}
+        missing = sorted({t for t in texts if t not in known})
+        embedded = dict(
+            zip(missing, (yield from self._embed_flow(missing, query=False)), strict=True)
+        )
+        vectors_by_text = [list(known[t]) if t in known else embedded[t] for t in texts]
         queries = sorted({s.query for s in searches.values() if s.query})
         query_vectors = yield from self._embed_flow(queries, query=True)
         query_vector = dict(zip(queries, query_vectors, strict=True))
@@ -257,9 +302,11 @@ class StoreCore:
         if not self.index.in_database and puts:
             yield from self.index.write_flow(rows, written_ids)
 
-        now = self.dialect.now()
+        now = now or self.dialect.now()
         results: list[Result] = yield Transaction(
-            self._transaction_flow(ops, searches, query_vector, list(puts.values()), rows, now)
+            self._transaction_flow(
+                ops, searches, query_vector, list(puts.values()), rows, now, notes or {}
+            )
         )
 
         if not self.index.in_database and deleted:
@@ -274,6 +321,7 @@ class StoreCore:
         puts: list[_PreparedPut],
         rows: list[VectorRow],
         now: datetime,
+        notes: Mapping[str, WriteNote],
     ) -> Flow[list[Result]]:
         results: list[Result] = [None] * len(ops)
         accessed: list[str] = []
@@ -297,7 +345,7 @@ class StoreCore:
             if isinstance(op, ListNamespacesOp):
                 results[i] = yield from self._namespaces_flow(op)
         if puts:
-            yield from self._write_flow(puts, rows, now)
+            yield from self._write_flow(puts, rows, now, notes)
         if self.access.due(force=bool(puts)):
             yield from self._flush_access_flow()
         self.access.record(accessed, now)
@@ -321,7 +369,14 @@ class StoreCore:
             record, op.namespace, key, texts, lexical.term_frequencies(terms), len(terms)
         )
 
-    def _prepare_search(self, op: SearchOp) -> _PreparedSearch:
+    def _prepare_search(
+        self,
+        op: SearchOp,
+        *,
+        statuses: Sequence[str] | None = ("active",),
+        where: str | None = None,
+        params: Sequence[Any] = (),
+    ) -> _PreparedSearch:
         prefix = tuple(op.namespace_prefix)
         validate_namespace(prefix, field="namespace_prefix", prefix=True)
         limit, offset = _check_page(op.limit, op.offset)
@@ -335,25 +390,121 @@ class StoreCore:
                     f"query is {len(op.query)} characters; the limit is {_MAX_QUERY_CHARS}."
                 )
         conditions = validate_filter(op.filter)
-        where_parts = ["i.status = 'active'"]
-        params: list[Any] = []
+        where_parts: list[str] = []
+        bound: list[Any] = []
+        if statuses is not None and tuple(statuses) == ("active",):
+            where_parts.append("i.status = 'active'")
+        elif statuses is not None:
+            if not statuses:
+                raise ValidationError("statuses must name at least one status, got none.")
+            where_parts.append(f"i.status IN ({', '.join('?' for _ in statuses)})")
+            bound.extend(statuses)
+        if where:
+            where_parts.append(f"({where})")
+            bound.extend(params)
         if prefix:
             joined = join_namespace(prefix)
             # Items in the namespace itself or below it: '/' sorts right after '.'.
             where_parts.append("(i.prefix = ? OR (i.prefix > ? AND i.prefix < ?))")
-            params.extend([joined, joined + ".", joined + "/"])
+            bound.extend([joined, joined + ".", joined + "/"])
         filter_sql, filter_params = compile_filter(conditions, self.dialect)
         where_parts.append(filter_sql)
-        params.extend(filter_params)
+        bound.extend(filter_params)
         return _PreparedSearch(
             prefix,
             " AND ".join(where_parts),
-            params,
+            bound,
             bool(conditions),
             limit,
             offset,
             op.query if op.query and op.query.strip() else None,
         )
+
+    # -- searches with options the BaseStore API has no room for ---------------------------
+    def search_flow(
+        self,
+        op: SearchOp,
+        *,
+        statuses: Sequence[str] | None = ("active",),
+        where: str | None = None,
+        params: Sequence[Any] = (),
+    ) -> Flow[list[SearchItem]]:
+        """One search whose items may have other statuses than ``active`` (``None``: any).
+
+        ``where`` is an extra SQL condition on the items (alias ``i``) with ``?``
+        placeholders bound to ``params``; it is trusted SQL written by this package,
+        never text from a user.
+        """
+        search = self._prepare_search(op, statuses=statuses, where=where, params=params)
+        vector: list[float] = []
+        if search.query:
+            vector = (yield from self._embed_flow([search.query], query=True))[0]
+        now = self.dialect.now()
+        items: list[SearchItem] = yield Transaction(
+            self._search_transaction_flow(search, vector, now)
+        )
+        return items
+
+    def _search_transaction_flow(
+        self, search: _PreparedSearch, vector: list[float], now: datetime
+    ) -> Flow[list[SearchItem]]:
+        if not search.query:
+            return (yield from self._list_flow(search))
+        items, ids = yield from self._ranked_search_flow(search, vector, now)
+        if self.access.due(force=False):
+            yield from self._flush_access_flow()
+        self.access.record(ids, now)
+        return items
+
+    def nearest_flow(
+        self,
+        vector: Sequence[float],
+        where: str,
+        params: Sequence[Any],
+        k: int,
+        *,
+        prefix: str,
+        value_filtered: bool = False,
+    ) -> Flow[dict[str, float]]:
+        """The ``k`` items most similar to ``vector`` among items matching ``where``.
+
+        An index outside the database (Qdrant) filters by namespace only; the SQL
+        condition (statuses, scope, ...) is checked afterwards, so items it drops would
+        shorten the list. Ask the index for more until ``k`` items pass or it has no more.
+        """
+        hits = yield from self.index.search_flow(
+            vector, where, params, k, prefix=prefix, value_filtered=value_filtered
+        )
+        if self.index.in_database or value_filtered:
+            return hits
+        ask = k
+        passing = yield from self._passing_flow(hits, where, params)
+        while len(passing) < k and ask < 256 * k:
+            ask *= 4
+            more = yield from self.index.search_flow(vector, where, params, ask, prefix=prefix)
+            exhausted = len(more) <= len(hits)
+            hits = more
+            passing = yield from self._passing_flow(hits, where, params)
+            if exhausted:
+                break  # the index has nothing more under this prefix
+        best = sorted(passing, key=lambda i: (-hits[i], i))[:k]
+        return {i: hits[i] for i in best}
+
+    def _passing_flow(
+        self, ids: Iterable[str], where: str, params: Sequence[Any]
+    ) -> Flow[set[str]]:
+        ids = list(ids)
+        if not ids:
+            return set()
+        marks = ", ".join("?" for _ in ids)
+        rows = yield Sql(
+            f"SELECT i.id FROM {ITEMS} i WHERE i.id IN ({marks}) AND {where}", [*ids, *params]
+        )
+        return {r[0] for r in rows}
+
+    def embed_flow(self, texts: Sequence[str], *, query: bool = False) -> Flow[list[list[float]]]:
+        """Embed texts as the store does (checked dimensions; EmbeddingError on failure)."""
+        return (yield from self._embed_flow(texts, query=query))
 
     # -- embeddings --------------------------------------------------------------------------
     def _embed_flow(self, texts: Sequence[str], *, query: bool) -> Flow[list[list[float]]]:
@@ -539,7 +690,7 @@ class StoreCore:
             return [], []
         pool = want * self.settings.candidate_multiplier
         weights, lex, stats = yield from self._lexical_flow(search.query, search, pool)
-        dense = yield from self.index.search_flow(
+        dense = yield from self.nearest_flow(
             vector,
             search.where,
             search.params,
@@ -605,7 +756,11 @@ class StoreCore:
 
     # -- writes ------------------------------------------------------------------------------
     def _write_flow(
-        self, puts: list[_PreparedPut], rows: list[VectorRow], now: datetime
+        self,
+        puts: list[_PreparedPut],
+        rows: list[VectorRow],
+        now: datetime,
+        notes: Mapping[str, WriteNote],
     ) -> Flow[None]:
         d = self.dialect
         all_ids = [item_id(p.namespace, p.key) for p in puts]
@@ -621,6 +776,19 @@ class StoreCore:
         if upserts:
             yield SqlMany(d.upsert_items_sql(), [self._item_row(p, now) for p in upserts])
             yield from self._index_flow(upserts, rows, ids)
+        for note_id, note in notes.items():
+            if note.columns and note_id in ids:
+                names = sorted(note.columns)
+                yield Sql(
+                    f"UPDATE {ITEMS} SET {', '.join(f'{n} = ?' for n in names)} WHERE id = ?",
+                    [
+                        *(
+                            d.ts_param(note.columns[n]) if ENGINE_COLUMNS[n] else note.columns[n]
+                            for n in names
+                        ),
+                        note_id,
+                    ],
+                )
         after = yield from snapshot_flow(d, ids)
         events = []
         for memory_id in all_ids:
@@ -630,9 +798,10 @@ class StoreCore:
             kind = "deleted" if new is None else "created" if old is None else "updated"
             base = new or old
             assert base is not None
+            note = notes.get(memory_id, WriteNote())
             events.append(
                 EventRow(
-                    f"memory.{kind}",
+                    note.event_type or f"memory.{kind}",
                     base["scope"],
                     base["kind"],
                     memory_id,
@@ -640,7 +809,7 @@ class StoreCore:
                     base["key"],
                     old,
                     new,
-                    {},
+                    dict(note.metadata or {}),
                 )
             )
         yield from write_events_flow(d, events, now)
