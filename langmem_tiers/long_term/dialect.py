@@ -36,6 +36,7 @@ STM_SESSIONS = "lmt_stm_sessions"
 STM_MESSAGES = "lmt_stm_messages"
 EVENTS = "lmt_events"
 API_KEYS = "lmt_api_keys"
+VERSIONS = "lmt_versions"
 
 # Columns filled from a memory's value (see records.py), in insert order.
 item_columns: tuple[str, ...] = (
@@ -212,6 +213,27 @@ class Dialect:
                     revoked_at {ts}
                 )""",
                 f"CREATE INDEX {API_KEYS}_scope ON {API_KEYS} (scope)",
+            ],
+            [
+                # Versions of semantic memories (the memory engine): one row per version,
+                # the content and value as they were, why it changed, and when it held.
+                f"""CREATE TABLE {VERSIONS} (
+                    memory_id TEXT NOT NULL REFERENCES {ITEMS} (id) ON DELETE CASCADE,
+                    version INTEGER NOT NULL,
+                    scope TEXT NOT NULL,
+                    content TEXT NOT NULL,
+                    value {j} NOT NULL,
+                    confidence DOUBLE PRECISION NOT NULL,
+                    valid_from {ts},
+                    valid_until {ts},
+                    reason TEXT,
+                    created_at {ts} NOT NULL,
+                    PRIMARY KEY (memory_id, version)
+                )""",
+                f"CREATE INDEX {VERSIONS}_scope ON {VERSIONS} (scope, memory_id)",
+                # Consolidation looks for a scope's episodes not consolidated yet.
+                f"CREATE INDEX {ITEMS}_unconsolidated ON {ITEMS} (scope, kind)"
+                " WHERE consolidated_into_id IS NULL",
             ],
         ]
 
