@@ -179,6 +179,12 @@ def token_table(rows: Sequence[TurnStats], count: int) -> list[str]:
             f"{sum(r.raw_session_tokens for r in rows) / n:>12,.0f} "
             f"{sum(r.raw_all_tokens for r in rows) / n:>9,.0f}"
         )
+        lines.append(
+            f"{'max':>5}  {'':<16} {max(r.prompt_tokens for r in rows):>7,} "
+            f"{max(r.calls for r in rows):>5} "
+            f"{max(r.raw_session_tokens for r in rows):>12,} "
+            f"{max(r.raw_all_tokens for r in rows):>9,}"
+        )
     return lines
 
 
@@ -369,7 +375,8 @@ def _consolidate(
         out.event(
             "consolidated",
             f"end of {session}: consolidated {report.marked} episodes into "
-            f"{len(report.summaries)} semantic summary(ies)",
+            f"{len(report.summaries)} semantic "
+            + ("summary" if len(report.summaries) == 1 else "summaries"),
             summaries=list(report.summaries),
         )
     for error in report.errors:
@@ -386,10 +393,7 @@ def _holdings(store: Any, scope: str) -> dict[str, Any]:
         for item in items:
             category = str(item.value.get("category") or kind)
             categories[category] = categories.get(category, 0) + 1
-        examples = sorted(
-            items,
-            key=lambda i: (-int(i.value.get("reinforcement_count") or 0), i.key),
-        )[:3]
+        examples = _examples(items)
         held[kind] = {
             "count": len(items),
             "by_category": categories,
@@ -407,6 +411,28 @@ def _holdings(store: Any, scope: str) -> dict[str, Any]:
             ],
         }
     return held
+
+
+def _examples(items: Sequence[Any], count: int = 3) -> list[Any]:
+    """A few memories worth showing: the most reinforced, one per category, users' words."""
+    ordered = sorted(
+        items,
+        key=lambda i: (
+            -int(i.value.get("reinforcement_count") or 0),
+            i.value.get("actor") not in (None, "human"),  # the user's own messages first
+            str(i.value.get("category") or ""),
+            i.key,
+        ),
+    )
+    picked: list[Any] = []
+    seen: set[str] = set()
+    for item in ordered:  # one of each category first, then the rest in order
+        category = str(item.value.get("category") or "")
+        if category not in seen:
+            picked.append(item)
+            seen.add(category)
+    picked += [i for i in ordered if i not in picked]
+    return picked[:count]
 
 
 def _print_holdings(holdings: dict[str, Any]) -> None:

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from langchain_core.language_models import BaseChatModel
 
@@ -167,14 +167,3 @@ def _version(package: str) -> str:
         return version(package.replace("_", "-"))
     except PackageNotFoundError:
         return "0"
-
-
-def describe_app(app: Any) -> list[tuple[str, str]]:
-    """``(method, path)`` of every API route, sorted (for the command line's help)."""
-    routes = []
-    for route in app.routes:
-        path = getattr(route, "path", "")
-        if path.startswith(API_PREFIX):
-            for method in sorted(getattr(route, "methods", ()) or ()):
-                routes.append((method, path))
-    return sorted(routes, key=lambda r: (r[1], r[0]))

@@ -34,7 +34,7 @@ def test_shipped_conversation_is_a_multi_session_project() -> None:
     assert all(t.expect for t in questions)
     # Turns are in time order, sessions contiguous.
     assert [t.at for t in turns] == sorted(t.at for t in turns)
-    assert [s for s in dict.fromkeys(t.session for t in turns)] == sessions
+    assert list(dict.fromkeys(t.session for t in turns)) == sessions
 
 
 def test_demo_json_reports_pruning_and_loses_no_message(
@@ -105,8 +105,10 @@ def test_demo_prints_the_table_and_memory(
     assert main(["demo", "--turns", "45", "--url", url, "--budget", "300", "--rows", "5"]) == 0
     out = capsys.readouterr().out
     assert "== session 1/2: s1-kickoff" in out
-    assert "pruned" in out and "to episodic memory" in out
-    assert "Q: " in out and "A: " in out
+    assert "pruned" in out
+    assert "to episodic memory" in out
+    assert "Q: " in out
+    assert "A: " in out
     assert "Prompt tokens per turn (sampled) against the raw history (45 turns)" in out
     assert "mean  over 45 turns" in out
     assert "Long-term memory of this run:" in out
@@ -116,7 +118,7 @@ def test_demo_prints_the_table_and_memory(
 def test_token_table_samples_rows_and_ends_with_the_mean() -> None:
     rows = [TurnStats(i, "s1", 100 + i, 1, 10 * i, 20 * i) for i in range(1, 101)]
     lines = token_table(rows, 5)
-    body = [line for line in lines[2:-2]]
+    body = list(lines[2:-2])
     assert [int(line.split()[0]) for line in body] == [1, 26, 51, 75, 100]
     assert lines[-1].split()[:4] == ["mean", "over", "100", "turns"]
     assert "150" in lines[-1]  # mean prompt tokens: 100 + 50.5, rounded
