@@ -118,10 +118,12 @@ def test_demo_prints_the_table_and_memory(
 def test_token_table_samples_rows_and_ends_with_the_mean() -> None:
     rows = [TurnStats(i, "s1", 100 + i, 1, 10 * i, 20 * i) for i in range(1, 101)]
     lines = token_table(rows, 5)
-    body = list(lines[2:-2])
+    body = list(lines[2:-3])
     assert [int(line.split()[0]) for line in body] == [1, 26, 51, 75, 100]
-    assert lines[-1].split()[:4] == ["mean", "over", "100", "turns"]
-    assert "150" in lines[-1]  # mean prompt tokens: 100 + 50.5, rounded
+    mean, peak = lines[-2].split(), lines[-1].split()
+    assert mean[:4] == ["mean", "over", "100", "turns"]
+    assert mean[4] == "150"  # prompt tokens 101..200: mean 150.5, shown rounded to even
+    assert peak == ["max", "200", "1", "1,000", "2,000"]
 
 
 def test_demo_as_a_subprocess(tmp_path: Path) -> None:
