@@ -460,8 +460,9 @@ def build_tiered_chat_graph(
         mode: ``markers`` (the model writes markers) or ``tools`` (it calls the
             ``request_tier`` and ``search_episodic`` tools; needs ``bind_tools``).
         system_prompt: replaces :data:`CHAT_SYSTEM_PROMPT` / :data:`TOOLS_SYSTEM_PROMPT`.
-        memory: a :class:`ChatMemory` to share with other graphs (then ``preset``, ``log``,
-            ``directory``, ``tierer``, ``summarizer`` and ``token_counter`` are its own).
+        memory: a :class:`ChatMemory` to share with other graphs or nodes; then its own
+            store, preset, settings, log, tierer, summariser and token counter are used
+            and the arguments of the same names here are ignored.
         log, directory, tierer, summarizer, token_counter: see :class:`ChatMemory`.
         attach_store: compile the graph with ``store`` (``False`` for a LangGraph API
             server, which refuses graphs with a store of their own; the nodes use

@@ -62,6 +62,7 @@ from langmem_tiers.short_term.memory import ShortTermMemory
 from langmem_tiers.short_term.policies import ConsolidationPlan, TokenCosts, WindowPolicy
 from langmem_tiers.short_term.presets import Preset, build_policy, get_preset, open_log
 from langmem_tiers.short_term.records import MessageRecord
+from langmem_tiers.short_term.sql_log import SqlMessageLog
 from langmem_tiers.tiers import OfflineSummarizer, OfflineTierer, parse_tier1
 from langmem_tiers.tiers.base import Summarizer, Tierer
 from langmem_tiers.tiers.tokens import TokenCounter
@@ -241,7 +242,8 @@ class ChatMemory:
         preset: ``tiered`` (default), ``moving_window``, ``reset``, ``dual`` or a ``Preset``.
         settings: limits (``max_regenerations``, ``user_context_k``...); from the
             environment when ``None``.
-        log: the message log of every session (default: the preset's kind).
+        log: the message log of every session (default: the preset's kind; an ``sql`` log
+            shares the store's connection when the store has one).
         directory: where a ``jsonl`` log keeps its files.
         tierer / summarizer: default to the offline ones.
         token_counter: counts a text's tokens for the view's budget.
@@ -264,16 +266,19 @@ class ChatMemory:
         self.preset = get_preset(preset)
         self.settings = settings if settings is not None else Settings.from_env()
         self._store = store
-        self.log = (
-            log
-            if log is not None
-            else open_log(self.preset.log, self.settings, directory=directory)
-        )
+        self.log = log if log is not None else self._default_log(directory)
         self.policy = build_policy(self.preset.window, self.settings)
         self.tierer = tierer if tierer is not None else OfflineTierer()
         self.summarizer = summarizer if summarizer is not None else OfflineSummarizer()
         self.token_counter = token_counter
         self.recent_raw = recent_raw
+
+    def _default_log(self, directory: str | None) -> MessageLog:
+        conn = getattr(self._store, "conn", None)
+        if self.preset.log == "sql" and conn is not None:
+            # Messages go to the store's own database, on its connection.
+            return SqlMessageLog(conn)
+        return open_log(self.preset.log, self.settings, directory=directory)
 
     # -- parts ---------------------------------------------------------------------------
 

@@ -128,6 +128,16 @@ def _wait_until_up(
     pytest.fail(f"langgraph dev did not answer within {seconds}s:\n{log.read_text()[-3000:]}")
 
 
+def _run(client: Any, thread_id: str, text: str, log: Path) -> dict[str, Any]:
+    """One turn through the server; a failure shows the server's log."""
+    try:
+        result = client.runs.wait(thread_id, "tiered_chat", input=_user_turn(text))
+    except Exception as err:
+        pytest.fail(f"the run of {text!r} failed: {err!r}\n{log.read_text()[-3000:]}")
+    assert isinstance(result, dict)
+    return result
+
+
 def _stop(process: subprocess.Popen[bytes]) -> None:
     """Stop the server and the workers it started (its own process group)."""
     for sig, wait in ((signal.SIGTERM, 20), (signal.SIGKILL, 10)):
@@ -147,7 +157,9 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 @pytest.mark.skipif(
     not CLI.exists(), reason="the langgraph CLI (langgraph-cli[inmem]) is not installed"
 )
-def test_langgraph_dev_serves_the_tiered_chat(tmp_path: Path) -> None:
+def test_langgraph_dev_serves_the_tiered_chat(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     from langgraph_sdk import get_sync_client
 
     port = _free_port()
@@ -183,21 +195,15 @@ def test_langgraph_dev_serves_the_tiered_chat(tmp_path: Path) -> None:
     try:
         _wait_until_up(url, process, log_path)
         client = get_sync_client(url=url)
+        request.addfinalizer(client.close)
         thread = client.threads.create()
-        states: list[dict[str, Any]] = []
-        for text in TURNS:
-            result = client.runs.wait(thread["thread_id"], "tiered_chat", input=_user_turn(text))
-            assert isinstance(result, dict)
-            states.append(result)
+        states = [_run(client, thread["thread_id"], text, log_path) for text in TURNS]
         final = states[-1]
         assert final["answer"] == RAW_ANSWER
         assert final["actions"] == ["REQUEST_TIER:3:m1 -> raised"]
         assert [m["content"] for m in final["messages"]][-1] == RAW_ANSWER
         assert len(final["messages"]) == 6
-        next_turn = client.runs.wait(
-            thread["thread_id"], "tiered_chat", input=_user_turn("And my name?")
-        )
-        assert isinstance(next_turn, dict)
+        next_turn = _run(client, thread["thread_id"], "And my name?", log_path)
         first = next_turn["context"][0]["data"]
         assert first["content"] == f"[m1|t3] {FACTS}"  # the upgrade was kept
     finally:
