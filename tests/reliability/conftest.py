@@ -1,0 +1,59 @@
+"""Fixtures of the reliability tests: the seed, the backends, PostgreSQL connections by name.
+
+Every random choice of these tests comes from ``SEED`` (``RELIABILITY_SEED`` in the
+environment overrides it, to explore other schedules); a failure message names the seed
+and the kill point, so it replays.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from conftest import Twin
+
+SEED = int(os.environ.get("RELIABILITY_SEED", "20261121"))
+"""The seed of every random choice in this folder."""
+
+_ROOT_CONFTEST = Path(__file__).resolve().parent.parent / "conftest.py"
+
+
+def with_application_name(url: str) -> tuple[str, str]:
+    """``url`` with a unique ``application_name``, so a test can find its own server connections.
+
+    Other test runs may share the server: only connections with this name are ever
+    terminated.
+    """
+    name = f"lmt_rel_{uuid.uuid4().hex[:12]}"
+    separator = "&" if "?" in url else "?"
+    return f"{url}{separator}application_name={name}", name
+
+
+@pytest.fixture
+def twin_of(mode: str, request: pytest.FixtureRequest) -> Callable[[Any], Twin]:
+    """Wraps an object so each call goes to its sync method or its async twin."""
+    root = request.config.pluginmanager.get_plugin(str(_ROOT_CONFTEST))
+    assert root is not None, f"{_ROOT_CONFTEST} was not loaded"
+    twin_class: type[Twin] = root.Twin
+    return lambda obj: twin_class(obj, mode)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def sql_backend(request: pytest.FixtureRequest) -> str:
+    """Each test runs on the embedded SQLite file and on PostgreSQL."""
+    return str(request.param)
+
+
+@pytest.fixture
+def store_url(sql_backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A fresh database of the backend under test (a file, or a schema dropped afterwards)."""
+    if sql_backend == "postgres":
+        yield request.getfixturevalue("postgres_url")
+    else:
+        yield f"sqlite:///{tmp_path / 'store.db'}"
