@@ -145,51 +145,45 @@ _STOP = frozenset(
         "since", "recently", "new", "newly",
     }
 )  # fmt: skip
-# word -> (canonical word, flips the statement)
+# word -> (canonical word, flips the statement). Each entry: words of one sense, then
+# words of the opposite sense.
 _ANTONYM_WORDS: dict[str, tuple[str, bool]] = {}
-for _pos, _negs in (
-    ("like", ("dislike", "hate", "detest", "loathe")),
-    ("love", ("hate",)),
-    ("enjoy", ("dislike",)),
-    ("true", ("false",)),
-    ("open", ("closed", "close", "shut")),
-    ("alive", ("dead",)),
-    ("married", ("single", "divorced", "unmarried")),
-    ("enable", ("disable",)),
-    ("enabled", ("disabled",)),
-    ("accept", ("reject", "refuse", "decline")),
-    ("agree", ("disagree",)),
-    ("allow", ("forbid", "prohibit", "ban")),
-    ("increase", ("decrease",)),
-    ("win", ("lose",)),
-    ("won", ("lost",)),
-    ("hot", ("cold",)),
-    ("happy", ("sad", "unhappy")),
-    ("present", ("absent",)),
-    ("available", ("unavailable",)),
-    ("possible", ("impossible",)),
-    ("correct", ("incorrect", "wrong")),
-    ("right", ("wrong",)),
-    ("good", ("bad",)),
-    ("employed", ("unemployed",)),
-    ("online", ("offline",)),
-    ("start", ("stop", "quit")),
-    ("started", ("stopped", "quit")),
-    ("include", ("exclude",)),
-    ("safe", ("dangerous", "unsafe")),
-    ("full", ("empty",)),
-    ("early", ("late",)),
-    ("success", ("failure",)),
-    ("succeed", ("fail",)),
-    ("active", ("inactive",)),
-    ("complete", ("incomplete",)),
-    ("finished", ("unfinished",)),
-    ("approve", ("disapprove",)),
-    ("approved", ("rejected", "denied")),
+for _same, _opposite in (
+    (("like", "love", "enjoy", "adore"), ("dislike", "hate", "detest", "loathe")),
+    (("true",), ("false",)),
+    (("open",), ("closed", "close", "shut")),
+    (("alive",), ("dead",)),
+    (("married",), ("single", "divorced", "unmarried")),
+    (("enable", "enabled"), ("disable", "disabled")),
+    (("accept", "accepted"), ("reject", "rejected", "refuse", "decline", "declined")),
+    (("agree",), ("disagree",)),
+    (("allow", "allowed"), ("forbid", "forbidden", "prohibit", "ban", "banned")),
+    (("increase", "increased"), ("decrease", "decreased")),
+    (("win", "won"), ("lose", "lost")),
+    (("hot",), ("cold",)),
+    (("happy",), ("sad", "unhappy")),
+    (("present",), ("absent",)),
+    (("available",), ("unavailable",)),
+    (("possible",), ("impossible",)),
+    (("correct", "right"), ("incorrect", "wrong")),
+    (("good",), ("bad",)),
+    (("employed",), ("unemployed",)),
+    (("online",), ("offline",)),
+    (("start", "started"), ("stop", "stopped", "quit")),
+    (("include", "included"), ("exclude", "excluded")),
+    (("safe",), ("dangerous", "unsafe")),
+    (("full",), ("empty",)),
+    (("early",), ("late",)),
+    (("success", "succeed", "succeeded"), ("failure", "fail", "failed")),
+    (("active",), ("inactive",)),
+    (("complete", "completed", "finished"), ("incomplete", "unfinished")),
+    (("approve", "approved"), ("disapprove", "disapproved", "denied")),
 ):
-    _ANTONYM_WORDS.setdefault(_STEMMER.stemWord(_pos), (_STEMMER.stemWord(_pos), False))
-    for _neg in _negs:
-        _ANTONYM_WORDS[_STEMMER.stemWord(_neg)] = (_STEMMER.stemWord(_pos), True)
+    _canonical = _STEMMER.stemWord(_same[0])
+    for _word in _same:
+        _ANTONYM_WORDS[_STEMMER.stemWord(_word)] = (_canonical, False)
+    for _word in _opposite:
+        _ANTONYM_WORDS[_STEMMER.stemWord(_word)] = (_canonical, True)
 # Predicates that hold one value at a time: "lives in X" and "lives in Y" contradict,
 # "likes X" and "likes Y" do not.
 _SINGLE_VALUE_CUES = frozenset(
