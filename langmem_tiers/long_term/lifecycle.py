@@ -105,11 +105,19 @@ def for_update(dialect: Dialect) -> str:
 
 
 def memories_flow(
-    dialect: Dialect, where: str, params: Sequence[Any], *, order: str = "i.created_at, i.id"
+    dialect: Dialect,
+    where: str,
+    params: Sequence[Any],
+    *,
+    order: str = "i.created_at, i.id",
+    lock: bool = False,
 ) -> Flow[list[Memory]]:
-    """Memories matching ``where`` (trusted SQL on alias ``i``)."""
+    """Memories matching ``where`` (trusted SQL on alias ``i``); ``lock`` locks their rows."""
     columns = ", ".join(f"i.{c}" for c in MEMORY_COLUMNS)
-    rows = yield Sql(f"SELECT {columns} FROM {ITEMS} i WHERE {where} ORDER BY {order}", params)
+    suffix = for_update(dialect) if lock else ""
+    rows = yield Sql(
+        f"SELECT {columns} FROM {ITEMS} i WHERE {where} ORDER BY {order}{suffix}", params
+    )
     return [memory_from_row(dialect, row) for row in rows]
 
 
@@ -131,9 +139,7 @@ def scoped_memory_flow(
     if wanted:
         where += f" AND i.kind IN ({', '.join('?' for _ in wanted)})"
         params.extend(wanted)
-    if lock:
-        where += for_update(dialect)
-    found = yield from memories_flow(dialect, where, params)
+    found = yield from memories_flow(dialect, where, params, lock=lock)
     if not found:
         what = " or ".join(wanted) + " memory" if wanted else "memory"
         raise NotFoundError(
@@ -325,9 +331,7 @@ def _decay(
 ) -> Flow[tuple[int, list[Change]]]:
     d = core.dialect
     found = yield from memories_flow(
-        d,
-        f"i.scope = ? AND i.kind IS NOT NULL AND i.status = 'active'{for_update(d)}",
-        [scope_label],
+        d, "i.scope = ? AND i.kind IS NOT NULL AND i.status = 'active'", [scope_label], lock=True
     )
     changes = decay_changes(
         found, now, half_life_days=half_life_days, threshold=threshold, min_change=min_change

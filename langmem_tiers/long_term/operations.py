@@ -513,14 +513,12 @@ class Operations:
         return (yield from scoped_memory_flow(d, label, found.id))
 
     def _procedural_flow(self, label: str, key: str, *, lock: bool = False) -> Flow[Memory | None]:
-        # The (scope, proc_key) index answers this; no search is involved.
-        suffix = " FOR UPDATE" if lock and self._core.dialect.name == "postgres" else ""
-        found = yield from memories_flow(
-            self._core.dialect,
-            "i.scope = ? AND i.kind = 'procedural' AND i.proc_key = ? AND i.status = 'active'"
-            + suffix,
-            [label, key],
+        # The (scope, proc_key) index answers this, no search is involved; kind and status
+        # are checked on the few rows it gives, so no other index looks more attractive.
+        rows = yield from memories_flow(
+            self._core.dialect, "i.scope = ? AND i.proc_key = ?", [label, key], lock=lock
         )
+        found = [m for m in rows if m.kind == "procedural" and m.status == "active"]
         return found[0] if found else None
 
     def _get_procedural_steps(self, scope: str, key: str) -> Steps[Memory | None]:
