@@ -1,0 +1,211 @@
+"""Consolidation of episodes into semantic memories: grouping, idempotence, triggers."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from langmem_tiers.long_term.consolidation import Episode, group_episodes
+from langmem_tiers.long_term.engine import MemoryEngine
+from langmem_tiers.tiers.base import Summarizer, Summary
+
+from .fakes import scripted
+
+T0 = datetime(2026, 2, 1, 9, 0, tzinfo=timezone.utc)
+
+
+def _at(minutes: float) -> datetime:
+    return T0 + timedelta(minutes=minutes)
+
+
+class CountingSummarizer(Summarizer):
+    """Joins the messages; counts its calls."""
+
+    def __init__(self) -> None:
+        self.calls: list[list[str]] = []
+
+    def summarize(self, messages):  # type: ignore[no-untyped-def]
+        texts = [str(m.content) for m in messages]
+        self.calls.append(texts)
+        return Summary(" / ".join(texts), [texts[0].split()[0]])
+
+
+def test_grouping_by_session_then_by_time_gap() -> None:
+    episodes = [
+        Episode("s1-a", "a", "s1", "user", _at(0)),
+        Episode("x-1", "b", None, "user", _at(1)),
+        Episode("s2-a", "c", "s2", "user", _at(2)),
+        Episode("x-2", "d", None, "user", _at(30)),
+        Episode("s1-b", "e", "s1", "ai", _at(300)),
+        Episode("x-3", "f", None, "user", _at(200)),  # more than an hour after x-2
+    ]
+    groups = group_episodes(episodes, gap=timedelta(hours=1), max_size=50)
+    assert [[e.id for e in g] for g in groups] == [
+        ["s1-a", "s1-b"],
+        ["x-1", "x-2"],
+        ["s2-a"],
+        ["x-3"],
+    ]
+    cut = group_episodes(episodes, gap=timedelta(hours=1), max_size=1)
+    assert sorted(len(g) for g in cut) == [1] * 6
+
+
+async def test_consolidation_summarises_links_and_is_idempotent(make_engine, twin_of) -> None:
+    summarizer = CountingSummarizer()
+    twin = twin_of(make_engine(summarizer=summarizer, auto_consolidate=False))
+    s1 = [
+        await twin.add_episodic(
+            "alice", f"Alice planned step {i}", session_id="s1", event_timestamp=_at(i)
+        )
+        for i in range(3)
+    ]
+    loose = await twin.add_episodic("alice", "Alice waved", event_timestamp=_at(10))
+    other = await twin.add_episodic("bob", "Bob arrived", session_id="s1", event_timestamp=_at(0))
+
+    result = await twin.consolidate("alice")
+    assert (result.scope, result.groups, result.episodes, result.skipped) == ("alice", 2, 4, 0)
+    first, second = result.memories
+    assert first.kind == "semantic"
+    assert first.category == "episode_summary"
+    assert first.content == "Alice planned step 0 / Alice planned step 1 / Alice planned step 2"
+    assert first.value["source_episodic_ids"] == [e.id for e in s1]
+    assert first.value["session_id"] == "s1"
+    assert first.value["key_concepts"] == ["Alice"]
+    assert first.value["first_event_at"] == _at(0).isoformat()
+    assert second.value["source_episodic_ids"] == [loose.id]
+    for episode in s1:
+        marked = await twin.get("alice", episode.id)
+        assert marked.consolidated_into_id == first.id
+        assert marked.value["consolidated_into_id"] == first.id
+        assert marked.status == "active"  # episodes stay searchable
+    assert (await twin.get("bob", other.id)).consolidated_into_id is None
+
+    again = await twin.consolidate("alice")
+    assert (again.groups, again.episodes, again.memories) == (0, 0, [])
+    assert len(summarizer.calls) == 2
+    assert len(await twin.memories("alice", kinds="semantic")) == 2
+    types = [e.type for e in await twin.timeline("alice")]
+    assert types.count("memory.consolidated") == 4
+    # the summary has a first version and is found by search
+    assert [v.reason for v in await twin.evolution("alice", first.id)] == [
+        "consolidated from episodes"
+    ]
+    hits = await twin.retrieve("alice", "planned step", kinds="semantic")
+    assert hits[0].id == first.id
+
+
+async def test_episodes_marked_by_the_consolidation_graph_are_not_redone(
+    make_engine, twin_of
+) -> None:
+    from langmem_tiers.long_term.scope import namespace_for
+
+    summarizer = CountingSummarizer()
+    engine = make_engine(summarizer=summarizer, auto_consolidate=False)
+    twin = twin_of(engine)
+    ns = namespace_for("alice", "episodic")
+    engine.store.put(ns, "e1", {"content": "done", "consolidated_into_id": "episodes:s1:abc"})
+    engine.store.put(ns, "e2", {"content": "waiting"})
+    result = await twin.consolidate("alice")
+    assert result.episodes == 1
+    assert summarizer.calls == [["waiting"]]
+
+
+async def test_threshold_triggers_consolidation_on_add(make_engine, twin_of) -> None:
+    summarizer = CountingSummarizer()
+    twin = twin_of(make_engine(summarizer=summarizer, settings={"consolidation_threshold": 3}))
+    await twin.add_episodic("alice", "one", session_id="s")
+    await twin.add_episodic("alice", "two", session_id="s")
+    assert summarizer.calls == []
+    third = await twin.add_episodic("alice", "three", session_id="s")
+    assert summarizer.calls == [["one", "two", "three"]]
+    assert third.consolidated_into_id is not None  # returned as it is after consolidating
+    assert (await twin.stats("alice"))["unconsolidated_episodes"] == 0
+
+
+async def test_consolidate_due_takes_the_scopes_over_the_threshold(make_engine, twin_of) -> None:
+    summarizer = CountingSummarizer()
+    twin = twin_of(
+        make_engine(
+            summarizer=summarizer,
+            auto_consolidate=False,
+            settings={"consolidation_threshold": 2},
+        )
+    )
+    for scope, n in (("alice", 2), ("bob", 1), ("carol@example.com", 3)):
+        for i in range(n):
+            await twin.add_episodic(scope, f"{scope} event {i}", session_id="s")
+    results = await twin.consolidate_due()
+    assert sorted((r.scope, r.episodes) for r in results) == [
+        ("alice", 2),
+        ("carol@example.com", 3),
+    ]
+    assert await twin.consolidate_due() == []
+    assert (await twin.stats("bob"))["unconsolidated_episodes"] == 1
+
+
+async def test_llm_summary_and_progress_bar(make_engine, twin_of, capsys) -> None:
+    model = scripted(["SUMMARY: Alice booked Oslo.\nKEY_CONCEPTS: Alice; Oslo"])
+    twin = twin_of(make_engine(model=model, auto_consolidate=False))
+    await twin.add_episodic("alice", "Book me a flight to Oslo", session_id="s", actor="user")
+    await twin.add_episodic("alice", "Booked.", session_id="s", actor="assistant")
+    result = await twin.consolidate("alice", progress=True)
+    (memory,) = result.memories
+    assert memory.content == "Alice booked Oslo."
+    assert memory.value["key_concepts"] == ["Alice", "Oslo"]
+    assert "consolidating alice" in capsys.readouterr().err
+
+
+async def test_offline_summary_by_default(twin) -> None:
+    await twin.add_episodic("alice", "We decided to fly to Oslo on Friday.", session_id="s")
+    (memory,) = (await twin.consolidate("alice")).memories
+    assert "Oslo" in memory.content
+    assert memory.value["key_concepts"]
+
+
+async def test_a_group_consolidated_meanwhile_is_skipped(engine: MemoryEngine) -> None:
+    from langmem_tiers.long_term.consolidation import (
+        summary_value,
+        unconsolidated_flow,
+        write_group_flow,
+    )
+    from langmem_tiers.long_term.scope import namespace_for
+
+    engine.add_episodic("alice", "hello", session_id="s")
+    core = engine.store.core
+    (group,) = group_episodes(
+        engine.store.db.run(unconsolidated_flow(core, "alice")),
+        gap=timedelta(hours=1),
+        max_size=50,
+    )
+    value = summary_value(group, Summary("hello summary", []))
+    ns = namespace_for("alice", "semantic")
+    now = core.dialect.now()
+    done = engine.store.db.run(
+        write_group_flow(core, namespace=ns, key="k1", group=group, value=value, vectors={}, at=now)
+    )
+    late = engine.store.db.run(
+        write_group_flow(core, namespace=ns, key="k2", group=group, value=value, vectors={}, at=now)
+    )
+    assert done is not None
+    assert late is None
+    assert [m.key for m in engine.memories("alice", kinds="semantic")] == ["k1"]
+
+
+async def test_a_failing_summariser_leaves_episodes_for_the_next_run(make_engine, twin_of) -> None:
+    class FailsOnce(CountingSummarizer):
+        failed = False
+
+        def summarize(self, messages):  # type: ignore[no-untyped-def]
+            if not self.failed:
+                self.failed = True
+                raise RuntimeError("summariser down")
+            return super().summarize(messages)
+
+    twin = twin_of(make_engine(summarizer=FailsOnce(), auto_consolidate=False))
+    await twin.add_episodic("alice", "hello", session_id="s")
+    with pytest.raises(RuntimeError, match="summariser down"):
+        await twin.consolidate("alice")
+    assert (await twin.stats("alice"))["unconsolidated_episodes"] == 1
+    assert (await twin.memories("alice", kinds="semantic")) == []
+    assert (await twin.consolidate("alice")).episodes == 1
