@@ -9,16 +9,37 @@ Example:
 """
 
 from langmem_tiers.config import RankingWeights, Settings
+from langmem_tiers.graph import (
+    OfflineChatModel,
+    build_consolidation_graph,
+    build_tiered_chat_graph,
+    memory_save_node,
+    memory_view_node,
+)
 from langmem_tiers.long_term.core import RankedItem
+from langmem_tiers.long_term.events import event_context
 from langmem_tiers.long_term.scope import decode_label, encode_label, namespace_for
 from langmem_tiers.long_term.store import TieredMemoryStore
+from langmem_tiers.short_term.history import TieredChatMessageHistory
+from langmem_tiers.short_term.memory import ShortTermMemory
+from langmem_tiers.short_term.presets import PRESETS, build_memory
 
 __all__ = [
+    "PRESETS",
+    "OfflineChatModel",
     "RankedItem",
     "RankingWeights",
     "Settings",
+    "ShortTermMemory",
+    "TieredChatMessageHistory",
     "TieredMemoryStore",
+    "build_consolidation_graph",
+    "build_memory",
+    "build_tiered_chat_graph",
     "decode_label",
     "encode_label",
+    "event_context",
+    "memory_save_node",
+    "memory_view_node",
     "namespace_for",
 ]

@@ -27,7 +27,9 @@ from langmem_tiers.errors import ConfigurationError
 
 __all__ = [
     "ENV_PREFIX",
+    "ChatMode",
     "ConflictStrategy",
+    "PresetName",
     "RankingWeights",
     "Settings",
     "default_data_dir",
@@ -36,6 +38,8 @@ __all__ = [
 ENV_PREFIX = "LANGMEM_TIERS_"
 
 ConflictStrategy = Literal["supersede", "keep_both", "reject_new", "merge"]
+PresetName = Literal["moving_window", "reset", "tiered", "dual"]
+ChatMode = Literal["markers", "tools"]
 
 
 class RankingWeights(NamedTuple):
@@ -109,6 +113,11 @@ class Settings:
     """Chat model as a provider string (``openai:gpt-4o-mini``); ``None`` means offline."""
     embeddings: str | None = field(default=None, metadata=_env("EMBEDDINGS"))
     """Embeddings as a provider string; ``None`` means the offline deterministic embedder."""
+
+    preset: PresetName = field(default="tiered", metadata=_env("PRESET"))
+    """Short-term memory preset: ``moving_window``, ``reset``, ``tiered`` or ``dual``."""
+    chat_mode: ChatMode = field(default="markers", metadata=_env("CHAT_MODE"))
+    """How the chat graph's model asks for more context: ``markers`` or ``tools``."""
 
     # -- retrieval ----------------------------------------------------------------
     weights: RankingWeights = field(default_factory=RankingWeights, metadata=_env("WEIGHTS"))
@@ -188,6 +197,12 @@ class Settings:
             _require_float(name, getattr(self, name), low=0.0, low_open=True)
         for name in ("conflict_similarity_threshold", "duplicate_similarity", "decay_threshold"):
             _require_float(name, getattr(self, name), low=0.0, high=1.0)
+        for name, allowed in (("preset", PresetName), ("chat_mode", ChatMode)):
+            if getattr(self, name) not in get_args(allowed):
+                raise ConfigurationError(
+                    f"{name} must be one of {', '.join(get_args(allowed))}; "
+                    f"got {getattr(self, name)!r}."
+                )
         if self.conflict_strategy not in get_args(ConflictStrategy):
             raise ConfigurationError(
                 f"conflict_strategy must be one of {', '.join(get_args(ConflictStrategy))}; "
@@ -228,6 +243,7 @@ class Settings:
                     if value is not None:
                         environ.setdefault(name, value)
         values: dict[str, Any] = {}
+        sources: dict[str, str] = {}
         for name, f in known.items():
             if name in overrides:
                 value = overrides[name]
@@ -239,8 +255,16 @@ class Settings:
             for var in f.metadata["env"]:
                 if var in environ and environ[var].strip() != "":
                     values[name] = _parse(name, var, environ[var], f.type)
+                    sources[name] = var
                     break
-        return cls(**values)
+        try:
+            return cls(**values)
+        except ConfigurationError as err:
+            # Name the environment variable the bad value came from.
+            name = str(err).split(" ", 1)[0].split(".", 1)[0]
+            if name in sources:
+                raise ConfigurationError(f"{sources[name]}: {err}") from err
+            raise
 
     def replace(self, **changes: Any) -> Settings:
         """A copy with some settings changed (validated again)."""
@@ -258,6 +282,8 @@ def _parse(name: str, var: str, raw: str, type_name: Any) -> Any:
             return int(text)
         if type_text == "float":
             return float(text)
+    except ConfigurationError:
+        raise
     except ValueError as err:
         raise ConfigurationError(
             f"{var} must be {expected} (setting {name}), got {raw!r}."

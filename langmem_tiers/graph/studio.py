@@ -34,16 +34,14 @@ Example:
 from __future__ import annotations
 
 import atexit
-import os
 import threading
 from collections.abc import Mapping
 from contextlib import ExitStack
-from typing import Any, NamedTuple, get_args
+from typing import Any, NamedTuple
 
 from langgraph.graph.state import CompiledStateGraph
 
-from langmem_tiers.config import ENV_PREFIX, Settings
-from langmem_tiers.errors import ConfigurationError
+from langmem_tiers.config import Settings
 from langmem_tiers.graph.chat import ChatMode, build_tiered_chat_graph
 from langmem_tiers.graph.consolidation import build_consolidation_graph
 from langmem_tiers.graph.memory import ChatMemory
@@ -69,16 +67,8 @@ def studio_options(environ: Mapping[str, str] | None = None) -> StudioOptions:
     Raises:
         ConfigurationError: an unknown preset or mode (the message names the variable).
     """
-    env = dict(os.environ) if environ is None else dict(environ)
-    settings = Settings.from_env(environ=env)
-    preset = env.get(ENV_PREFIX + "PRESET", "").strip() or "tiered"
-    get_preset(preset)
-    mode = env.get(ENV_PREFIX + "CHAT_MODE", "").strip() or "markers"
-    if mode not in get_args(ChatMode):
-        raise ConfigurationError(
-            f"{ENV_PREFIX}CHAT_MODE must be 'markers' or 'tools', got {mode!r}."
-        )
-    return StudioOptions(settings, preset, mode)  # type: ignore[arg-type]
+    settings = Settings.from_env(environ=environ)
+    return StudioOptions(settings, settings.preset, settings.chat_mode)
 
 
 _STACK = ExitStack()

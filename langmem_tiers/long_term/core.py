@@ -658,6 +658,8 @@ class StoreCore:
         stats = yield from self._lexical_stats_flow(search, weights)
         first = yield from self._bm25_flow(weights, search, stats, lexical.PRF_DOCS)
         feedback = [(i, s) for i, s in first.items() if s > 0]
+        if stats.n_docs < lexical.PRF_MIN_DOCS:
+            feedback = []
         if feedback:
             ids = [i for i, _ in feedback]
             marks = ", ".join("?" for _ in ids)

@@ -61,6 +61,10 @@ BM25_B = 0.3
 PRF_DOCS = 5
 PRF_TERMS = 20
 PRF_WEIGHT = 0.5
+#: Feedback needs a collection to tell typical terms from chance ones: below this many
+#: candidate documents the query is not expanded (on a handful of items the "best hits" are
+#: all of them, and expansion would only reorder exact matches).
+PRF_MIN_DOCS = 50
 
 #: Function words of English that carry no topic. Removed on both sides (documents and
 #: queries). Contractions are reduced before the look-up (``don't`` -> ``do``).

@@ -1,0 +1,66 @@
+"""The package's public face: imports, optional extras, settings."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+import langmem_tiers
+from langmem_tiers.config import RankingWeights, Settings
+from langmem_tiers.errors import ConfigurationError, MissingDependencyError
+
+
+def test_import_loads_no_optional_backend() -> None:
+    code = (
+        "import sys, langmem_tiers; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('psycopg', 'psycopg_pool', 'qdrant_client', 'fastapi', 'openai')))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip() == "[]"
+
+
+def test_every_public_name_is_exported() -> None:
+    for name in langmem_tiers.__all__:
+        assert getattr(langmem_tiers, name) is not None
+
+
+def test_missing_extra_names_the_install_command() -> None:
+    err = MissingDependencyError("The PostgreSQL backend", "postgres", "psycopg-pool")
+    assert "pip install 'langmem-tiers[postgres]'" in str(err)
+    assert isinstance(err, ImportError)
+
+
+@pytest.mark.parametrize(
+    ("environ", "message"),
+    [
+        ({"MEMORY_WINDOW_LIMIT": "0"}, "MEMORY_WINDOW_LIMIT: memory_window_limit"),
+        ({"SHORT_TERM_MEMORY_LIMIT": "five"}, "SHORT_TERM_MEMORY_LIMIT must be a whole number"),
+        ({"LANGMEM_TIERS_WEIGHTS": "0.5,0.5,0.5,0.5"}, "must sum to 1"),
+        ({"LANGMEM_TIERS_WEIGHTS": "1,0,0"}, "four comma-separated numbers"),
+        ({"LANGMEM_TIERS_CONFLICT_STRATEGY": "coin_flip"}, "conflict_strategy must be one of"),
+        ({"LANGMEM_TIERS_DECAY_THRESHOLD": "1.5"}, "decay_threshold must be a number"),
+    ],
+)
+def test_invalid_settings_are_clear_errors(environ: dict[str, str], message: str) -> None:
+    with pytest.raises(ConfigurationError, match=message):
+        Settings.from_env(environ=environ)
+
+
+def test_arguments_win_over_environment_which_wins_over_defaults() -> None:
+    env = {"MEMORY_WINDOW_LIMIT": "7", "LANGMEM_TIERS_CONTEXT_TOKEN_LIMIT": "9000"}
+    settings = Settings.from_env(environ=env, memory_window_limit=3)
+    assert settings.memory_window_limit == 3
+    assert settings.context_token_limit == 9000
+    assert settings.short_term_memory_limit == 5
+
+
+def test_bad_weights_name_the_component() -> None:
+    with pytest.raises(ConfigurationError, match=r"weights\.recency"):
+        RankingWeights(0.4, -0.1, 0.5, 0.2).validated()
+    with pytest.raises(ConfigurationError, match="unknown setting"):
+        Settings.from_env(environ={}, window=3)
