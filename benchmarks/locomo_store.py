@@ -1,0 +1,266 @@
+"""LoCoMo retrieval through the store's public API, beside LangGraph's InMemoryStore.
+
+Every turn of a conversation is stored as an episodic memory of one scope (event time = the
+session's date, text ``[date] speaker: text`` plus the image caption), then each question of
+categories 1-4 with evidence retrieves the top 20 through ``store.search`` — the hybrid
+ranking exactly as a user gets it, access counts included. LangGraph's ``InMemoryStore``
+searches the same memories with the same embeddings in the same run.
+
+    python -m benchmarks.locomo_store [--embedder offline|minilm|both] [--backend sqlite|postgres]
+                                      [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from langchain_core.embeddings import Embeddings
+from langgraph.store.base import BaseStore, PutOp
+from langgraph.store.memory import InMemoryStore
+
+from benchmarks.locomo import load_locomo
+from benchmarks.locomo_retrieval import (
+    HELD_SPLIT,
+    RESULTS,
+    TUNE_SPLIT,
+    ConvData,
+    _minilm_vectors,
+    aggregate,
+    prepare,
+    question_metrics,
+)
+from langmem_tiers import TieredMemoryStore
+from langmem_tiers.embeddings import OfflineEmbeddings
+
+TOP_K = 20
+DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
+
+
+class TableEmbeddings(Embeddings):
+    """Embeddings looked up from vectors computed once (MiniLM is slow to run per call)."""
+
+    def __init__(self, table: dict[str, np.ndarray]) -> None:
+        self.table = table
+        self.dims = len(next(iter(table.values())))
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [self.table[t].tolist() for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.table[text].tolist()
+
+
+def _session_time(date: str) -> str:
+    parsed = datetime.strptime(date, "%I:%M %p on %d %B, %Y")
+    return parsed.replace(tzinfo=timezone.utc).isoformat()
+
+
+def _ops(c: ConvData, scope: str) -> list[PutOp]:
+    return [
+        PutOp(
+            (scope, "episodic"),
+            turn.dia_id,
+            {
+                "content": text,
+                "event_timestamp": _session_time(turn.date),
+                "session_id": f"session_{turn.session}",
+                "actor": turn.speaker,
+            },
+        )
+        for turn, text in zip(c.conv.turns, c.texts, strict=True)
+    ]
+
+
+def _ranking_scores(c: ConvData, keys: Sequence[str]) -> np.ndarray:
+    """Scores for question_metrics: rank order of the returned keys, the rest last."""
+    index = {t.dia_id: i for i, t in enumerate(c.conv.turns)}
+    scores = np.full(len(c.texts), -1e9)
+    for rank, key in enumerate(keys):
+        scores[index[key]] = float(len(keys) - rank)
+    return scores
+
+
+@contextmanager
+def _postgres_schema(base_url: str) -> Iterator[str]:
+    import psycopg
+
+    schema = f"bench_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(base_url, autocommit=True) as conn:
+        conn.execute(f'CREATE SCHEMA "{schema}"')
+    try:
+        yield f"{base_url}?options=-c%20search_path%3D{schema},public"
+    finally:
+        with psycopg.connect(base_url, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+
+
+def _evaluate(
+    data: Sequence[ConvData], search: Callable[[ConvData, int], list[str]]
+) -> dict[str, Any]:
+    per_conv = []
+    for c in data:
+        rows = [
+            question_metrics(_ranking_scores(c, search(c, qi)), c.evidence[qi])
+            for qi in range(len(c.questions))
+        ]
+        per_conv.append((rows, [int(x) for x in c.categories]))
+
+    def split(ids: Sequence[int]) -> dict[str, Any]:
+        rows = [r for i in ids if i < len(per_conv) for r in per_conv[i][0]]
+        cats = [x for i in ids if i < len(per_conv) for x in per_conv[i][1]]
+        return aggregate(rows, cats)
+
+    return {
+        "all": split(range(len(data))),
+        "tune": split(TUNE_SPLIT),
+        "held_out": split(HELD_SPLIT),
+    }
+
+
+def run_ours(
+    data: Sequence[ConvData], embeddings: Embeddings | None, url_for: Callable[[int], Any]
+) -> tuple[dict[str, Any], float, float]:
+    """Our store: returns metrics, puts/s and searches/s."""
+    put_time = search_time = 0.0
+    n_puts = n_searches = 0
+    stores: dict[int, TieredMemoryStore] = {}
+    contexts = []
+    for i, c in enumerate(data):
+        cm = TieredMemoryStore.from_url(url_for(i), embeddings=embeddings)
+        stores[i] = cm.__enter__()
+        contexts.append(cm)
+        start = time.perf_counter()
+        stores[i].batch(_ops(c, c.conv.sample_id))
+        put_time += time.perf_counter() - start
+        n_puts += len(c.texts)
+
+    def search(c: ConvData, qi: int) -> list[str]:
+        nonlocal search_time, n_searches
+        store = stores[data.index(c)]
+        start = time.perf_counter()
+        hits = store.search((c.conv.sample_id,), query=c.questions[qi], limit=TOP_K)
+        search_time += time.perf_counter() - start
+        n_searches += 1
+        return [h.key for h in hits]
+
+    try:
+        metrics = _evaluate(data, search)
+    finally:
+        for cm in contexts:
+            cm.__exit__(None, None, None)
+    return metrics, n_puts / put_time, n_searches / search_time
+
+
+def run_langgraph(data: Sequence[ConvData], embeddings: Embeddings, dims: int) -> dict[str, Any]:
+    stores: dict[int, BaseStore] = {}
+    for i, c in enumerate(data):
+        store = InMemoryStore(index={"dims": dims, "embed": embeddings, "fields": ["content"]})
+        store.batch(_ops(c, c.conv.sample_id))
+        stores[i] = store
+
+    def search(c: ConvData, qi: int) -> list[str]:
+        store = stores[data.index(c)]
+        hits = store.search((c.conv.sample_id,), query=c.questions[qi], limit=TOP_K)
+        return [h.key for h in hits]
+
+    return _evaluate(data, search)
+
+
+def _table_row(name: str, res: dict[str, Any]) -> str:
+    a, h = res["all"], res["held_out"]
+    cats = a["R@10_by_category"]
+    cat = " | ".join(
+        f"{cats.get(n, float('nan')):.3f}"
+        for n in ("multi-hop", "temporal", "open-domain", "single-hop")
+    )
+    held = f"{h['R@10']:.3f}" if h else "-"
+    return (
+        f"| {name} | {a['R@5']:.3f} | {a['R@10']:.3f} | {a['R@20']:.3f} | {a['any@10']:.3f} "
+        f"| {a['all@20']:.3f} | {a['MRR']:.3f} | {cat} | {held} |"
+    )
+
+
+HEADER = (
+    "| system | R@5 | R@10 | R@20 | any@10 | all@20 | MRR | R@10 multi-hop | temporal "
+    "| open-domain | single-hop | held-out R@10 |\n"
+    "|---|---|---|---|---|---|---|---|---|---|---|---|"
+)
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--embedder", choices=("offline", "minilm", "both"), default="offline")
+    parser.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite")
+    parser.add_argument("--postgres-url", default=DEFAULT_POSTGRES_URL)
+    parser.add_argument("--quick", action="store_true", help="2 conversations")
+    parser.add_argument("--data", type=Path, default=None, help="path of locomo10.json")
+    parser.add_argument("--out", type=Path, default=RESULTS / "locomo_store.json")
+    args = parser.parse_args(argv)
+
+    conversations = load_locomo(args.data)
+    if args.quick:
+        conversations = conversations[:2]
+    data = prepare(conversations)
+    embedders = ["offline", "minilm"] if args.embedder == "both" else [args.embedder]
+    results: dict[str, Any] = {}
+    print(HEADER, flush=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in embedders:
+            if name == "minilm":
+                _minilm_vectors(data)
+                table = {}
+                for c in data:
+                    turns, questions = c.dense["minilm"]
+                    table.update(zip(c.texts, turns, strict=True))
+                    table.update(zip(c.questions, questions, strict=True))
+                embeddings: Embeddings = TableEmbeddings(table)
+                ours_embeddings: Embeddings | None = embeddings
+                dims = 384
+            else:
+                embeddings, ours_embeddings, dims = OfflineEmbeddings(), None, 512
+
+            def url_for(i: int, name: str = name) -> str:
+                return f"sqlite:///{tmp}/{name}-{i}.db"
+
+            if args.backend == "postgres":
+                with _postgres_schema(args.postgres_url) as url:
+                    ours, puts, searches = run_ours(data, ours_embeddings, lambda i: url)
+            else:
+                ours, puts, searches = run_ours(data, ours_embeddings, url_for)
+            label = f"langmem-tiers {args.backend} ({name})"
+            results[label] = {**ours, "puts_per_s": round(puts), "searches_per_s": round(searches)}
+            print(_table_row(label, ours), flush=True)
+            peer = run_langgraph(data, embeddings, dims)
+            peer_label = f"LangGraph InMemoryStore ({name})"
+            results[peer_label] = peer
+            print(_table_row(peer_label, peer), flush=True)
+    report = {
+        "protocol": (
+            "every turn stored as an episodic memory of the conversation's scope through the "
+            "public store API; each question of categories 1-4 with evidence retrieves the top "
+            f"{TOP_K} with store.search (hybrid ranking as a user gets it); tune = "
+            "conversations 0-4, held_out = 5-9"
+        ),
+        "questions": sum(len(c.questions) for c in data),
+        "conversations": len(data),
+        "quick": args.quick,
+        "results": results,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    return report
+
+
+if __name__ == "__main__":
+    sys.exit(0 if main() else 1)
