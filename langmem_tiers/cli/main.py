@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -120,6 +121,13 @@ def _json_default(value: Any) -> Any:
 
 def _common() -> _Parser:
     common = _Parser(add_help=False)
+    common.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=argparse.SUPPRESS,
+        help="log warnings (-v) or everything the package does (-vv) to standard error",
+    )
     common.add_argument(
         "--url",
         default=argparse.SUPPRESS,
@@ -356,6 +364,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _configure_logging(verbose: int) -> None:
+    # Library warnings (a refused tier request, a bounded regeneration) are details a
+    # command's output already reports; show them only when asked.
+    level = {0: logging.ERROR, 1: logging.WARNING}.get(verbose, logging.INFO)
+    # A no-op when the host already configured logging (an embedding program, pytest).
+    logging.basicConfig(level=level, format=f"{PROG}: %(levelname)s: %(name)s: %(message)s")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; answers the exit code (0 on success)."""
     parser = build_parser()
@@ -365,6 +381,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exit_.code if isinstance(exit_.code, int) else 2
     if not hasattr(args, "url"):
         args.url = None
+    _configure_logging(getattr(args, "verbose", 0))
     try:
         return int(args.run(args))
     except KeyboardInterrupt:

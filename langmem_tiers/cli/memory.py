@@ -12,6 +12,7 @@ Example:
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -115,10 +116,11 @@ def context(args: argparse.Namespace) -> int:
 def consolidate(args: argparse.Namespace) -> int:
     """``consolidate --scope ID`` (or ``--due``): episodic -> semantic, idempotent."""
     with _engine(args) as engine:
+        progress = sys.stderr.isatty() and not args.json
         if args.due:
-            results = engine.consolidate_due(progress=not args.json)
+            results = engine.consolidate_due(progress=progress)
         else:
-            results = [engine.consolidate(args.scope, progress=not args.json)]
+            results = [engine.consolidate(args.scope, progress=progress)]
         if args.json:
             print_json([_plain(r) for r in results])
             return 0
@@ -150,18 +152,15 @@ def decay(args: argparse.Namespace) -> int:
 
 
 def forget(args: argparse.Namespace) -> int:
-    """``forget MEMORY_ID --scope ID [--hard]``."""
-    from langmem_tiers.errors import NotFoundError
-
+    """``forget MEMORY_ID --scope ID [--hard]``; an id not in the scope is an error."""
     with _engine(args) as engine:
         memory = engine.forget(args.scope, args.memory_id, hard=args.hard)
-    if memory is None:
-        raise NotFoundError(f"no memory {args.memory_id!r} in scope {args.scope!r}")
     if args.json:
-        print_json({"memory": _plain(memory), "hard": args.hard})
+        print_json({"memory": None if memory is None else _plain(memory), "hard": args.hard})
+    elif memory is None:
+        print(f"forgot (removed): {args.memory_id}")
     else:
-        how = "removed" if args.hard else "marked deleted"
-        print(f"forgot ({how}): {_memory_line(memory)}")
+        print(f"forgot (marked deleted): {_memory_line(memory)}")
     return 0
 
 

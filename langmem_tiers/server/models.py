@@ -47,6 +47,7 @@ __all__ = [
     "SemanticUpdateIn",
     "StrategyName",
     "TimelineOut",
+    "VersionOut",
     "WriteResultOut",
 ]
 
@@ -167,24 +168,35 @@ class ForgetIn(_In):
 
 
 class MemoryOut(_Out):
-    """A memory."""
+    """A memory (kind fields are null for other kinds)."""
 
     id: str
     scope: str
     kind: str
     key: str
-    content: str | None = None
+    namespace: list[str] = Field(default_factory=list)
+    content: str
     value: dict[str, Any] = Field(default_factory=dict)
-    status: str
-    confidence: float | None = None
-    importance: float | None = None
-    version: int | None = None
+    status: str = Field(description="active, superseded, decayed, deleted or compressed")
+    confidence: float
+    importance: float
+    version: int
     valid_from: datetime | None = None
     valid_until: datetime | None = None
-    created_at: datetime | None = None
-    updated_at: datetime | None = None
-    access_count: int | None = None
+    created_at: datetime
+    updated_at: datetime
+    access_count: int = 0
     last_accessed_at: datetime | None = None
+    session_id: str | None = None
+    event_timestamp: datetime | None = None
+    actor: str | None = None
+    action_type: str | None = None
+    subject: str | None = None
+    category: str | None = None
+    proc_key: str | None = None
+    reinforcement_count: int = 0
+    last_used_at: datetime | None = None
+    consolidated_into_id: str | None = None
 
 
 class ScoresOut(_Out):
@@ -211,24 +223,48 @@ class RetrieveOut(_Out):
 
 
 class ConflictOut(_Out):
-    """A contradiction found with an existing memory."""
+    """A near memory checked for a contradiction, and what the check said."""
 
-    memory_id: str | None = None
+    memory: MemoryOut
+    similarity: float
+    conflict: bool
+    confidence: float
+    explanation: str
 
 
 class WriteResultOut(_Out):
-    """What storing a semantic memory did."""
+    """What storing a semantic memory did.
+
+    ``created``, ``superseded``, ``kept_both`` and ``merged`` stored something (201);
+    ``duplicate`` and ``rejected`` return the existing memory (200).
+    """
 
     action: Literal["created", "duplicate", "superseded", "kept_both", "rejected", "merged"]
-    memory: MemoryOut | None = None
+    memory: MemoryOut
     conflicts: list[ConflictOut] = Field(default_factory=list)
+    reason: str | None = None
+    changed: list[MemoryOut] = Field(default_factory=list)
+
+
+class VersionOut(_Out):
+    """One version of a semantic memory."""
+
+    memory_id: str
+    version: int
+    content: str
+    confidence: float
+    valid_from: datetime | None = None
+    valid_until: datetime | None = None
+    reason: str | None = None
+    value: dict[str, Any] = Field(default_factory=dict)
+    created_at: datetime
 
 
 class EvolutionOut(_Out):
     """Every version of a semantic memory, oldest first."""
 
     memory_id: str
-    versions: list[dict[str, Any]]
+    versions: list[VersionOut]
 
 
 class ReplayOut(_Out):
@@ -239,11 +275,20 @@ class ReplayOut(_Out):
 
 
 class EventOut(_Out):
-    """One change of a memory."""
+    """One change of a memory, with its snapshot before and after."""
 
     seq: int
     at: datetime
     type: str
+    scope: str
+    kind: str | None = None
+    memory_id: str
+    key: str
+    before: dict[str, Any] | None = None
+    after: dict[str, Any] | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    correlation_id: str | None = None
+    actor: str | None = None
 
 
 class TimelineOut(_Out):
@@ -259,7 +304,7 @@ class ResultOut(_Out):
 
 
 class ForgetOut(_Out):
-    """The forgotten memory (its last state; for a hard delete, before removal)."""
+    """The forgotten memory in its new state (``deleted``); null after a hard delete."""
 
     memory: MemoryOut | None
     hard: bool
@@ -274,10 +319,13 @@ class HealthOut(_Out):
 
 
 class AgentOut(_Out):
-    """A scope and its memory counts by kind."""
+    """A scope with its memories counted by kind (every status)."""
 
     agent_id: str
-    counts: dict[str, int]
+    episodic: int
+    semantic: int
+    procedural: int
+    active: int
     total: int
 
 

@@ -41,7 +41,6 @@ from langmem_tiers.long_term.flow import Flow, Sql
 from langmem_tiers.server.auth import Principal, require_admin, scope_for
 from langmem_tiers.server.errors import ApiError, ErrorResponses
 from langmem_tiers.server.models import (
-    AgentOut,
     AgentsOut,
     ConsolidateIn,
     DecayIn,
@@ -321,9 +320,7 @@ def build_router() -> APIRouter:
     async def forget(body: ForgetIn, request: Request, key: Principal) -> Any:
         engine = _state(request).engine
         memory = await engine.aforget(scope_for(key, body.agent_id), body.memory_id, hard=body.hard)
-        if memory is None:
-            raise ApiError(404, "not_found", f"no memory with id {body.memory_id!r}.")
-        return {"memory": _memory(memory), "hard": body.hard}
+        return {"memory": None if memory is None else _memory(memory), "hard": body.hard}
 
     @router.get(
         "/health",
@@ -363,8 +360,6 @@ def build_router() -> APIRouter:
 
 
 def _agent(obj: Any) -> dict[str, Any]:
-    data = plain(obj)
-    agent_id = data.pop("scope", None) or data.pop("agent_id", None)
-    counts = {k: int(v) for k, v in (data.pop("counts", None) or {}).items()}
-    total = int(data.pop("total", sum(counts.values())))
-    return AgentOut(agent_id=str(agent_id), counts=counts, total=total, **data).model_dump()
+    data: dict[str, Any] = plain(obj)
+    data["agent_id"] = data.pop("scope")
+    return data
