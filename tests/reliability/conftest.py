@@ -57,3 +57,16 @@ def store_url(sql_backend: str, tmp_path: Path, request: pytest.FixtureRequest) 
         yield request.getfixturevalue("postgres_url")
     else:
         yield f"sqlite:///{tmp_path / 'store.db'}"
+
+
+@pytest.fixture(autouse=True)
+def _soak_tests_only_on_request(request: pytest.FixtureRequest) -> None:
+    """The ``slow`` variants here run for minutes: only when ``-m`` names ``slow``.
+
+    ``pytest tests/reliability -m slow`` runs them; a plain ``pytest`` (CI) skips them, so
+    the folder stays within a few minutes.
+    """
+    if request.node.get_closest_marker("slow") and "slow" not in (
+        request.config.option.markexpr or ""
+    ):
+        pytest.skip("a soak variant: run it with -m slow")
