@@ -27,16 +27,21 @@ _STOP = frozenset({"a", "an", "the", "in", "of", "to", "is", "and", "on", "at", 
 
 
 class WordEmbeddings(Embeddings):
-    """Hashed bag of words; counts the texts it embeds (``calls``)."""
+    """Hashed bag of words; counts the texts it embeds (``calls``).
 
-    def __init__(self, dims: int = DIMS) -> None:
+    ``synonyms`` maps words to the word they embed as: similar meaning without a shared
+    word, which lexical search cannot see.
+    """
+
+    def __init__(self, dims: int = DIMS, *, synonyms: dict[str, str] | None = None) -> None:
         self.dims = dims
+        self.synonyms = dict(synonyms or {})
         self.calls = 0
 
     def _vector(self, text: str) -> list[float]:
         self.calls += 1
         counts = [0.0] * self.dims
-        words = [w for w in _WORD.findall(text.lower()) if w not in _STOP]
+        words = [self.synonyms.get(w, w) for w in _WORD.findall(text.lower()) if w not in _STOP]
         if not words:
             counts[0] = 1.0
         for word in words:

@@ -1,0 +1,191 @@
+"""Decay, forgetting, compression, and retrieval filtered by status on every backend."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from langmem_tiers.errors import NotFoundError, ValidationError
+from langmem_tiers.long_term.lifecycle import decayed_importance
+from langmem_tiers.long_term.scope import namespace_for
+
+
+def test_decay_formula() -> None:
+    from datetime import datetime, timezone
+
+    now = datetime(2026, 1, 31, tzinfo=timezone.utc)
+    assert decayed_importance(0.8, now, now, 30.0) == pytest.approx(0.8)
+    assert decayed_importance(0.8, now - timedelta(days=30), now, 30.0) == pytest.approx(0.4)
+    assert decayed_importance(1.0, now - timedelta(days=45), now, 15.0) == pytest.approx(0.125)
+    assert decayed_importance(1.0, now + timedelta(days=3), now, 30.0) == 1.0
+
+
+async def test_decay_lowers_importance_and_retires_weak_memories(make_engine, twin_of) -> None:
+    twin = twin_of(make_engine(settings={"decay_half_life_days": 10.0, "decay_threshold": 0.2}))
+    strong = (await twin.add_semantic("alice", "Alice speaks Norwegian")).memory
+    weak = await twin.add_episodic("alice", "Alice sneezed")
+    store = twin.obj.store
+    # a memory whose own importance starts low decays below the threshold sooner
+    store.put(
+        namespace_for("alice", "semantic"), "low", {"content": "A minor note", "importance": 0.5}
+    )
+    now = strong.updated_at + timedelta(days=10)
+    result = await twin.decay("alice", now=now)
+    assert (result.examined, result.updated, result.decayed) == (3, 3, [])
+    assert (await twin.get("alice", strong.id)).importance == pytest.approx(0.5, rel=1e-3)
+
+    later = strong.updated_at + timedelta(days=20)
+    result = await twin.decay("alice", now=later)
+    low = next(m for m in await twin.memories("alice", statuses=None) if m.key == "low")
+    assert set(result.decayed) == {low.id}
+    assert low.status == "decayed"
+    assert low.value["status"] == "decayed"
+    assert low.importance == pytest.approx(0.5 * 0.25, rel=1e-3)
+    assert (await twin.get("alice", weak.id)).importance == pytest.approx(0.25, rel=1e-3)
+    # decayed memories leave retrieval unless asked for
+    assert [h.id for h in await twin.retrieve("alice", "minor note")] != [low.id]
+    assert low.id in {
+        h.id for h in await twin.retrieve("alice", "minor note", include_inactive=True)
+    }
+    # a pass with nothing new to record writes no event
+    events = len(await twin.timeline("alice"))
+    again = await twin.decay("alice", now=later)
+    assert (again.updated, len(await twin.timeline("alice"))) == (0, events)
+    types = {e.type for e in await twin.timeline("alice")}
+    assert {"memory.decayed", "memory.importance_decayed"} <= types
+
+
+async def test_retrieval_is_an_access_that_slows_decay(make_engine, twin_of) -> None:
+    twin = twin_of(make_engine(settings={"decay_half_life_days": 10.0}))
+    used = (await twin.add_semantic("alice", "Alice drinks espresso")).memory
+    idle = (await twin.add_semantic("alice", "The office plant is green")).memory
+    store = twin.obj.store
+    month_ago = used.updated_at - timedelta(days=30)
+    store.db.run(_backdate([used.id, idle.id], store.db.dialect.ts_param(month_ago)))
+    # both were last updated a month ago; one of them is retrieved today
+    assert [h.id for h in await twin.retrieve("alice", "espresso", limit=1)] == [used.id]
+    result = await twin.decay("alice")
+    assert result.decayed == []
+    used_after = await twin.get("alice", used.id)
+    idle_after = await twin.get("alice", idle.id)
+    assert used_after.access_count == 1
+    assert used_after.last_accessed_at > used.updated_at
+    assert used_after.importance == pytest.approx(1.0, abs=1e-3)
+    assert idle_after.importance == pytest.approx(0.125, rel=1e-3)
+
+
+def _backdate(ids: list[str], when: object):  # type: ignore[no-untyped-def]
+    from langmem_tiers.long_term.flow import Sql
+
+    for memory_id in ids:
+        yield Sql("UPDATE lmt_items SET updated_at = ? WHERE id = ?", [when, memory_id])
+
+
+async def test_soft_and_hard_forget(twin) -> None:
+    keep = (await twin.add_semantic("alice", "Alice has a cat named Tom")).memory
+    soft = await twin.forget("alice", keep.id)
+    assert soft.status == "deleted"
+    assert await twin.retrieve("alice", "cat Tom") == []
+    assert (await twin.forget("alice", keep.id)).status == "deleted"  # idempotent
+    gone = (await twin.add_semantic("alice", "Alice's password hint is blue")).memory
+    await twin.update_semantic("alice", gone.id, "Alice's password hint is red")
+    assert await twin.forget("alice", gone.id, hard=True) is None
+    assert await twin.get("alice", gone.id) is None
+    with pytest.raises(NotFoundError):
+        await twin.evolution("alice", gone.id)
+    with pytest.raises(NotFoundError):
+        await twin.forget("alice", gone.id)
+    remaining = await twin.retrieve("alice", "password hint", include_inactive=True)
+    assert [h.id for h in remaining] == [keep.id]  # the soft-deleted one is still there
+    store = twin.obj.store
+    leftovers = store.db.run(_rows_of(gone.id))
+    assert leftovers == {"terms": 0, "versions": 0, "vectors": 0}
+    last = (await twin.timeline("alice"))[-1]
+    assert (last.type, last.memory_id, last.after) == ("memory.deleted", gone.id, None)
+    assert last.before["value"]["content"] == "Alice's password hint is red"
+    assert last.metadata == {"hard": True, "status_before": "active"}
+    (soft_event,) = await twin.timeline("alice", types=["memory.forgotten"])
+    assert soft_event.memory_id == keep.id
+
+
+def _rows_of(memory_id: str):  # type: ignore[no-untyped-def]
+    from langmem_tiers.long_term.flow import Sql
+
+    out = {}
+    for name, table, column in (
+        ("terms", "lmt_terms", "item_id"),
+        ("versions", "lmt_versions", "memory_id"),
+    ):
+        rows = yield Sql(f"SELECT count(*) FROM {table} WHERE {column} = ?", [memory_id])
+        out[name] = int(rows[0][0])
+    try:
+        rows = yield Sql("SELECT count(*) FROM lmt_vectors WHERE item_id = ?", [memory_id])
+        out["vectors"] = int(rows[0][0])
+    except Exception:  # vectors live in Qdrant: the store's search already showed none
+        out["vectors"] = 0
+    return out
+
+
+async def test_compress_replaces_decayed_memories_with_a_linked_summary(
+    make_engine, twin_of
+) -> None:
+    twin = twin_of(make_engine(settings={"decay_half_life_days": 1.0}))
+    a = (await twin.add_semantic("alice", "Alice liked the Lisbon trip")).memory
+    b = await twin.add_episodic("alice", "Alice bought tram tickets in Lisbon")
+    fresh = (await twin.add_semantic("alice", "Alice plans a Rome trip")).memory
+    decayed = await twin.decay("alice", now=a.updated_at + timedelta(days=30))
+    assert sorted(decayed.decayed) == sorted([a.id, b.id, fresh.id])
+    result = await twin.compress("alice")
+    assert sorted(result.compressed) == sorted([a.id, b.id, fresh.id])
+    summary = result.summary
+    assert summary.category == "compressed_summary"
+    assert sorted(summary.value["source_memory_ids"]) == sorted(result.compressed)
+    for memory_id in result.compressed:
+        old = await twin.get("alice", memory_id)
+        assert old.status == "compressed"
+        assert old.value["compressed_into"] == summary.id
+    hits = await twin.retrieve("alice", "Lisbon trip", include_inactive=True)
+    assert [h.id for h in hits] == [summary.id]  # the originals left the index
+    assert (await twin.compress("alice")).summary is None  # nothing decayed is left
+
+
+async def test_compress_chosen_memories_and_bad_ids(twin) -> None:
+    a = (await twin.add_semantic("alice", "Alice visited Porto")).memory
+    b = (await twin.add_semantic("alice", "Alice visited Braga")).memory
+    theirs = (await twin.add_semantic("bob", "Bob visited Faro")).memory
+    with pytest.raises(NotFoundError):
+        await twin.compress("alice", [a.id, theirs.id])
+    result = await twin.compress("alice", [a.id, b.id])
+    assert sorted(result.compressed) == sorted([a.id, b.id])
+    with pytest.raises(ValidationError, match="not active or decayed"):
+        await twin.compress("alice", [a.id])
+    assert (await twin.get("bob", theirs.id)).status == "active"
+
+
+async def test_inactive_memories_never_shorten_a_search(make_store, twin_of) -> None:
+    """Many superseded near memories must not crowd active ones out of the top k.
+
+    With Qdrant the vectors of inactive memories stay in the collection and the status is
+    checked in SQL, so the store asks Qdrant for more until k active ones are found. The
+    active memories here share no word with the query (only a synonym), so lexical
+    search cannot make up for a short dense list.
+    """
+    from langmem_tiers.long_term.engine import MemoryEngine
+
+    from .fakes import WordEmbeddings
+
+    embeddings = WordEmbeddings(synonyms={"bebop": "jazz"})
+    store = make_store(embeddings=embeddings, candidate_multiplier=1)
+    twin = twin_of(MemoryEngine(store))
+    ns = namespace_for("alice", "semantic")
+    for i in range(40):
+        store.put(ns, f"old{i}", {"content": "jazz concert", "status": "superseded"})
+    for i in range(5):
+        store.put(ns, f"new{i}", {"content": f"bebop night {i}"})
+    hits = await twin.retrieve("alice", "jazz concert", limit=5)
+    assert sorted(h.key for h in hits) == [f"new{i}" for i in range(5)]
+    plain = await twin_of(store).search(ns, query="jazz concert", limit=5)
+    assert sorted(i.key for i in plain) == [f"new{i}" for i in range(5)]
+    every = await twin.retrieve("alice", "jazz concert", limit=45, include_inactive=True)
+    assert len(every) == 45
