@@ -3,6 +3,11 @@
 Each notebook in ``notebooks/`` is executed with ``nbclient`` in a ``python3`` kernel of this
 interpreter, with the repository root as its working directory. A failing cell fails the
 test with the notebook's name, the cell's number and source, and the traceback.
+
+A notebook skips its PostgreSQL cells when no server with pgvector is reachable (it prints
+``PostgreSQL skipped: ...``); with ``CI=true`` that fails the test, as the PostgreSQL tests
+do, because CI must prove the PostgreSQL path. Schemas a notebook creates (``nb_*``) must be
+dropped by its end.
 """
 
 from __future__ import annotations
@@ -27,6 +32,11 @@ ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK_DIR = ROOT / "notebooks"
 NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
 KERNEL_NAME = "python3"
+POSTGRES_URL = os.environ.get(
+    "LANGMEM_TIERS_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
+)
+IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+POSTGRES_SKIPPED = "PostgreSQL skipped"
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 CELL_TIMEOUT_S = 120
 
@@ -87,6 +97,31 @@ def _left_behind_candidates() -> set[str]:
     return top | ours
 
 
+def _notebook_schemas() -> set[str]:
+    """The ``nb_*`` schemas on the test PostgreSQL (none when it cannot be reached)."""
+    try:
+        import psycopg
+
+        with psycopg.connect(POSTGRES_URL, connect_timeout=3) as conn:
+            rows = conn.execute(
+                "SELECT nspname FROM pg_namespace WHERE nspname LIKE 'nb\\_%'"
+            ).fetchall()
+    except Exception:  # no server, no driver: nothing a notebook could have left there
+        return set()
+    return {str(row[0]) for row in rows}
+
+
+def _printed(nb: Any) -> str:
+    """Everything the executed notebook's cells printed."""
+    return "".join(
+        out.get("text", "")
+        for cell in nb.cells
+        if cell.cell_type == "code"
+        for out in cell.get("outputs", [])
+        if out.get("output_type") == "stream"
+    )
+
+
 def _failure(notebook: Path, err: CellExecutionError, nb: Any) -> str:
     failing = [
         (index, cell)
@@ -113,6 +148,7 @@ def test_there_are_notebooks() -> None:
 def test_notebook_runs(notebook: Path, record_property: Any) -> None:
     nb = _read(notebook)
     before = _left_behind_candidates()
+    schemas_before = _notebook_schemas()
     data_dir = Path(os.environ["XDG_DATA_HOME"]) / "langmem-tiers"
     client = NotebookClient(
         nb,
@@ -134,6 +170,12 @@ def test_notebook_runs(notebook: Path, record_property: Any) -> None:
         f"{notebook.name} used the embedded default store in the user's data directory; "
         "open stores with sqlite:///:memory: or a temporary directory"
     )
+    left_schemas = sorted(_notebook_schemas() - schemas_before)
+    assert not left_schemas, f"{notebook.name} left PostgreSQL schemas: {left_schemas}"
+    if IN_CI:
+        assert POSTGRES_SKIPPED not in _printed(nb), (
+            f"{notebook.name} skipped its PostgreSQL cells in CI: {POSTGRES_URL} must be reachable"
+        )
 
 
 def _committed_notebooks() -> list[Path]:
