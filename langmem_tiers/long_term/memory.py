@@ -24,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any, Literal
 
 from langmem_tiers.long_term.dialect import Dialect
@@ -295,7 +295,8 @@ class ScopeCount(_Record):
 def _time(raw: Any, name: str) -> datetime | None:
     if raw is None:
         return None
-    return parse_timestamp(raw, field=name)
+    # UTC whatever the session's time zone, so a memory read now equals its replay.
+    return parse_timestamp(raw, field=name).astimezone(timezone.utc)
 
 
 def _number(snap: Mapping[str, Any], name: str, default: float = 1.0) -> float:
