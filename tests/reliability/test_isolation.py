@@ -45,7 +45,7 @@ _METACHARACTERS = [
 ]  # fmt: skip
 # The six characters backslash-u-0-0-0-0 are refused as if they were a NUL byte; that bug
 # has its own test (test_hostile_input.py), so they are left out here.
-_TEXT = st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00")
+_TEXT = st.characters(exclude_categories=["Cs"], exclude_characters="\x00")
 _PIECE = st.one_of(st.sampled_from(_METACHARACTERS), st.text(_TEXT, min_size=1, max_size=6))
 hostile = st.lists(_PIECE, min_size=1, max_size=4).map("".join).filter(lambda t: "\\u0000" not in t)
 """Text made of metacharacters and arbitrary unicode (no NUL, no lone surrogates)."""
