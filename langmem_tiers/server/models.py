@@ -1,8 +1,11 @@
 """Request and response bodies of the HTTP API (Pydantic models, shown in the OpenAPI schema).
 
-Requests are strict about shape (unknown fields are refused, so a typo is a 422 naming
-the field, not a silently ignored option) and leave content rules (size, NUL bytes,
-ranges of settings) to the memory engine, whose errors name the field too.
+Requests are strict about shape: unknown fields are refused (a typo is a 422 naming the
+field, not a silently ignored option); every text, also inside ``metadata`` and
+``value``, must be storable by every backend (no NUL bytes, no lone surrogates, JSON at
+most 64 levels deep); times must be convertible to UTC (naive ones are taken as UTC).
+Content rules (size, ranges of settings) are the memory engine's, whose errors name
+the field too.
 
 ``agent_id`` is only for admin keys: a key bound to an agent always works in its own
 scope, and naming another agent is refused.
@@ -14,10 +17,10 @@ Example:
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Any, Literal
+from datetime import datetime, timezone
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 __all__ = [
     "AgentOut",
@@ -33,6 +36,8 @@ __all__ = [
     "ForgetIn",
     "ForgetOut",
     "HealthOut",
+    "JsonDict",
+    "JsonValue",
     "MemoryKindName",
     "MemoryOut",
     "ProceduralIn",
@@ -46,13 +51,73 @@ __all__ = [
     "SemanticIn",
     "SemanticUpdateIn",
     "StrategyName",
+    "Text",
     "TimelineOut",
+    "UtcTime",
     "VersionOut",
     "WriteResultOut",
+    "check_json",
+    "check_text",
+    "to_utc",
 ]
 
 MemoryKindName = Literal["episodic", "semantic", "procedural"]
 StrategyName = Literal["supersede", "keep_both", "reject_new", "merge"]
+
+_MAX_JSON_DEPTH = 64
+
+
+def check_text(value: str) -> str:
+    """A text every backend can store: no NUL bytes, valid Unicode (no lone surrogates).
+
+    >>> check_text("ok")
+    'ok'
+    """
+    if "\x00" in value:
+        raise ValueError("must not contain NUL bytes (\\x00)")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("must be valid Unicode text (it holds a lone surrogate)") from None
+    return value
+
+
+def check_json(value: Any) -> Any:
+    """A JSON value whose every text (keys too) passes :func:`check_text`, at most 64 deep."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > _MAX_JSON_DEPTH:
+            raise ValueError(f"is nested deeper than {_MAX_JSON_DEPTH} levels")
+        if isinstance(item, str):
+            check_text(item)
+        elif isinstance(item, dict):
+            for key, inner in item.items():
+                check_text(str(key))
+                stack.append((inner, depth + 1))
+        elif isinstance(item, list):
+            stack.extend((inner, depth + 1) for inner in item)
+    return value
+
+
+def to_utc(value: datetime) -> datetime:
+    """An aware time in UTC (a naive one is taken as UTC)."""
+    if value.tzinfo is None:
+        return value.replace(tzinfo=timezone.utc)
+    try:
+        return value.astimezone(timezone.utc)
+    except OverflowError:
+        raise ValueError("is out of range once converted to UTC") from None
+
+
+Text = Annotated[str, AfterValidator(check_text)]
+"""A string without NUL bytes or lone surrogates."""
+JsonDict = Annotated[dict[str, Any], AfterValidator(check_json)]
+"""A JSON object every backend can store."""
+JsonValue = Annotated[Any, AfterValidator(check_json)]
+"""Any JSON value every backend can store."""
+UtcTime = Annotated[datetime, AfterValidator(to_utc)]
+"""An ISO-8601 time, converted to UTC."""
 
 _AGENT_ID = Field(
     default=None,
@@ -79,89 +144,89 @@ class _Out(BaseModel):
 class EpisodicIn(_In):
     """An event: something that happened, at a time."""
 
-    content: str = _CONTENT
-    session_id: str | None = Field(default=None, min_length=1, max_length=512)
-    event_timestamp: datetime | None = Field(
+    content: Text = _CONTENT
+    session_id: Text | None = Field(default=None, min_length=1, max_length=512)
+    event_timestamp: UtcTime | None = Field(
         default=None, description="When it happened (default: now)."
     )
-    actor: str | None = Field(default=None, max_length=512)
-    action_type: str | None = Field(default=None, max_length=512)
-    entities: list[str] | None = None
-    metadata: dict[str, Any] | None = None
-    agent_id: str | None = _AGENT_ID
+    actor: Text | None = Field(default=None, max_length=512)
+    action_type: Text | None = Field(default=None, max_length=512)
+    entities: list[Text] | None = None
+    metadata: JsonDict | None = None
+    agent_id: Text | None = _AGENT_ID
 
 
 class SemanticIn(_In):
     """A fact; checked against near facts of the same scope for duplicates and conflicts."""
 
-    content: str = _CONTENT
-    subject: str | None = Field(default=None, max_length=512)
-    category: str | None = Field(default=None, max_length=512)
+    content: Text = _CONTENT
+    subject: Text | None = Field(default=None, max_length=512)
+    category: Text | None = Field(default=None, max_length=512)
     confidence: float = Field(default=1.0, ge=0.0, le=1.0)
     strategy: StrategyName | None = Field(
         default=None,
         description="How a contradiction is resolved (default: the server's setting).",
     )
-    source_episodic_ids: list[str] | None = None
-    metadata: dict[str, Any] | None = None
-    agent_id: str | None = _AGENT_ID
+    source_episodic_ids: list[Text] | None = None
+    metadata: JsonDict | None = None
+    agent_id: Text | None = _AGENT_ID
 
 
 class SemanticUpdateIn(_In):
     """A new version of a semantic memory."""
 
-    content: str = _CONTENT
+    content: Text = _CONTENT
     confidence: float | None = Field(default=None, ge=0.0, le=1.0)
-    reason: str | None = Field(default=None, max_length=2_000)
-    agent_id: str | None = _AGENT_ID
+    reason: Text | None = Field(default=None, max_length=2_000)
+    agent_id: Text | None = _AGENT_ID
 
 
 class ProceduralIn(_In):
     """A preference or procedure: key -> value; setting it again reinforces it."""
 
-    key: str = Field(min_length=1, max_length=512)
-    value: Any = Field(description="Any JSON value.")
-    content: str | None = Field(default=None, min_length=1)
-    agent_id: str | None = _AGENT_ID
+    key: Text = Field(min_length=1, max_length=512)
+    value: JsonValue = Field(description="Any JSON value.")
+    content: Text | None = Field(default=None, min_length=1)
+    agent_id: Text | None = _AGENT_ID
 
 
 class RetrieveIn(_In):
     """A hybrid-ranked search."""
 
-    query: str = Field(min_length=1, max_length=10_000)
+    query: Text = Field(min_length=1, max_length=10_000)
     kinds: list[MemoryKindName] | None = Field(default=None, description="Default: every kind.")
     limit: int = Field(default=10, ge=1, le=100)
     include_inactive: bool = False
-    as_of: datetime | None = Field(default=None, description="Only memories valid at this instant.")
-    agent_id: str | None = _AGENT_ID
+    as_of: UtcTime | None = Field(default=None, description="Only memories valid at this instant.")
+    agent_id: Text | None = _AGENT_ID
 
 
 class ReplayIn(_In):
     """Rebuild memory as it was at an instant, from the event log."""
 
-    at: datetime
-    agent_id: str | None = _AGENT_ID
+    at: UtcTime
+    agent_id: Text | None = _AGENT_ID
 
 
 class ConsolidateIn(_In):
     """Consolidate episodic memories into semantic ones (idempotent)."""
 
-    agent_id: str | None = _AGENT_ID
+    agent_id: Text | None = _AGENT_ID
 
 
 class DecayIn(_In):
     """Apply importance decay."""
 
-    now: datetime | None = Field(default=None, description="Decay as of this instant.")
-    agent_id: str | None = _AGENT_ID
+    now: UtcTime | None = Field(default=None, description="Decay as of this instant.")
+    agent_id: Text | None = _AGENT_ID
 
 
 class ForgetIn(_In):
     """Forget a memory: soft (status ``deleted``) or hard (rows removed)."""
 
-    memory_id: str = Field(min_length=1, max_length=1_000)
+    memory_id: Text = Field(min_length=1, max_length=1_000)
     hard: bool = False
-    agent_id: str | None = _AGENT_ID
+    agent_id: Text | None = _AGENT_ID
 
 
 # -- responses ------------------------------------------------------------------------------

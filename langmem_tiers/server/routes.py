@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Request
@@ -58,7 +57,9 @@ from langmem_tiers.server.models import (
     RetrieveOut,
     SemanticIn,
     SemanticUpdateIn,
+    Text,
     TimelineOut,
+    UtcTime,
     WriteResultOut,
 )
 
@@ -105,7 +106,7 @@ def _state(request: Request) -> Any:
 
 
 AgentQuery = Annotated[
-    str | None,
+    Text | None,
     Query(
         min_length=1,
         max_length=512,
@@ -174,7 +175,7 @@ def build_router() -> APIRouter:
         summary="Update a semantic memory (stores a new version)",
     )
     async def update_semantic(
-        memory_id: Annotated[str, Path(min_length=1, max_length=1_000)],
+        memory_id: Annotated[Text, Path(min_length=1, max_length=1_000)],
         body: SemanticUpdateIn,
         request: Request,
         key: Principal,
@@ -209,7 +210,7 @@ def build_router() -> APIRouter:
         summary="A procedural memory by its key (an index lookup, not a search)",
     )
     async def get_procedural(
-        key: Annotated[str, Path(min_length=1, max_length=512)],
+        key: Annotated[Text, Path(min_length=1, max_length=512)],
         request: Request,
         caller: Principal,
         agent_id: AgentQuery = None,
@@ -245,7 +246,7 @@ def build_router() -> APIRouter:
         summary="Every version of a semantic memory, oldest first",
     )
     async def evolution(
-        memory_id: Annotated[str, Path(min_length=1, max_length=1_000)],
+        memory_id: Annotated[Text, Path(min_length=1, max_length=1_000)],
         request: Request,
         key: Principal,
         agent_id: AgentQuery = None,
@@ -274,10 +275,10 @@ def build_router() -> APIRouter:
     async def timeline(
         request: Request,
         key: Principal,
-        since: Annotated[datetime | None, Query()] = None,
-        until: Annotated[datetime | None, Query()] = None,
+        since: Annotated[UtcTime | None, Query()] = None,
+        until: Annotated[UtcTime | None, Query()] = None,
         types: Annotated[
-            list[Annotated[str, Query(min_length=1, max_length=100)]] | None,
+            list[Annotated[Text, Query(min_length=1, max_length=100)]] | None,
             Query(description="Only these event types (repeat the parameter)."),
         ] = None,
         limit: Annotated[int, Query(ge=1, le=10_000)] = 1000,

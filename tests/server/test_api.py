@@ -3,6 +3,7 @@ isolation between agents, bad input and oversized bodies."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -461,9 +462,48 @@ def test_bad_bodies_are_422_naming_the_field(
     assert field.split(".")[0] in error["message"]
 
 
-def test_engine_validation_is_422_naming_the_field(api: Api) -> None:
-    response = api.client.post(f"{V1}/memory/episodic", json={"content": "a\u0000b"}, headers=api.a)
-    assert "content" in _error(response, 422, "invalid_input")["message"]
+@pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        ("/memory/episodic", {"content": "a\u0000b"}, "content"),
+        ("/memory/episodic", {"content": "ok", "session_id": "s\u00001"}, "session_id"),
+        ("/memory/episodic", {"content": "ok", "metadata": {"a": [{"b": "x\u0000"}]}}, "metadata"),
+        ("/memory/episodic", {"content": "ok", "metadata": {"k\u0000": 1}}, "metadata"),
+        ("/memory/semantic", {"content": "lone \ud800 surrogate"}, "content"),
+        ("/memory/procedural", {"key": "k", "value": {"deep": "\u0000"}}, "value"),
+        ("/memory/replay", {"at": "0001-01-01T00:00:00+05:00"}, "at"),
+    ],
+)
+def test_text_no_backend_can_store_is_422_at_the_edge(
+    api: Api, path: str, body: dict[str, Any], field: str
+) -> None:
+    # Sent as raw JSON: escapes such as \u0000 and \ud800 reach the server as they are.
+    response = api.client.post(
+        V1 + path,
+        content=json.dumps(body, ensure_ascii=True).encode(),
+        headers={**api.a, "Content-Type": "application/json"},
+    )
+    error = _error(response, 422, "invalid_request")
+    assert field in [f["field"] for f in error["fields"]]
+
+
+def test_json_nested_too_deep_is_422(api: Api) -> None:
+    deep: Any = "leaf"
+    for _ in range(70):
+        deep = {"d": deep}
+    response = api.client.post(
+        f"{V1}/memory/episodic", json={"content": "ok", "metadata": deep}, headers=api.a
+    )
+    assert "64 levels" in _error(response, 422, "invalid_request")["message"]
+
+
+def test_path_and_query_texts_are_checked_too(api: Api) -> None:
+    response = api.client.get(f"{V1}/memory/temporal/evolution/a%00b", headers=api.a)
+    assert "memory_id" in [f["field"] for f in _error(response, 422, "invalid_request")["fields"]]
+    response = api.client.get(
+        f"{V1}/memory/timeline", params={"types": ["memory.created\x00"]}, headers=api.a
+    )
+    _error(response, 422, "invalid_request")
 
 
 def test_malformed_json_and_bad_query_parameters_are_422(api: Api) -> None:
