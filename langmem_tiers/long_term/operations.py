@@ -94,7 +94,16 @@ from langmem_tiers.long_term.semantic import (
     update_semantic_flow,
     write_semantic_flow,
 )
-from langmem_tiers.long_term.steps import Combine, Db, Judge, Services, Steps, Summarize
+from langmem_tiers.long_term.steps import (
+    Combine,
+    Db,
+    Judge,
+    Services,
+    Steps,
+    Summarize,
+    adrive,
+    drive,
+)
 from langmem_tiers.long_term.store import TieredMemoryStore
 from langmem_tiers.long_term.versions import versions_flow
 from langmem_tiers.tiers.base import Summarizer, Summary
@@ -255,14 +264,10 @@ class Operations:
 
     # -- driving -------------------------------------------------------------------------
     def _drive(self, steps: Steps[T]) -> T:
-        from langmem_tiers.long_term.steps import drive
-
         with event_context():
             return drive(steps, self._services)
 
     async def _adrive(self, steps: Steps[T]) -> T:
-        from langmem_tiers.long_term.steps import adrive
-
         with event_context():
             return await adrive(steps, self._services)
 
