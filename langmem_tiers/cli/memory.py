@@ -214,7 +214,9 @@ def _print_tree(data: Any, indent: int = 0) -> None:
     pad = "  " * indent
     if isinstance(data, dict):
         for key, value in data.items():
-            if isinstance(value, (dict, list)):
+            if isinstance(value, (dict, list)) and not value:
+                print(f"{pad}{key}: none")
+            elif isinstance(value, (dict, list)):
                 print(f"{pad}{key}:")
                 _print_tree(value, indent + 1)
             else:
