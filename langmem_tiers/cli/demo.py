@@ -391,7 +391,7 @@ def _holdings(store: Any, scope: str) -> dict[str, Any]:
         items = list(_items(store, namespace_for(scope, kind)))
         categories: dict[str, int] = {}
         for item in items:
-            category = str(item.value.get("category") or kind)
+            category = _group(kind, item.value)
             categories[category] = categories.get(category, 0) + 1
         examples = _examples(items)
         held[kind] = {
@@ -411,6 +411,15 @@ def _holdings(store: Any, scope: str) -> dict[str, Any]:
             ],
         }
     return held
+
+
+def _group(kind: str, value: dict[str, Any]) -> str:
+    """What a memory is, for the counts: its category, who said it, or its key."""
+    if value.get("category"):
+        return str(value["category"])
+    if kind == "episodic":
+        return {"human": "from user", "ai": "from assistant"}.get(str(value.get("actor")), "event")
+    return str(value.get("key") or kind)
 
 
 def _examples(items: Sequence[Any], count: int = 3) -> list[Any]:
