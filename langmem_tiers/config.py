@@ -30,6 +30,7 @@ __all__ = [
     "ChatMode",
     "ConflictStrategy",
     "PresetName",
+    "RankingMode",
     "RankingWeights",
     "Settings",
     "default_data_dir",
@@ -40,6 +41,7 @@ ENV_PREFIX = "LANGMEM_TIERS_"
 ConflictStrategy = Literal["supersede", "keep_both", "reject_new", "merge"]
 PresetName = Literal["moving_window", "reset", "tiered", "dual"]
 ChatMode = Literal["markers", "tools"]
+RankingMode = Literal["gated", "linear"]
 
 
 class RankingWeights(NamedTuple):
@@ -122,6 +124,8 @@ class Settings:
     # -- retrieval ----------------------------------------------------------------
     weights: RankingWeights = field(default_factory=RankingWeights, metadata=_env("WEIGHTS"))
     """Hybrid score weights (semantic, recency, frequency, confidence)."""
+    ranking: RankingMode = field(default="gated", metadata=_env("RANKING"))
+    """``gated``: relevance times the weighted components; ``linear``: their weighted sum."""
     recency_half_life_days: float = field(default=30.0, metadata=_env("RECENCY_HALF_LIFE_DAYS"))
     """Half-life of the recency component, in days."""
     candidate_multiplier: int = field(default=3, metadata=_env("CANDIDATE_MULTIPLIER"))
@@ -197,7 +201,11 @@ class Settings:
             _require_float(name, getattr(self, name), low=0.0, low_open=True)
         for name in ("conflict_similarity_threshold", "duplicate_similarity", "decay_threshold"):
             _require_float(name, getattr(self, name), low=0.0, high=1.0)
-        for name, allowed in (("preset", PresetName), ("chat_mode", ChatMode)):
+        for name, allowed in (
+            ("preset", PresetName),
+            ("chat_mode", ChatMode),
+            ("ranking", RankingMode),
+        ):
             if getattr(self, name) not in get_args(allowed):
                 raise ConfigurationError(
                     f"{name} must be one of {', '.join(get_args(allowed))}; "

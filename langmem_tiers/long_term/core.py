@@ -728,7 +728,13 @@ class StoreCore:
             )
             for item_id, row in by_id.items()
         ]
-        ranked = rank(candidates, self.settings.weights, self.settings.recency_half_life_days, now)
+        ranked = rank(
+            candidates,
+            self.settings.weights,
+            self.settings.recency_half_life_days,
+            now,
+            self.settings.ranking,
+        )
         page = ranked[search.offset : search.offset + search.limit]
         out: list[SearchItem] = []
         for r in page:

@@ -199,6 +199,8 @@ def as_of_flow(
         for m in pool
     ]
     settings = core.settings
-    ranked = rank(candidates, settings.weights, settings.recency_half_life_days, at)[:limit]
+    ranked = rank(
+        candidates, settings.weights, settings.recency_half_life_days, at, settings.ranking
+    )[:limit]
     by_id = {m.id: m for m in pool}
     return [scored(by_id[r.id], r.score, r.components._asdict()) for r in ranked]

@@ -894,7 +894,9 @@ async def test_search_results_carry_hybrid_score_components(
         assert part["confidence"] == pytest.approx(0.8)
         assert item.score is not None
         assert 0.0 <= item.score <= 1.0
-        expected = sum(getattr(weights, c) * part[c] for c in _COMPONENTS)
+        # The default ranking is gated: relevance times the weighted components.
+        context = sum(getattr(weights, c) * part[c] for c in _COMPONENTS if c != "semantic")
+        expected = part["semantic"] * (weights.semantic + context)
         assert item.score == pytest.approx(expected, abs=1e-6)
 
 
