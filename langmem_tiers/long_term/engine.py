@@ -38,14 +38,14 @@ from langmem_tiers.long_term.memory import (
     ScoredMemory,
     WriteResult,
 )
-from langmem_tiers.long_term.operations import Operations
+from langmem_tiers.long_term.upkeep import Upkeep
 
 __all__ = ["MemoryEngine"]
 
 Time = datetime | str
 
 
-class MemoryEngine(Operations):
+class MemoryEngine(Upkeep):
     """Episodic, semantic and procedural memory of agents and users, over time.
 
     Args:

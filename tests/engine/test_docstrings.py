@@ -14,13 +14,14 @@ from langmem_tiers.long_term import (
     lifecycle,
     memory,
     steps,
+    validate,
 )
 
 from . import fakes
 
 
 @pytest.mark.parametrize(
-    "module", [conflicts, consolidation, engine, lifecycle, memory, steps, fakes]
+    "module", [conflicts, consolidation, engine, lifecycle, memory, steps, validate, fakes]
 )
 def test_docstring_examples(module: ModuleType) -> None:
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
