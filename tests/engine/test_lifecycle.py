@@ -99,8 +99,12 @@ async def test_soft_and_hard_forget(twin) -> None:
     remaining = await twin.retrieve("alice", "password hint", include_inactive=True)
     assert [h.id for h in remaining] == [keep.id]  # the soft-deleted one is still there
     store = twin.obj.store
-    leftovers = store.db.run(_rows_of(gone.id))
+    leftovers = store.db.run(_rows_of(gone.id, in_database=store.core.index.in_database))
+    if not store.core.index.in_database:
+        leftovers["vectors"] = _qdrant_points(store, gone.id)
+        assert _qdrant_points(store, keep.id) == 1  # the soft-deleted one keeps its vector
     assert leftovers == {"terms": 0, "versions": 0, "vectors": 0}
+    assert store.db.run(_rows_of(keep.id, in_database=store.core.index.in_database))["terms"] > 0
     last = (await twin.timeline("alice"))[-1]
     assert (last.type, last.memory_id, last.after) == ("memory.deleted", gone.id, None)
     assert last.before["value"]["content"] == "Alice's password hint is red"
@@ -109,22 +113,27 @@ async def test_soft_and_hard_forget(twin) -> None:
     assert soft_event.memory_id == keep.id
 
 
-def _rows_of(memory_id: str):  # type: ignore[no-untyped-def]
+def _rows_of(memory_id: str, *, in_database: bool):  # type: ignore[no-untyped-def]
     from langmem_tiers.long_term.flow import Sql
 
     out = {}
-    for name, table, column in (
-        ("terms", "lmt_terms", "item_id"),
-        ("versions", "lmt_versions", "memory_id"),
-    ):
+    tables = [("terms", "lmt_terms", "item_id"), ("versions", "lmt_versions", "memory_id")]
+    if in_database:
+        tables.append(("vectors", "lmt_vectors", "item_id"))
+    for name, table, column in tables:
         rows = yield Sql(f"SELECT count(*) FROM {table} WHERE {column} = ?", [memory_id])
         out[name] = int(rows[0][0])
-    try:
-        rows = yield Sql("SELECT count(*) FROM lmt_vectors WHERE item_id = ?", [memory_id])
-        out["vectors"] = int(rows[0][0])
-    except Exception:  # vectors live in Qdrant: the store's search already showed none
-        out["vectors"] = 0
     return out
+
+
+def _qdrant_points(store, memory_id: str) -> int:  # type: ignore[no-untyped-def]
+    from qdrant_client import models
+
+    only = models.Filter(
+        must=[models.FieldCondition(key="item_id", match=models.MatchValue(value=memory_id))]
+    )
+    client = store._qdrant
+    return int(client.count(store.core.index.collection, count_filter=only, exact=True).count)
 
 
 async def test_compress_replaces_decayed_memories_with_a_linked_summary(
