@@ -270,14 +270,22 @@ class ShortTermMemory:
         """Tiers for ``messages``, or None when there is no tierer or it failed."""
         if self.tierer is None or not messages:
             return None
+        # A message with no text (an AI turn that only calls tools) is always shown raw:
+        # it has nothing to tier, and must not make the rest of the batch fail.
+        texted = [i for i, m in enumerate(messages) if m.text.strip()]
+        out = [MessageTiers("", "")] * len(messages)
+        if not texted:
+            return out
         try:
-            tiers = yield TierCall(tuple(messages))
-            if not isinstance(tiers, list) or len(tiers) != len(messages):
+            tiers = yield TierCall(tuple(messages[i] for i in texted))
+            if not isinstance(tiers, list) or len(tiers) != len(texted):
                 raise ModelError(
                     f"the tierer returned {len(tiers) if isinstance(tiers, list) else tiers!r} "
-                    f"results for {len(messages)} messages."
+                    f"results for {len(texted)} messages."
                 )
-            return [MessageTiers(str(t.tier1), str(t.tier2)) for t in tiers]
+            for i, t in zip(texted, tiers, strict=True):
+                out[i] = MessageTiers(str(t.tier1), str(t.tier2))
+            return out
         except Exception as err:
             logger.warning(
                 "session %s: tiering failed (%s); messages kept raw, tiering retried later",
