@@ -1,0 +1,309 @@
+"""HTTP API under a bounded load: requests/s, p50/p99 latency and errors, on loopback.
+
+The server is the real one (``python -m langmem_tiers serve``, uvicorn, one process) on
+127.0.0.1; the load generator is this process: ``--concurrency`` clients (asyncio +
+httpx), each sending its next request as soon as the previous one is answered (a closed
+loop, so the load is bounded by the number of clients, never by a queue that grows). Two
+endpoints are measured, each for ``--duration`` seconds:
+
+* ``episodic_store``: ``POST /api/v1/memory/episodic`` (a new event each time);
+* ``retrieve``: ``POST /api/v1/memory/retrieve`` (hybrid search, top 10) over the events
+  written before plus a seeded preload.
+
+Both run against the embedded backend (an SQLite file) and PostgreSQL (a fresh schema,
+dropped afterwards). Texts are seeded; nothing touches the network beyond loopback. An
+"error" is any answer that is not 2xx, or no answer; 5xx answers are also counted apart.
+Client and server share the machine's cores, so the figures are a floor, not a ceiling.
+
+Run::
+
+    python -m benchmarks.http_load            # 60 s per endpoint and backend
+    python -m benchmarks.http_load --quick    # 10 s each
+
+and read ``benchmarks/results/http_load.json`` (``--quick`` writes
+``benchmarks/results/quick/http_load.json``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+
+from benchmarks.report import machine_info, write_results
+from benchmarks.store_speed import postgres_problem, temporary_schema
+
+__all__ = ["LoadResult", "main", "run_load", "served"]
+
+RESULTS = Path(__file__).resolve().parent / "results"
+DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
+API = "/api/v1"
+SCOPE = "bench-agent"
+
+_WORDS = (
+    "Jordan", "Lisbon", "deadline", "March", "budget", "design", "review", "release",
+    "meeting", "coffee", "project", "ticket", "invoice", "garden", "piano", "Berlin",
+    "report", "server", "backup", "Monday", "launch", "contract", "hiring", "roadmap",
+)  # fmt: skip
+
+
+def _text(rng: random.Random, words: int) -> str:
+    return " ".join(rng.choice(_WORDS) for _ in range(words))
+
+
+@dataclass
+class LoadResult:
+    """What one endpoint did under load for one backend."""
+
+    backend: str
+    endpoint: str
+    seconds: float
+    latencies: list[float] = field(default_factory=list)
+    statuses: dict[int, int] = field(default_factory=dict)
+    failures: int = 0
+    """Requests that got no answer (connection errors, timeouts)."""
+
+    def summary(self) -> dict[str, Any]:
+        ms = np.asarray(self.latencies, dtype=np.float64) * 1000.0
+        requests = len(self.latencies) + self.failures
+        ok = sum(n for status, n in self.statuses.items() if 200 <= status < 300)
+        return {
+            "backend": self.backend,
+            "endpoint": self.endpoint,
+            "seconds": round(self.seconds, 2),
+            "requests": requests,
+            "requests_per_s": round(requests / self.seconds, 1) if self.seconds else None,
+            "p50_ms": round(float(np.percentile(ms, 50)), 2) if len(ms) else None,
+            "p99_ms": round(float(np.percentile(ms, 99)), 2) if len(ms) else None,
+            "mean_ms": round(float(ms.mean()), 2) if len(ms) else None,
+            "errors": requests - ok,
+            "server_errors": sum(n for status, n in self.statuses.items() if status >= 500),
+            "statuses": {str(k): v for k, v in sorted(self.statuses.items())},
+        }
+
+
+# -- the server -------------------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _make_key(url: str) -> str:
+    from langmem_tiers.config import Settings
+    from langmem_tiers.long_term.store import TieredMemoryStore
+    from langmem_tiers.server import ApiKeys
+
+    with TieredMemoryStore.from_url(url, settings=Settings()) as store:
+        return ApiKeys(store.db).create(scope=SCOPE, name="http_load").key
+
+
+@contextmanager
+def served(url: str, *, log: Path) -> Iterator[tuple[str, str]]:
+    """Start ``langmem-tiers serve`` on ``url``; yields (base URL, API key); stops it after."""
+    key = _make_key(url)
+    port = _free_port()
+    command = [
+        sys.executable, "-m", "langmem_tiers", "--url", url, "serve",
+        "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning",
+    ]  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+    with open(log, "ab") as output:
+        process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            if process.poll() is not None:
+                raise RuntimeError(f"the server exited with {process.returncode}; see {log}")
+            try:
+                if httpx.get(base + API + "/health", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the server did not answer within 60 s; see {log}")
+            time.sleep(0.1)
+        yield base, key
+    finally:
+        process.send_signal(signal.SIGTERM)  # uvicorn shuts down gracefully on SIGTERM
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(10)
+
+
+# -- the load ---------------------------------------------------------------------------------
+
+
+async def _preload(client: httpx.AsyncClient, headers: dict[str, str], count: int) -> None:
+    rng = random.Random(11)
+    semaphore = asyncio.Semaphore(8)
+
+    async def one(n: int) -> None:
+        async with semaphore:
+            body = {"content": f"event {n}: {_text(rng, 12)}", "session_id": f"s{n % 20}"}
+            response = await client.post(API + "/memory/episodic", json=body, headers=headers)
+            response.raise_for_status()
+
+    await asyncio.gather(*(one(n) for n in range(count)))
+
+
+async def run_load(
+    base: str,
+    key: str,
+    *,
+    backend: str,
+    endpoint: str,
+    duration: float,
+    concurrency: int,
+    seed: int,
+) -> LoadResult:
+    """``concurrency`` closed-loop clients on one endpoint for ``duration`` seconds."""
+    headers = {"Authorization": f"Bearer {key}"}
+    result = LoadResult(backend, endpoint, 0.0)
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    async with httpx.AsyncClient(base_url=base, timeout=30, limits=limits) as client:
+        stop_at = time.perf_counter() + duration
+
+        async def worker(number: int) -> None:
+            rng = random.Random(seed * 1000 + number)
+            n = 0
+            while time.perf_counter() < stop_at:
+                n += 1
+                if endpoint == "episodic_store":
+                    path = API + "/memory/episodic"
+                    body: dict[str, Any] = {
+                        "content": f"load {number}-{n}: {_text(rng, 12)}",
+                        "session_id": f"load-{number}",
+                    }
+                else:
+                    path = API + "/memory/retrieve"
+                    body = {"query": _text(rng, 3), "limit": 10}
+                started = time.perf_counter()
+                try:
+                    response = await client.post(path, json=body, headers=headers)
+                except httpx.HTTPError:
+                    result.failures += 1
+                    continue
+                result.latencies.append(time.perf_counter() - started)
+                result.statuses[response.status_code] = (
+                    result.statuses.get(response.status_code, 0) + 1
+                )
+
+        began = time.perf_counter()
+        await asyncio.gather(*(worker(n) for n in range(concurrency)))
+        result.seconds = time.perf_counter() - began
+    return result
+
+
+@contextmanager
+def _database(backend: str, postgres_url: str, workdir: Path) -> Iterator[str]:
+    if backend == "sqlite":
+        yield f"sqlite:///{workdir / 'http_load.db'}"
+        return
+    with temporary_schema(postgres_url) as url:
+        yield url
+
+
+def _run_backend(backend: str, args: argparse.Namespace, workdir: Path) -> list[dict[str, Any]]:
+    summaries = []
+    with (
+        _database(backend, args.postgres_url, workdir) as url,
+        served(url, log=workdir / f"server-{backend}.log") as (base, key),
+    ):
+
+        async def all_phases() -> None:
+            headers = {"Authorization": f"Bearer {key}"}
+            async with httpx.AsyncClient(base_url=base, timeout=60) as client:
+                await _preload(client, headers, args.preload)
+            for endpoint in ("episodic_store", "retrieve"):
+                print(f"http_load: {backend} {endpoint} for {args.duration:g} s", flush=True)
+                result = await run_load(
+                    base,
+                    key,
+                    backend=backend,
+                    endpoint=endpoint,
+                    duration=args.duration,
+                    concurrency=args.concurrency,
+                    seed=args.seed,
+                )
+                summary = result.summary()
+                print(
+                    f"  {summary['requests_per_s']} req/s, p50 {summary['p50_ms']} ms, "
+                    f"p99 {summary['p99_ms']} ms, {summary['errors']} errors",
+                    flush=True,
+                )
+                summaries.append(summary)
+
+        asyncio.run(all_phases())
+    return summaries
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    """Run the load against each backend and write the JSON results."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--quick", action="store_true", help="10 s per endpoint and backend")
+    parser.add_argument("--duration", type=float, help="seconds per endpoint (default 60)")
+    parser.add_argument("--concurrency", type=int, default=8, help="clients (default 8)")
+    parser.add_argument("--preload", type=int, help="events stored before (default 1000)")
+    parser.add_argument("--backends", nargs="+", choices=["sqlite", "postgres"],
+                        default=["sqlite", "postgres"])  # fmt: skip
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--postgres-url", default=DEFAULT_POSTGRES_URL)
+    parser.add_argument("--out", type=Path, help="default benchmarks/results/http_load.json")
+    args = parser.parse_args(argv)
+    args.duration = args.duration or (10.0 if args.quick else 60.0)
+    args.preload = args.preload if args.preload is not None else (200 if args.quick else 1000)
+    out = args.out or (RESULTS / "quick" if args.quick else RESULTS) / "http_load.json"
+
+    runs: list[dict[str, Any]] = []
+    skipped: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="http_load_") as tmp:
+        workdir = Path(tmp)
+        for backend in args.backends:
+            problem = postgres_problem(args.postgres_url) if backend == "postgres" else None
+            if problem is not None:
+                skipped.append({"backend": backend, "reason": problem})
+                continue
+            runs.extend(_run_backend(backend, args, workdir))
+    results: dict[str, Any] = {
+        "benchmark": "http_load",
+        "machine": machine_info(args.postgres_url),
+        "config": {
+            "duration_s": args.duration,
+            "concurrency": args.concurrency,
+            "preload": args.preload,
+            "seed": args.seed,
+            "server": "python -m langmem_tiers serve (uvicorn, 1 process, loopback)",
+            "client": f"httpx {httpx.__version__}, asyncio, closed loop, same machine",
+            "cpu_count": os.cpu_count(),
+        },
+        "runs": runs,
+        "skipped": skipped,
+    }
+    write_results(results, out)
+    print(f"http_load: wrote {out}", flush=True)
+    return results
+
+
+if __name__ == "__main__":
+    main()
