@@ -145,6 +145,9 @@ def _machine_line(machine: dict[str, Any] | None) -> str:
         parts.append(pg)
     if machine.get("platform"):
         parts.append(str(machine["platform"]))
+    if machine.get("load_average_1m") is not None:
+        # The machine was shared: say how busy it was when the results were written.
+        parts.append(f"load average {machine['load_average_1m']} at the end")
     return f"{machine.get('date')}, " + ", ".join(parts)
 
 
