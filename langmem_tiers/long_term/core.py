@@ -592,8 +592,11 @@ class StoreCore:
         if n_docs and wanted:
             marks = ", ".join("?" for _ in wanted)
             rows = yield Sql(
-                f"SELECT t.term, count(*) FROM {TERMS} t JOIN {ITEMS} i ON i.id = t.item_id"
-                f" WHERE t.term IN ({marks}) AND {search.where} GROUP BY t.term",
+                # Items first (CROSS JOIN fixes the order on SQLite): the scope is small,
+                # a term's rows across every scope are not.
+                f"SELECT t.term, count(*) FROM {ITEMS} i CROSS JOIN {TERMS} t"
+                f" WHERE t.item_id = i.id AND t.term IN ({marks}) AND {search.where}"
+                " GROUP BY t.term",
                 [*wanted, *search.params],
             )
             df = {term: int(n) for term, n in rows}
@@ -628,8 +631,8 @@ class StoreCore:
         rows = yield Sql(
             f"WITH w(term, weight) AS (VALUES {values})"
             f" SELECT t.item_id, SUM(w.weight * t.tf * ? / (t.tf + ? * (? + ? * i.doc_len / ?)))"
-            f" AS score FROM {TERMS} t JOIN w ON w.term = t.term"
-            f" JOIN {ITEMS} i ON i.id = t.item_id WHERE {search.where}{id_clause}"
+            f" AS score FROM {ITEMS} i CROSS JOIN {TERMS} t JOIN w ON w.term = t.term"
+            f" WHERE t.item_id = i.id AND {search.where}{id_clause}"
             f" GROUP BY t.item_id ORDER BY score DESC, t.item_id{limit_clause}",
             [
                 *[x for pair in idf_weights for x in pair],
@@ -772,6 +775,11 @@ class StoreCore:
     ) -> Flow[None]:
         d = self.dialect
         all_ids = [item_id(p.namespace, p.key) for p in puts]
+        lock = d.lock_items_sql()
+        if lock and all_ids:
+            # Concurrent writers of one item take turns, so each event's "before" is the
+            # previous event's "after" (READ COMMITTED alone lets both read the old row).
+            yield Sql(lock, [sorted(set(all_ids))])
         before = yield from snapshot_flow(d, all_ids)
         deletes = [p for p in puts if p.record is None]
         for p in deletes:

@@ -235,10 +235,23 @@ class Dialect:
                 f"CREATE INDEX {ITEMS}_unconsolidated ON {ITEMS} (scope, kind)"
                 " WHERE consolidated_into_id IS NULL",
             ],
+            [
+                # BM25 reads the terms of one scope's items: drive it from the items, with
+                # an index that answers (item, term) -> tf without touching the table.
+                f"CREATE INDEX {TERMS}_item_term ON {TERMS} (item_id, term, tf)",
+                f"DROP INDEX {TERMS}_item",
+            ],
         ]
 
     def migration_lock_sql(self) -> str | None:
         """A statement that serialises concurrent migrations (None: the engine already does)."""
+        return None
+
+    def lock_items_sql(self) -> str | None:
+        """A statement taking transaction locks on item ids (one ``?``: the id list).
+
+        None when transactions are already serial (SQLite's ``BEGIN IMMEDIATE``).
+        """
         return None
 
     def vector_migrations(self, dims: int) -> list[str]:
@@ -261,7 +274,8 @@ class Dialect:
         updates = ", ".join(f"{c} = excluded.{c}" for c in item_columns if c not in _KEEP_ON_UPDATE)
         return (
             f"INSERT INTO {ITEMS} ({cols}) VALUES ({marks}) "
-            f"ON CONFLICT (prefix, key) DO UPDATE SET {updates}"
+            # The id is derived from (prefix, key), so it is the one arbiter both conflicts share.
+            f"ON CONFLICT (id) DO UPDATE SET {updates}"
         )
 
     def placeholder(self, column: str) -> str:
@@ -366,6 +380,13 @@ class PostgresDialect(Dialect):
 
     def migration_lock_sql(self) -> str | None:
         return "SELECT pg_advisory_xact_lock(hashtext('langmem_tiers.migrations'))"
+
+    def lock_items_sql(self) -> str | None:
+        # Sorted, so two transactions locking overlapping sets cannot deadlock.
+        return (
+            "SELECT count(pg_advisory_xact_lock(hashtextextended(x, 7)))"
+            " FROM (SELECT DISTINCT unnest(?::text[]) AS x ORDER BY 1) AS ids"
+        )
 
     def vector_migrations(self, dims: int) -> list[str]:
         return [

@@ -297,12 +297,6 @@ def test_threads_overwriting_one_item_leave_one_write_and_every_event_in_order(
         assert mine == list(range(WRITES)), f"thread {number}'s writes are out of order"
 
 
-_UNLOCKED_BEFORE = (
-    "long_term/core.py _write_flow reads the 'before' snapshot (events.snapshot_flow) with a "
-    "plain SELECT before the upsert: under READ COMMITTED two concurrent writes of one item "
-    "both read the same old row, so the second event's 'before' is not the first one's "
-    "'after' (and two creates are both logged as memory.created)"
-)
 
 
 @pytest.mark.parametrize("existing", [True, False], ids=["update", "create"])
@@ -310,7 +304,7 @@ _UNLOCKED_BEFORE = (
     "backend",
     [
         "sqlite",
-        pytest.param("postgres", marks=pytest.mark.xfail(strict=True, reason=_UNLOCKED_BEFORE)),
+        "postgres",
     ],
 )
 def test_two_interleaved_writes_of_one_item_chain_their_events(
@@ -369,16 +363,9 @@ def test_two_interleaved_writes_of_one_item_chain_their_events(
         )
 
 
-_NON_ARBITER_CONFLICT = (
-    "long_term/dialect.py upsert_items_sql uses ON CONFLICT (prefix, key), but lmt_items also "
-    "has the primary key id (derived from prefix and key): when two transactions insert the "
-    "same new item at once, the second can hit the primary key first, which ON CONFLICT does "
-    "not arbitrate, and fails with UniqueViolation (BackendError) instead of updating"
-)
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason=_NON_ARBITER_CONFLICT)
 def test_concurrent_creates_of_one_key_never_fail(postgres_url: str) -> None:
     # A race, so a statistical test: about one round in ten fails on the machines this
     # was measured on; 1,000 rounds make a pass by luck vanishingly rare.
