@@ -465,15 +465,25 @@ class StoreCore:
         *,
         prefix: str,
         value_filtered: bool = False,
+        candidates: int | None = None,
     ) -> Flow[dict[str, float]]:
         """The ``k`` items most similar to ``vector`` among items matching ``where``.
+
+        ``candidates``, when known, is how many items match ``where`` (lets an index pick
+        an exact scan for small scopes).
 
         An index outside the database (Qdrant) filters by namespace only; the SQL
         condition (statuses, scope, ...) is checked afterwards, so items it drops would
         shorten the list. Ask the index for more until ``k`` items pass or it has no more.
         """
         hits = yield from self.index.search_flow(
-            vector, where, params, k, prefix=prefix, value_filtered=value_filtered
+            vector,
+            where,
+            params,
+            k,
+            prefix=prefix,
+            value_filtered=value_filtered,
+            candidates=candidates,
         )
         if self.index.in_database or value_filtered:
             return hits
@@ -702,6 +712,7 @@ class StoreCore:
             pool,
             prefix=join_namespace(search.prefix),
             value_filtered=search.value_filtered,
+            candidates=stats.n_docs or None,
         )
         # Complete both score maps over the union, so fusion compares like with like.
         missing_dense = [i for i in lex if i not in dense]

@@ -99,6 +99,7 @@ class VectorIndex:
         *,
         prefix: str,
         value_filtered: bool = False,
+        candidates: int | None = None,
     ) -> Flow[dict[str, float]]:
         """Best cosine similarity per item among items matching ``where`` (top ``k``)."""
         raise NotImplementedError
@@ -136,6 +137,7 @@ class SqliteVectorIndex(VectorIndex):
         *,
         prefix: str,
         value_filtered: bool = False,
+        candidates: int | None = None,
     ) -> Flow[dict[str, float]]:
         rows = yield Sql(
             f"SELECT v.item_id, v.embedding FROM {VECTORS} v JOIN {ITEMS} i ON i.id = v.item_id"
@@ -159,9 +161,12 @@ class SqliteVectorIndex(VectorIndex):
 class PgVectorIndex(VectorIndex):
     """pgvector HNSW with iterative scans for filtered queries."""
 
-    def __init__(self, dialect: Dialect, *, ef_search: int = 100) -> None:
+    def __init__(
+        self, dialect: Dialect, *, ef_search: int = 100, exact_below: int = 50_000
+    ) -> None:
         super().__init__(dialect)
         self.ef_search = ef_search
+        self.exact_below = exact_below
 
     def search_flow(
         self,
@@ -172,9 +177,21 @@ class PgVectorIndex(VectorIndex):
         *,
         prefix: str,
         value_filtered: bool = False,
+        candidates: int | None = None,
     ) -> Flow[dict[str, float]]:
         literal = self.dialect.vector_param(normalize(vector))
         limit = k if k is not None else 1_000_000
+        if candidates is not None and candidates <= self.exact_below:
+            # A scope of a few thousand items is scored exactly faster than HNSW can walk
+            # past the other scopes' vectors (and exact recall is 1.0).
+            rows = yield Sql(
+                f"WITH c AS MATERIALIZED (SELECT v.item_id, v.embedding FROM {VECTORS} v"
+                f" JOIN {ITEMS} i ON i.id = v.item_id WHERE {where})"
+                " SELECT item_id, 1 - (embedding <=> ?::vector) AS sim FROM c"
+                " ORDER BY embedding <=> ?::vector LIMIT ?",
+                [*params, literal, literal, limit],
+            )
+            return _best_per_item([(r[0], r[1]) for r in rows])
         # Without iterative scans, HNSW returns ef_search rows and the scope filter is
         # applied afterwards, so a filtered search could come back short.
         yield Sql("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)")
@@ -348,6 +365,7 @@ class QdrantIndex(VectorIndex):
         *,
         prefix: str,
         value_filtered: bool = False,
+        candidates: int | None = None,
     ) -> Flow[dict[str, float]]:
         from qdrant_client import models
 
