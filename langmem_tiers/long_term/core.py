@@ -15,6 +15,7 @@ drives them with a backend's sync or async I/O. Order of a batch:
 from __future__ import annotations
 
 import math
+import numbers
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -70,6 +71,7 @@ from langmem_tiers.long_term.vectors import VectorIndex, VectorRow
 __all__ = ["ENGINE_COLUMNS", "RankedItem", "StoreCore", "WriteNote"]
 
 _MAX_QUERY_CHARS = 10_000
+_MAX_PAGE = 2**31  # what every database here can bind as a LIMIT/OFFSET
 _ACCESS_FLUSH_ITEMS = 500
 _ACCESS_FLUSH_SECONDS = 2.0
 
@@ -529,7 +531,12 @@ class StoreCore:
                 f"the embedder failed on {len(texts)} text(s): {type(err).__name__}: {err}. "
                 "Nothing was stored."
             ) from err
-        vectors = [list(v) for v in vectors]
+        try:
+            vectors = [[_number(x) for x in v] for v in vectors]
+        except TypeError as err:
+            raise EmbeddingError(
+                f"the embedder returned something that is not a list of number vectors: {err}."
+            ) from err
         if len(vectors) != len(texts):
             raise EmbeddingError(
                 f"the embedder returned {len(vectors)} vectors for {len(texts)} texts."
@@ -907,10 +914,18 @@ class StoreCore:
             yield Transaction(self._flush_access_flow())
 
 
+def _number(x: Any) -> float:
+    if isinstance(x, bool) or not isinstance(x, numbers.Real):
+        raise TypeError(f"{x!r} is not a number")
+    return float(x)
+
+
 def _check_page(limit: Any, offset: Any) -> tuple[int, int]:
     for name, value in (("limit", limit), ("offset", offset)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise ValidationError(f"{name} must be a whole number >= 0, got {value!r}.")
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < _MAX_PAGE:
+            raise ValidationError(
+                f"{name} must be a whole number from 0 to {_MAX_PAGE - 1}, got {value!r}."
+            )
     return int(limit), int(offset)
 
 

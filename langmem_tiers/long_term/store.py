@@ -21,6 +21,7 @@ from langgraph.store.base import (
     BaseStore,
     IndexConfig,
     Item,
+    NamespacePath,
     NotProvided,
     Op,
     Result,
@@ -333,6 +334,36 @@ class TieredMemoryStore(BaseStore):
             refresh_ttl=refresh_ttl,
         )
 
+    def list_namespaces(
+        self,
+        *,
+        prefix: NamespacePath | None = None,
+        suffix: NamespacePath | None = None,
+        max_depth: int | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[tuple[str, ...]]:
+        """Namespaces matching a prefix and/or suffix (``*`` matches any one label)."""
+        _validate_match_paths(prefix, suffix)
+        return super().list_namespaces(
+            prefix=prefix, suffix=suffix, max_depth=max_depth, limit=limit, offset=offset
+        )
+
+    async def alist_namespaces(
+        self,
+        *,
+        prefix: NamespacePath | None = None,
+        suffix: NamespacePath | None = None,
+        max_depth: int | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[tuple[str, ...]]:
+        """Async twin of :meth:`list_namespaces`."""
+        _validate_match_paths(prefix, suffix)
+        return await super().alist_namespaces(
+            prefix=prefix, suffix=suffix, max_depth=max_depth, limit=limit, offset=offset
+        )
+
     def delete(self, namespace: tuple[str, ...], key: str) -> None:
         """Delete an item (a no-op when it does not exist)."""
         validate_namespace(namespace)
@@ -351,6 +382,12 @@ class TieredMemoryStore(BaseStore):
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """Async twin of :meth:`batch`."""
         return await self.db.arun(self.core.batch_flow(list(ops)))
+
+
+def _validate_match_paths(prefix: Any, suffix: Any) -> None:
+    for name, path in (("prefix", prefix), ("suffix", suffix)):
+        if path is not None:
+            validate_namespace(tuple(path), field=name, prefix=True)
 
 
 def _resolve_index(

@@ -380,27 +380,11 @@ def test_escaped_filter_keys_match_literally_on_sqlite(key: str, tmp_path: Path)
         _check_key(store, key)
 
 
-_PAGING = (
-    "long_term/core.py _check_page accepts any non-negative int: an offset beyond 64 bits "
-    "fails in the driver (OverflowError / NumericValueOutOfRange) as BackendError 'the "
-    "database failed' instead of a ValidationError naming offset"
-)
-
-
-@pytest.mark.xfail(strict=True, reason=_PAGING)
 def test_an_offset_beyond_64_bits_is_a_validation_error(store: TieredMemoryStore) -> None:
     with pytest.raises(ValidationError, match="offset"):
         store.search(NS, offset=2**64)
 
 
-_LANGGRAPH_ERROR = (
-    "long_term/store.py validates put/get/search/delete with the package's errors but not "
-    "list_namespaces: a bad prefix raises LangGraph's own InvalidNamespaceError, which "
-    "`except langmem_tiers.errors.InvalidNamespaceError` does not catch"
-)
-
-
-@pytest.mark.xfail(strict=True, reason=_LANGGRAPH_ERROR)
 def test_a_bad_namespace_prefix_raises_the_package_error(
     sqlite_store: TieredMemoryStore,
 ) -> None:

@@ -51,16 +51,8 @@ if TYPE_CHECKING:
 NS = ("agent_a", "semantic")
 DIMS = 16
 
-_GARBAGE_VECTORS = (
-    "long_term/core.py _embed_flow converts the embedder's answer (list(v) for v in vectors, "
-    "math.isfinite(x)) outside its try block: None or non-numbers escape as a bare TypeError "
-    "instead of EmbeddingError"
-)
-
 
 def _embedding_fault(fault: str) -> Any:
-    if fault in ("none", "strings"):
-        return pytest.param(fault, marks=pytest.mark.xfail(strict=True, reason=_GARBAGE_VECTORS))
     return fault
 
 
