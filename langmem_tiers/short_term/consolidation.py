@@ -112,7 +112,12 @@ def _checked_summary(summary: object) -> Summary:
         raise ModelError(f"the summariser returned {summary!r:.120}, not a Summary.")
     if not summary.text.strip():
         raise ModelError("the summariser returned an empty summary; nothing was archived.")
-    return Summary(summary.text.strip(), [str(c) for c in summary.key_concepts])
+    concepts = summary.key_concepts
+    if not isinstance(concepts, (list, tuple)) or not all(isinstance(c, str) for c in concepts):
+        raise ModelError(
+            f"the summariser returned key_concepts {concepts!r:.120}, not a list of strings."
+        )
+    return Summary(summary.text.strip(), list(concepts))
 
 
 def persist_flow(plan: ConsolidationPlan, *, session_id: str, scope: Scope) -> Flow[bool]:

@@ -284,7 +284,9 @@ class ShortTermMemory:
                     f"results for {len(texted)} messages."
                 )
             for i, t in zip(texted, tiers, strict=True):
-                out[i] = MessageTiers(str(t.tier1), str(t.tier2))
+                if not isinstance(t.tier1, str) or not isinstance(t.tier2, str):
+                    raise ModelError(f"the tierer returned {t!r:.120}, not two strings.")
+                out[i] = MessageTiers(t.tier1, t.tier2)
             return out
         except Exception as err:
             logger.warning(

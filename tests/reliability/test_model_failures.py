@@ -149,22 +149,7 @@ def _human(text: str) -> list[BaseMessage]:
     return [HumanMessage(text)]
 
 
-_NONE_TIERS = (
-    "short_term/memory.py _tier_flow stores str(t.tier1) and str(t.tier2): a tierer that "
-    "answers None tiers gets the text 'None' saved as both tiers (and shown as the message) "
-    "instead of being treated as a failed tiering"
-)
-
-
-@pytest.mark.parametrize(
-    "fault",
-    [
-        pytest.param(f, marks=pytest.mark.xfail(strict=True, reason=_NONE_TIERS))
-        if f == "none_fields"
-        else f
-        for f in TIER_FAULTS
-    ],
-)
+@pytest.mark.parametrize("fault", TIER_FAULTS)
 async def test_a_failing_tierer_never_blocks_an_add(
     store_url: str, twin_of: Callable[[Any], Twin], fault: str
 ) -> None:
@@ -206,22 +191,7 @@ def test_an_llm_summariser_with_a_garbage_model_falls_back_to_the_offline_summar
     assert "Oslo" in summary.text
 
 
-_UNCHECKED_CONCEPTS = (
-    "short_term/consolidation.py _checked_summary iterates summary.key_concepts without "
-    "checking it: a summary whose key_concepts is None fails with a bare TypeError "
-    "instead of ModelError"
-)
-
-
-@pytest.mark.parametrize(
-    "fault",
-    [
-        pytest.param(f, marks=pytest.mark.xfail(strict=True, reason=_UNCHECKED_CONCEPTS))
-        if f == "no_concepts"
-        else f
-        for f in SUMMARY_FAULTS
-    ],
-)
+@pytest.mark.parametrize("fault", SUMMARY_FAULTS)
 async def test_a_failing_summariser_leaves_the_window_and_the_store_as_they_were(
     store_url: str, twin_of: Callable[[Any], Twin], fault: str
 ) -> None:
