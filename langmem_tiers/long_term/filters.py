@@ -37,10 +37,19 @@ def validate_filter(filter: Mapping[str, Any] | None) -> list[Condition]:
     return out
 
 
+_MAX_DEPTH = 32
+
+
 def _flatten(filter: Mapping[str, Any], path: tuple[str, ...], out: list[Condition]) -> None:
+    if len(path) >= _MAX_DEPTH:
+        raise InvalidFilterError(
+            f"filter is nested more than {_MAX_DEPTH} levels deep (at {'.'.join(path[:3])}...)."
+        )
     for key, expected in filter.items():
         if not isinstance(key, str) or not key:
             raise InvalidFilterError(f"filter keys must be non-empty strings, got {key!r}.")
+        if "\x00" in key:
+            raise InvalidFilterError(f"filter key {key!r} contains a NUL byte; remove it.")
         if key.startswith("$"):
             raise InvalidFilterError(
                 f"filter operator {key!r} must be inside a field, e.g. {{'score': {{{key!r}: 1}}}}."
@@ -68,6 +77,8 @@ def _flatten(filter: Mapping[str, Any], path: tuple[str, ...], out: list[Conditi
 
 def _check_operand(path: tuple[str, ...], op: str, operand: Any) -> None:
     name = ".".join(path)
+    if _has_nul(operand, 0):
+        raise InvalidFilterError(f"filter on {name!r}: the value contains a NUL byte; remove it.")
     if isinstance(operand, float) and not math.isfinite(operand):
         raise InvalidFilterError(f"filter on {name!r}: {operand!r} is not a finite number.")
     if op in _ORDERING:
@@ -92,3 +103,15 @@ def compile_filter(conditions: list[Condition], dialect: Dialect) -> tuple[str, 
         parts.append(sql)
         params.extend(p)
     return " AND ".join(parts), params
+
+
+def _has_nul(value: Any, depth: int) -> bool:
+    if depth > _MAX_DEPTH:
+        raise InvalidFilterError(f"a filter value is nested more than {_MAX_DEPTH} levels deep.")
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_has_nul(k, depth + 1) or _has_nul(v, depth + 1) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_nul(v, depth + 1) for v in value)
+    return False

@@ -280,6 +280,8 @@ def draft_from_message(
         )
     try:
         encoded = json.dumps([content, extra], ensure_ascii=False)
+    except RecursionError as err:
+        raise InvalidContentError(f"{where} is nested too deeply to store.") from err
     except (TypeError, ValueError) as err:
         raise InvalidContentError(
             f"{where} has fields that are not JSON-serialisable ({err}); keep content, "

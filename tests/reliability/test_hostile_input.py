@@ -261,14 +261,6 @@ def test_real_nul_bytes_are_refused_everywhere(
     assert _tables(store) == tables
 
 
-_NUL_FILTERS = (
-    "long_term/filters.py validate_filter does not refuse NUL bytes in filter keys or "
-    "values: the database rejects them later (BackendError 'the database failed', or an "
-    "empty result on SQLite) instead of an InvalidFilterError"
-)
-
-
-@pytest.mark.xfail(strict=True, reason=_NUL_FILTERS)
 @pytest.mark.parametrize("where", ["key", "value"])
 def test_a_nul_byte_in_a_filter_is_an_invalid_filter(store: TieredMemoryStore, where: str) -> None:
     bad = {"k\x00": 1} if where == "key" else {"k": "v\x00"}
@@ -298,14 +290,6 @@ def test_deeply_nested_values_are_refused_or_stored_exactly(store: TieredMemoryS
     assert item.value == value
 
 
-_DEEP_MESSAGE = (
-    "short_term/records.py draft_from_message catches TypeError and ValueError from "
-    "json.dumps but not RecursionError: a message with deeply nested additional_kwargs "
-    "crashes the add with a bare RecursionError instead of InvalidContentError"
-)
-
-
-@pytest.mark.xfail(strict=True, reason=_DEEP_MESSAGE)
 def test_a_deeply_nested_message_is_refused_with_nothing_stored(
     memory_log: MessageLog, store: TieredMemoryStore
 ) -> None:
@@ -329,14 +313,6 @@ def test_a_nested_message_within_limits_round_trips(
     assert record.to_message().additional_kwargs == kwargs
 
 
-_DEEP_FILTER = (
-    "long_term/filters.py _flatten recurses without a bound: a filter nested thousands of "
-    "levels deep fails with RecursionError, reported as BackendError 'the database failed' "
-    "instead of InvalidFilterError"
-)
-
-
-@pytest.mark.xfail(strict=True, reason=_DEEP_FILTER)
 def test_a_deeply_nested_filter_is_an_invalid_filter(sqlite_store: TieredMemoryStore) -> None:
     with pytest.raises(InvalidFilterError):
         sqlite_store.search(NS, filter=_nested(5000, 1))
