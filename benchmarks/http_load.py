@@ -6,9 +6,13 @@ httpx), each sending its next request as soon as the previous one is answered (a
 loop, so the load is bounded by the number of clients, never by a queue that grows). Two
 endpoints are measured, each for ``--duration`` seconds:
 
-* ``episodic_store``: ``POST /api/v1/memory/episodic`` (a new event each time);
-* ``retrieve``: ``POST /api/v1/memory/retrieve`` (hybrid search, top 10) over the events
-  written before plus a seeded preload.
+* ``retrieve``: ``POST /api/v1/memory/retrieve`` (hybrid search, top 10) over a seeded
+  preload of ``--preload`` events of one agent;
+* ``episodic_store``: ``POST /api/v1/memory/episodic`` (a new event each time).
+
+Texts come from :class:`~benchmarks.fakes.SyntheticCorpus` (a made-up language of 6,000
+words with topics and a Zipf-like skew), so lexical and dense search see realistic term
+statistics; retrieval runs first, so it searches exactly the preload.
 
 Both run against the embedded backend (an SQLite file) and PostgreSQL (a fresh schema,
 dropped afterwards). Texts are seeded; nothing touches the network beyond loopback. An
@@ -45,6 +49,7 @@ from typing import Any
 import httpx
 import numpy as np
 
+from benchmarks.fakes import SyntheticCorpus
 from benchmarks.report import machine_info, write_results
 from benchmarks.store_speed import postgres_problem, temporary_schema
 
@@ -55,15 +60,7 @@ DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
 API = "/api/v1"
 SCOPE = "bench-agent"
 
-_WORDS = (
-    "Jordan", "Lisbon", "deadline", "March", "budget", "design", "review", "release",
-    "meeting", "coffee", "project", "ticket", "invoice", "garden", "piano", "Berlin",
-    "report", "server", "backup", "Monday", "launch", "contract", "hiring", "roadmap",
-)  # fmt: skip
-
-
-def _text(rng: random.Random, words: int) -> str:
-    return " ".join(rng.choice(_WORDS) for _ in range(words))
+_CORPUS_SEED = 7
 
 
 @dataclass
@@ -155,12 +152,12 @@ def served(url: str, *, log: Path) -> Iterator[tuple[str, str]]:
 
 
 async def _preload(client: httpx.AsyncClient, headers: dict[str, str], count: int) -> None:
-    rng = random.Random(11)
+    corpus = SyntheticCorpus(seed=_CORPUS_SEED)
     semaphore = asyncio.Semaphore(8)
 
     async def one(n: int) -> None:
         async with semaphore:
-            body = {"content": f"event {n}: {_text(rng, 12)}", "session_id": f"s{n % 20}"}
+            body = {"content": corpus.memory(scope=0, index=n), "session_id": f"s{n % 20}"}
             response = await client.post(API + "/memory/episodic", json=body, headers=headers)
             response.raise_for_status()
 
@@ -179,6 +176,7 @@ async def run_load(
 ) -> LoadResult:
     """``concurrency`` closed-loop clients on one endpoint for ``duration`` seconds."""
     headers = {"Authorization": f"Bearer {key}"}
+    corpus = SyntheticCorpus(seed=_CORPUS_SEED)
     result = LoadResult(backend, endpoint, 0.0)
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
     async with httpx.AsyncClient(base_url=base, timeout=30, limits=limits) as client:
@@ -186,18 +184,17 @@ async def run_load(
 
         async def worker(number: int) -> None:
             rng = random.Random(seed * 1000 + number)
-            n = 0
             while time.perf_counter() < stop_at:
-                n += 1
+                index = rng.randrange(1_000_000)
                 if endpoint == "episodic_store":
                     path = API + "/memory/episodic"
                     body: dict[str, Any] = {
-                        "content": f"load {number}-{n}: {_text(rng, 12)}",
+                        "content": corpus.memory(scope=0, index=1_000_000 + index),
                         "session_id": f"load-{number}",
                     }
                 else:
                     path = API + "/memory/retrieve"
-                    body = {"query": _text(rng, 3), "limit": 10}
+                    body = {"query": corpus.query(scope=0, index=index), "limit": 10}
                 started = time.perf_counter()
                 try:
                     response = await client.post(path, json=body, headers=headers)
@@ -235,7 +232,7 @@ def _run_backend(backend: str, args: argparse.Namespace, workdir: Path) -> list[
             headers = {"Authorization": f"Bearer {key}"}
             async with httpx.AsyncClient(base_url=base, timeout=60) as client:
                 await _preload(client, headers, args.preload)
-            for endpoint in ("episodic_store", "retrieve"):
+            for endpoint in ("retrieve", "episodic_store"):
                 print(f"http_load: {backend} {endpoint} for {args.duration:g} s", flush=True)
                 result = await run_load(
                     base,
@@ -292,6 +289,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             "duration_s": args.duration,
             "concurrency": args.concurrency,
             "preload": args.preload,
+            "corpus": f"SyntheticCorpus(seed={_CORPUS_SEED}), scope 0",
             "seed": args.seed,
             "server": "python -m langmem_tiers serve (uvicorn, 1 process, loopback)",
             "client": f"httpx {httpx.__version__}, asyncio, closed loop, same machine",
