@@ -297,8 +297,6 @@ def test_threads_overwriting_one_item_leave_one_write_and_every_event_in_order(
         assert mine == list(range(WRITES)), f"thread {number}'s writes are out of order"
 
 
-
-
 @pytest.mark.parametrize("existing", [True, False], ids=["update", "create"])
 @pytest.mark.parametrize(
     "backend",
@@ -361,8 +359,6 @@ def test_two_interleaved_writes_of_one_item_chain_their_events(
             f"an update's 'before' is {event[1]['value']}, but the value it replaced was "
             f"{previous[2]['value']}"
         )
-
-
 
 
 @pytest.mark.slow
