@@ -125,6 +125,28 @@ class TieredMemoryStore(BaseStore):
 
     # -- construction from a URL ------------------------------------------------------
     @classmethod
+    def _owning(
+        cls,
+        conn: Any,
+        index: IndexConfig | None,
+        embeddings: Embeddings | str | None,
+        qdrant: Any | None,
+        qdrant_collection: str,
+        settings: Settings,
+    ) -> TieredMemoryStore:
+        """A store that owns ``conn``; arguments left out come from ``settings``."""
+        store = cls(
+            conn,
+            index=index,
+            embeddings=embeddings if embeddings is not None or index else settings.embeddings,
+            qdrant=qdrant if qdrant is not None else settings.qdrant_location,
+            qdrant_collection=qdrant_collection,
+            settings=settings,
+        )
+        store._owned.append(conn)
+        return store
+
+    @classmethod
     @contextmanager
     def from_url(
         cls,
@@ -146,20 +168,9 @@ class TieredMemoryStore(BaseStore):
         migrations (idempotent).
         """
         settings = settings or Settings.from_env()
-        url = url if url is not None else settings.url
-        qdrant = qdrant if qdrant is not None else settings.qdrant_location
-        embeddings = embeddings if embeddings is not None or index else settings.embeddings
-        conn = open_connection(url, pool_size=pool_size)
+        conn = open_connection(url if url is not None else settings.url, pool_size=pool_size)
         try:
-            store = cls(
-                conn,
-                index=index,
-                embeddings=embeddings,
-                qdrant=qdrant,
-                qdrant_collection=qdrant_collection,
-                settings=settings,
-            )
-            store._owned.append(conn)
+            store = cls._owning(conn, index, embeddings, qdrant, qdrant_collection, settings)
         except BaseException:
             conn.close()
             raise
@@ -187,19 +198,9 @@ class TieredMemoryStore(BaseStore):
         """Async twin of :meth:`from_url`; PostgreSQL gets an async pool."""
         settings = settings or Settings.from_env()
         url = url if url is not None else settings.url
-        qdrant = qdrant if qdrant is not None else settings.qdrant_location
-        embeddings = embeddings if embeddings is not None or index else settings.embeddings
         conn = await open_async_connection(url, pool_size=pool_size)
         try:
-            store = cls(
-                conn,
-                index=index,
-                embeddings=embeddings,
-                qdrant=qdrant,
-                qdrant_collection=qdrant_collection,
-                settings=settings,
-            )
-            store._owned.append(conn)
+            store = cls._owning(conn, index, embeddings, qdrant, qdrant_collection, settings)
         except BaseException:
             await aclose(conn)
             raise
