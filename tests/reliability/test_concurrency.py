@@ -298,13 +298,7 @@ def test_threads_overwriting_one_item_leave_one_write_and_every_event_in_order(
 
 
 @pytest.mark.parametrize("existing", [True, False], ids=["update", "create"])
-@pytest.mark.parametrize(
-    "backend",
-    [
-        "sqlite",
-        "postgres",
-    ],
-)
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
 def test_two_interleaved_writes_of_one_item_chain_their_events(
     backend: str,
     existing: bool,

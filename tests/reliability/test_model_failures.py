@@ -52,10 +52,6 @@ NS = ("agent_a", "semantic")
 DIMS = 16
 
 
-def _embedding_fault(fault: str) -> Any:
-    return fault
-
-
 @contextmanager
 def _open(url: str, embeddings: Any) -> Iterator[TieredMemoryStore]:
     index = {"dims": DIMS, "embed": embeddings, "fields": ["content"]}
@@ -78,7 +74,7 @@ def _state(store: TieredMemoryStore) -> tuple[Any, ...]:
 # -- the store's embedder ---------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("fault", [_embedding_fault(f) for f in EMBEDDING_FAULTS])
+@pytest.mark.parametrize("fault", EMBEDDING_FAULTS)
 async def test_a_failing_embedder_fails_a_put_clearly_and_stores_nothing(
     store_url: str, twin_of: Callable[[Any], Twin], fault: str
 ) -> None:
@@ -102,7 +98,7 @@ async def test_a_failing_embedder_fails_a_put_clearly_and_stores_nothing(
         assert (await twin.get(NS, "new")).value == {"content": "a new memory"}
 
 
-@pytest.mark.parametrize("fault", [_embedding_fault(f) for f in EMBEDDING_FAULTS])
+@pytest.mark.parametrize("fault", EMBEDDING_FAULTS)
 async def test_a_failing_embedder_fails_a_search_clearly_and_changes_nothing(
     store_url: str, twin_of: Callable[[Any], Twin], fault: str
 ) -> None:
