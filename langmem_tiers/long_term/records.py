@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import uuid
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
@@ -71,6 +72,15 @@ class ItemRecord(NamedTuple):
     confidence: float
     importance: float
     status: str
+
+
+# JSON escapes a NUL character as \u0000; typed text "\u0000" is escaped again (\\u0000).
+_NUL_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
+
+
+def has_nul_escape(encoded_json: str) -> bool:
+    """Whether JSON text encodes a NUL character (not the six typed characters ``\\u0000``)."""
+    return _NUL_ESCAPE.search(encoded_json) is not None
 
 
 def join_namespace(namespace: Sequence[str]) -> str:
@@ -146,7 +156,7 @@ def validate_value(
         ) from err
     except RecursionError as err:
         raise InvalidContentError(f"{where} is nested too deeply to store.") from err
-    if "\\u0000" in encoded:
+    if has_nul_escape(encoded):
         raise InvalidContentError(f"{where} contains a NUL byte (\\x00) in a string; remove it.")
     if len(encoded) > max_chars:
         raise InvalidContentError(

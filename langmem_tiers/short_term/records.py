@@ -32,6 +32,7 @@ from langmem_tiers.errors import (
     InvalidTierError,
     NotFoundError,
 )
+from langmem_tiers.long_term.records import has_nul_escape
 
 __all__ = [
     "Content",
@@ -287,7 +288,7 @@ def draft_from_message(
             f"{where} has fields that are not JSON-serialisable ({err}); keep content, "
             "additional_kwargs and response_metadata to JSON types."
         ) from err
-    if "\x00" in encoded or "\\u0000" in encoded:
+    if "\x00" in encoded or has_nul_escape(encoded):
         raise InvalidContentError(
             f"{where} contains NUL bytes ('\\x00'); remove them before storing the message."
         )

@@ -220,15 +220,9 @@ def test_invalid_utf8_in_a_message_is_a_validation_error(
         assert _log_state(memory_log) == before, "something was stored"
 
 
-_ESCAPED_NUL = (
-    "the NUL check looks for the escape '\\u0000' in the JSON text (long_term/records.py "
-    "validate_value, short_term/records.py draft_from_message), so the six characters "
-    "backslash-u-0-0-0-0 typed by a user (JSON-encoded as '\\\\u0000') are refused as a NUL byte"
-)
 BACKSLASH_U0000 = "in JSON a NUL is written as \\u0000, see the spec"
 
 
-@pytest.mark.xfail(strict=True, reason=_ESCAPED_NUL)
 def test_the_text_of_an_escape_is_stored_literally_in_the_store(
     sqlite_store: TieredMemoryStore,
 ) -> None:
@@ -238,7 +232,6 @@ def test_the_text_of_an_escape_is_stored_literally_in_the_store(
     assert item.value["content"] == BACKSLASH_U0000
 
 
-@pytest.mark.xfail(strict=True, reason=_ESCAPED_NUL)
 def test_the_text_of_an_escape_is_stored_literally_in_a_message(
     memory_log: MessageLog, store: TieredMemoryStore
 ) -> None:
