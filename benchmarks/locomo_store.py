@@ -31,14 +31,11 @@ from langgraph.store.memory import InMemoryStore
 
 from benchmarks.locomo import load_locomo
 from benchmarks.locomo_retrieval import (
-    HELD_SPLIT,
     RESULTS,
-    TUNE_SPLIT,
     ConvData,
     _minilm_vectors,
-    aggregate,
+    evaluate,
     prepare,
-    question_metrics,
 )
 from langmem_tiers import TieredMemoryStore
 from langmem_tiers.embeddings import OfflineEmbeddings
@@ -58,7 +55,7 @@ class TableEmbeddings(Embeddings):
         return [self.table[t].tolist() for t in texts]
 
     def embed_query(self, text: str) -> list[float]:
-        return self.table[text].tolist()
+        return [float(x) for x in self.table[text]]
 
 
 def _session_time(date: str) -> str:
@@ -108,24 +105,8 @@ def _postgres_schema(base_url: str) -> Iterator[str]:
 def _evaluate(
     data: Sequence[ConvData], search: Callable[[ConvData, int], list[str]]
 ) -> dict[str, Any]:
-    per_conv = []
-    for c in data:
-        rows = [
-            question_metrics(_ranking_scores(c, search(c, qi)), c.evidence[qi])
-            for qi in range(len(c.questions))
-        ]
-        per_conv.append((rows, [int(x) for x in c.categories]))
-
-    def split(ids: Sequence[int]) -> dict[str, Any]:
-        rows = [r for i in ids if i < len(per_conv) for r in per_conv[i][0]]
-        cats = [x for i in ids if i < len(per_conv) for x in per_conv[i][1]]
-        return aggregate(rows, cats)
-
-    return {
-        "all": split(range(len(data))),
-        "tune": split(TUNE_SPLIT),
-        "held_out": split(HELD_SPLIT),
-    }
+    """The research harness's metrics, fed with the ranking a store returned."""
+    return evaluate(lambda c, qi: _ranking_scores(c, search(c, qi)), data, len(data))
 
 
 def run_ours(
@@ -219,7 +200,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         for name in embedders:
             if name == "minilm":
                 _minilm_vectors(data)
-                table = {}
+                table: dict[str, np.ndarray] = {}
                 for c in data:
                     turns, questions = c.dense["minilm"]
                     table.update(zip(c.texts, turns, strict=True))
