@@ -85,7 +85,9 @@ def postgres_url(postgres_schemas: Callable[[], str]) -> str:
 
 
 @pytest.fixture(autouse=True)
-def _isolated_environment(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+def _isolated_environment(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Nothing a test does touches the user's data directory or reads their settings."""
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("XDG_DATA_HOME", str(home / "data"))
