@@ -34,6 +34,7 @@ META = "lmt_meta"
 MIGRATIONS = "lmt_migrations"
 STM_SESSIONS = "lmt_stm_sessions"
 STM_MESSAGES = "lmt_stm_messages"
+STM_LEASES = "lmt_stm_leases"
 EVENTS = "lmt_events"
 API_KEYS = "lmt_api_keys"
 VERSIONS = "lmt_versions"
@@ -240,6 +241,15 @@ class Dialect:
                 # an index that answers (item, term) -> tf without touching the table.
                 f"CREATE INDEX {TERMS}_item_term ON {TERMS} (item_id, term, tf)",
                 f"DROP INDEX {TERMS}_item",
+            ],
+            [
+                # Short-term memory: one consolidation lease per session, so concurrent
+                # writers summarise each overflowing window once (short_term/log.py ClaimOp).
+                f"""CREATE TABLE {STM_LEASES} (
+                    session_id TEXT PRIMARY KEY,
+                    owner TEXT NOT NULL,
+                    expires_at DOUBLE PRECISION NOT NULL
+                )""",
             ],
         ]
 
