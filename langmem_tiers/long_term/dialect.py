@@ -305,17 +305,51 @@ def _sqlite_path(path: Sequence[str]) -> str:
     return "$" + "".join('."' + p.replace("\\", "\\\\").replace('"', '\\"') + '"' for p in path)
 
 
+def _path_can_spell(key: str) -> bool:
+    """Whether a JSON path label matches ``key`` literally on every SQLite version.
+
+    A quoted label ends at the first ``"`` whatever precedes it, and before 3.45 a label
+    is compared with the key's escaped JSON text, so a control character (stored as
+    ``\\t``, ``\\u001f``...) never matches; json_each compares decoded keys instead.
+    """
+    return '"' not in key and all(c >= " " for c in key)
+
+
+def _sqlite_lookup(path: Sequence[str]) -> tuple[str, str, list[Any]]:
+    """SQL for the value at ``path`` and for its JSON type; both take the same params.
+
+    Keys a path can spell keep json_extract/json_type; a key it cannot is found by its
+    decoded text in json_each, and the keys after it are looked up in what that yields.
+    The document is passed to json_each through a subquery in FROM: an unqualified
+    ``value`` in a table function's arguments would name json_each's own column.
+    """
+    doc, params = "value", []
+    start = 0
+    for i, key in enumerate(path):
+        if _path_can_spell(key):
+            continue
+        params.extend([_sqlite_path(path[start:i]), key])
+        member = f"FROM (SELECT {doc} AS doc) AS d, json_each(d.doc, ?) AS e WHERE e.key = ?"
+        if i == len(path) - 1:
+            return f"(SELECT e.value {member})", f"(SELECT e.type {member})", params
+        # Only an object has keys to descend into; any other value has none (NULL).
+        doc = f"(SELECT e.value {member} AND e.type = 'object')"
+        start = i + 1
+    params.append(_sqlite_path(path[start:]))
+    return f"json_extract({doc}, ?)", f"json_type({doc}, ?)", params
+
+
 class SqliteDialect(Dialect):
     """SQLite: JSON as text, timestamps as ISO-8601 text in UTC, vectors as float32 blobs."""
 
     name = "sqlite"
 
     def json_extract(self, path: Sequence[str]) -> tuple[str, list[Any]]:
-        return "json_extract(value, ?)", [_sqlite_path(path)]
+        expr, _, params = _sqlite_lookup(path)
+        return expr, params
 
     def json_compare(self, path: Sequence[str], op: str, operand: Any) -> tuple[str, list[Any]]:
-        expr, params = self.json_extract(path)
-        typed = "json_type(value, ?)"
+        expr, typed, params = _sqlite_lookup(path)
         if isinstance(operand, (dict, list)):
             literal = json.dumps(operand, ensure_ascii=False, separators=(",", ":"))
             if op == "$eq":
