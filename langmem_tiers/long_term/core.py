@@ -62,6 +62,7 @@ from langmem_tiers.long_term.records import (
     join_namespace,
     split_namespace,
     texts_to_index,
+    utf8_error,
     validate_key,
     validate_namespace,
     validate_value,
@@ -391,6 +392,9 @@ class StoreCore:
                 raise InvalidContentError(
                     f"query is {len(op.query)} characters; the limit is {_MAX_QUERY_CHARS}."
                 )
+            refusal = utf8_error(op.query, "query")
+            if refusal is not None:
+                raise InvalidContentError(refusal)
         conditions = validate_filter(op.filter)
         where_parts: list[str] = []
         bound: list[Any] = []

@@ -18,6 +18,7 @@ from typing import Any
 
 from langmem_tiers.errors import InvalidFilterError
 from langmem_tiers.long_term.dialect import Dialect
+from langmem_tiers.long_term.records import utf8_error
 
 __all__ = ["OPERATORS", "Condition", "compile_filter", "validate_filter"]
 
@@ -50,6 +51,9 @@ def _flatten(filter: Mapping[str, Any], path: tuple[str, ...], out: list[Conditi
             raise InvalidFilterError(f"filter keys must be non-empty strings, got {key!r}.")
         if "\x00" in key:
             raise InvalidFilterError(f"filter key {key!r} contains a NUL byte; remove it.")
+        refusal = utf8_error(key, f"filter key {key!r}")
+        if refusal is not None:
+            raise InvalidFilterError(refusal)
         if key.startswith("$"):
             raise InvalidFilterError(
                 f"filter operator {key!r} must be inside a field, e.g. {{'score': {{{key!r}: 1}}}}."
@@ -77,8 +81,9 @@ def _flatten(filter: Mapping[str, Any], path: tuple[str, ...], out: list[Conditi
 
 def _check_operand(path: tuple[str, ...], op: str, operand: Any) -> None:
     name = ".".join(path)
-    if _has_nul(operand, 0):
-        raise InvalidFilterError(f"filter on {name!r}: the value contains a NUL byte; remove it.")
+    refusal = _string_refusal(operand, 0)
+    if refusal is not None:
+        raise InvalidFilterError(f"filter on {name!r}: {refusal}")
     if isinstance(operand, float) and not math.isfinite(operand):
         raise InvalidFilterError(f"filter on {name!r}: {operand!r} is not a finite number.")
     if op in _ORDERING:
@@ -105,13 +110,22 @@ def compile_filter(conditions: list[Condition], dialect: Dialect) -> tuple[str, 
     return " AND ".join(parts), params
 
 
-def _has_nul(value: Any, depth: int) -> bool:
+def _string_refusal(value: Any, depth: int) -> str | None:
+    """Why a string in a filter value (keys too) cannot be matched, or ``None``: one walk."""
     if depth > _MAX_DEPTH:
         raise InvalidFilterError(f"a filter value is nested more than {_MAX_DEPTH} levels deep.")
     if isinstance(value, str):
-        return "\x00" in value
+        if "\x00" in value:
+            return "the value contains a NUL byte; remove it."
+        return utf8_error(value, "the value")
     if isinstance(value, dict):
-        return any(_has_nul(k, depth + 1) or _has_nul(v, depth + 1) for k, v in value.items())
-    if isinstance(value, list):
-        return any(_has_nul(v, depth + 1) for v in value)
-    return False
+        for k, v in value.items():
+            refusal = _string_refusal(k, depth + 1) or _string_refusal(v, depth + 1)
+            if refusal is not None:
+                return refusal
+    elif isinstance(value, list):
+        for v in value:
+            refusal = _string_refusal(v, depth + 1)
+            if refusal is not None:
+                return refusal
+    return None

@@ -23,7 +23,7 @@ import json
 import math
 import re
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any, NamedTuple
 
@@ -37,9 +37,11 @@ __all__ = [
     "ItemRecord",
     "item_id",
     "join_namespace",
+    "json_utf8_error",
     "parse_timestamp",
     "split_namespace",
     "texts_to_index",
+    "utf8_error",
     "validate_key",
     "validate_namespace",
     "validate_value",
@@ -83,6 +85,62 @@ def has_nul_escape(encoded_json: str) -> bool:
     return _NUL_ESCAPE.search(encoded_json) is not None
 
 
+def utf8_error(text: str, field: str) -> str | None:
+    """Why ``text`` (named ``field``) cannot be stored, or ``None`` when it can.
+
+    A lone surrogate (what ``surrogateescape`` decoding makes of bytes that are not UTF-8)
+    cannot be encoded as UTF-8, so no backend can write it, and an embedder fails on it.
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        return (
+            f"{field} is not valid Unicode: it holds the lone surrogate {text[err.start]!r} at "
+            f"character {err.start}, which cannot be stored as UTF-8. Decode the source bytes "
+            "as UTF-8 (with errors='replace' if they may be invalid)."
+        )
+    return None
+
+
+def json_utf8_error(value: Any, encoded_json: str, where: str, *, sep: str = ": ") -> str | None:
+    """Why a JSON value cannot be stored as UTF-8, naming the string at fault, or ``None``.
+
+    ``encoded_json`` is the value's JSON text (``ensure_ascii=False``): encoding it once is
+    the whole check of a valid value; the value is walked only to name the string that
+    failed. Names read ``{where}{sep}{path}``.
+    """
+    whole = utf8_error(encoded_json, where)
+    if whole is None:
+        return None
+    for path, text in _json_strings(value):
+        found = utf8_error(text, f"{where}{sep}{path}" if path else where)
+        if found is not None:
+            return found
+    return whole
+
+
+def _json_strings(value: Any) -> Iterator[tuple[str, str]]:
+    """``(path, text)`` of every string of a JSON value, keys too, in document order.
+
+    Iterative: the value may be as deep as ``json.dumps`` accepted.
+    """
+    stack: list[tuple[str, Any]] = [("", value)]
+    while stack:
+        path, node = stack.pop()
+        if isinstance(node, str):
+            yield path, node
+        elif isinstance(node, Mapping):
+            children: list[tuple[str, Any]] = []
+            for k, inner in node.items():
+                if isinstance(k, str):
+                    yield (f"key {k!r} of {path}" if path else f"key {k!r}"), k
+                name = str(k)
+                children.append((f"{path}.{name}" if path else name, inner))
+            stack.extend(reversed(children))
+        elif isinstance(node, (list, tuple)):
+            stack.extend(reversed([(f"{path}[{i}]", inner) for i, inner in enumerate(node)]))
+
+
 def join_namespace(namespace: Sequence[str]) -> str:
     """Namespaces are stored as labels joined by ``.`` (labels never contain one)."""
     return ".".join(namespace)
@@ -121,6 +179,9 @@ def validate_namespace(namespace: Any, *, field: str = "namespace", prefix: bool
             raise InvalidNamespaceError(
                 f"{field} label is {len(label)} characters; the limit is {MAX_LABEL_CHARS}."
             )
+        refusal = utf8_error(label, f"{field} label {label!r}")
+        if refusal is not None:
+            raise InvalidNamespaceError(refusal)
     if namespace and namespace[0] == "langgraph" and not prefix:
         raise InvalidNamespaceError(
             f"{field} may not start with 'langgraph' (reserved by LangGraph), got {namespace!r}."
@@ -134,6 +195,9 @@ def validate_key(key: Any) -> str:
         raise InvalidContentError(f"key {key!r} contains a NUL byte; remove it.")
     if len(key) > MAX_KEY_CHARS:
         raise InvalidContentError(f"key is {len(key)} characters; the limit is {MAX_KEY_CHARS}.")
+    refusal = utf8_error(key, f"key {key!r}")
+    if refusal is not None:
+        raise InvalidContentError(refusal)
     return key
 
 
@@ -163,6 +227,9 @@ def validate_value(
             f"{where} is {len(encoded)} characters of JSON; the limit (max_content_chars) is "
             f"{max_chars}. Split it, or raise the limit."
         )
+    refusal = json_utf8_error(value, encoded, where)
+    if refusal is not None:
+        raise InvalidContentError(refusal)
     plain: dict[str, Any] = json.loads(encoded)
     scope, kind = parse_memory_namespace(namespace)
     confidence, importance, status = 1.0, 1.0, "active"

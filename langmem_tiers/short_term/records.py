@@ -32,7 +32,7 @@ from langmem_tiers.errors import (
     InvalidTierError,
     NotFoundError,
 )
-from langmem_tiers.long_term.records import has_nul_escape
+from langmem_tiers.long_term.records import has_nul_escape, json_utf8_error
 
 __all__ = [
     "Content",
@@ -253,8 +253,9 @@ def draft_from_message(
     """Validate one message and turn it into a draft.
 
     Raises:
-        InvalidContentError: not a LangChain message, empty, oversized, NUL bytes, or
-            fields that are not JSON-serialisable. ``index`` names the message in the error.
+        InvalidContentError: not a LangChain message, empty, oversized, NUL bytes, text
+            that is not valid Unicode (lone surrogates), or fields that are not
+            JSON-serialisable. ``index`` names the message in the error.
     """
     where = f"messages[{index}]"
     if not isinstance(message, BaseMessage):
@@ -279,8 +280,10 @@ def draft_from_message(
             f"{where}.content is {len(text)} characters long; the limit is {max_chars} "
             "(setting max_content_chars). Split the message or raise the limit."
         )
+    # Keyed by field, so an error below names e.g. messages[1].additional_kwargs.x.
+    fields = {"content": content, **extra}
     try:
-        encoded = json.dumps([content, extra], ensure_ascii=False)
+        encoded = json.dumps(fields, ensure_ascii=False)
     except RecursionError as err:
         raise InvalidContentError(f"{where} is nested too deeply to store.") from err
     except (TypeError, ValueError) as err:
@@ -292,6 +295,9 @@ def draft_from_message(
         raise InvalidContentError(
             f"{where} contains NUL bytes ('\\x00'); remove them before storing the message."
         )
+    refusal = json_utf8_error(fields, encoded, where, sep=".")
+    if refusal is not None:
+        raise InvalidContentError(refusal)
     return MessageDraft(
         role=role, content=content, extra=extra, created_at=created_at or _now_iso()
     )

@@ -175,47 +175,57 @@ async def test_a_ten_megabyte_memory_is_refused_and_its_batch_stores_nothing(
 
 # -- invalid UTF-8 and escapes ---------------------------------------------------------------------
 
-_SURROGATES = (
-    "the validators (long_term/records.py validate_value, validate_key, validate_namespace; "
-    "short_term/records.py draft_from_message; long_term/core.py _prepare_search; "
-    "long_term/filters.py _check_operand) accept strings that cannot be encoded as UTF-8: "
-    "they fail later as a bare UnicodeEncodeError, or as an EmbeddingError blaming the "
-    "embedder, instead of a ValidationError naming the field"
-)
-
-STORE_SITES: dict[str, Callable[[TieredMemoryStore], Any]] = {
-    "content": lambda s: s.put(NS, "k", {"content": INVALID_UTF8}),
-    "content_not_indexed": lambda s: s.put(NS, "k", {"content": INVALID_UTF8}, index=False),
-    "nested_value": lambda s: s.put(NS, "k", {"content": "ok", "meta": [INVALID_UTF8]}),
-    "key": lambda s: s.put(NS, INVALID_UTF8, {"content": "ok"}),
-    "label": lambda s: s.put((INVALID_UTF8, "semantic"), "k", {"content": "ok"}),
-    "query": lambda s: s.search(NS, query=INVALID_UTF8),
-    "filter": lambda s: s.search(NS, filter={"meta": INVALID_UTF8}),
+STORE_SITES: dict[str, tuple[Callable[[TieredMemoryStore], Any], str]] = {
+    # site: (the call, the field its error must name)
+    "content": (lambda s: s.put(NS, "k", {"content": INVALID_UTF8}), "k: content is"),
+    "content_not_indexed": (
+        lambda s: s.put(NS, "k", {"content": INVALID_UTF8}, index=False),
+        "k: content is",
+    ),
+    "nested_value": (
+        lambda s: s.put(NS, "k", {"content": "ok", "meta": [INVALID_UTF8]}),
+        r"k: meta\[0\] is",
+    ),
+    "nested_key": (
+        lambda s: s.put(NS, "k", {"content": "ok", "meta": {INVALID_UTF8: 1}}),
+        r"k: key 'caf\\udce9 \\udcff\\udcfe' of meta is",
+    ),
+    "key": (lambda s: s.put(NS, INVALID_UTF8, {"content": "ok"}), "^key 'caf"),
+    "label": (
+        lambda s: s.put((INVALID_UTF8, "semantic"), "k", {"content": "ok"}),
+        "^namespace label 'caf",
+    ),
+    "query": (lambda s: s.search(NS, query=INVALID_UTF8), "^query is"),
+    "filter": (lambda s: s.search(NS, filter={"meta": INVALID_UTF8}), "^filter on 'meta'"),
+    "filter_key": (lambda s: s.search(NS, filter={INVALID_UTF8: 1}), "^filter key 'caf"),
 }
 
 
-@pytest.mark.xfail(strict=True, reason=_SURROGATES)
 @pytest.mark.parametrize("site", sorted(STORE_SITES))
 def test_invalid_utf8_in_the_store_is_a_validation_error(
     store: TieredMemoryStore, site: str
 ) -> None:
+    call, field = STORE_SITES[site]
     before = _tables(store)
     try:
-        with pytest.raises(ValidationError):
-            STORE_SITES[site](store)
+        with pytest.raises(ValidationError, match=field) as caught:
+            call(store)
+        assert "not valid Unicode" in str(caught.value)
+        str(caught.value).encode("utf-8")  # the message itself can be logged and sent
     finally:
         assert _tables(store) == before, "something was stored"
 
 
-@pytest.mark.xfail(strict=True, reason=_SURROGATES)
 def test_invalid_utf8_in_a_message_is_a_validation_error(
     memory_log: MessageLog, store: TieredMemoryStore
 ) -> None:
     memory = _memory(memory_log, store)
     before = _log_state(memory_log)
     try:
-        with pytest.raises(InvalidContentError, match=r"messages\[1\]"):
+        with pytest.raises(InvalidContentError, match=r"messages\[1\]\.content is not valid"):
             memory.add_messages([HumanMessage("fine"), HumanMessage(INVALID_UTF8)])
+        with pytest.raises(InvalidContentError, match=r"messages\[0\]\.additional_kwargs\.n"):
+            memory.add_messages([AIMessage("hi", additional_kwargs={"n": [INVALID_UTF8]})])
     finally:
         assert _log_state(memory_log) == before, "something was stored"
 
