@@ -3,7 +3,8 @@
 =====================================  ======  ==========================================
 raised                                 status  ``error``
 =====================================  ======  ==========================================
-request body or parameters invalid     422     ``invalid_request`` (``fields`` named)
+request body or parameters invalid,    422     ``invalid_request`` (``fields`` named)
+or a body JSON cannot be parsed
 ``ValidationError``, bad settings      422     ``invalid_input``
 no key / bad key                       401     ``unauthorized``
 scoped key naming another agent        403     ``forbidden``
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -146,6 +148,28 @@ def _field_errors(errors: Sequence[Any]) -> list[dict[str, str]]:
     return out
 
 
+def _unparseable_body(cause: BaseException) -> str | None:
+    """What is wrong with a body the JSON parser raised ``cause`` on, or ``None``.
+
+    FastAPI answers a JSONDecodeError itself (422), but wraps the parser's other errors in
+    a bare 400 "error parsing the body" raised from them. Said of the body: "is ...".
+    """
+    if isinstance(cause, UnicodeDecodeError):
+        return (
+            f"is not valid UTF-8 (byte 0x{cause.object[cause.start]:02x} at offset "
+            f"{cause.start}); send JSON encoded as UTF-8"
+        )
+    if isinstance(cause, RecursionError):
+        return "is nested too deeply to parse; send flatter JSON"
+    if isinstance(cause, ValueError):
+        # The only other ValueError json.loads raises: an integer over Python's digit limit.
+        return (
+            f"holds a number of more than {sys.get_int_max_str_digits()} digits, which cannot "
+            "be parsed; send such a value as a string"
+        )
+    return None
+
+
 def install_error_handlers(app: FastAPI) -> None:
     """Register the handlers of the module table on ``app``."""
 
@@ -165,6 +189,11 @@ def install_error_handlers(app: FastAPI) -> None:
                 fields=exc.fields,
                 headers=dict(exc.headers) if exc.headers else None,
             )
+        unparseable = _unparseable_body(exc.__cause__) if exc.__cause__ is not None else None
+        if exc.status_code == 400 and unparseable is not None:
+            fields = [{"field": "body", "location": "body", "message": unparseable}]
+            message = f"invalid request: the body {unparseable}."
+            return _response(422, "invalid_request", message, fields=fields)
         error = _STATUS_CODES.get(exc.status_code, "http_error")
         message = _one_line(str(exc.detail)) if exc.detail else error.replace("_", " ")
         if exc.status_code == 404:

@@ -134,8 +134,7 @@ def _attacks(live: LiveServer, b_ids: list[str], a_id: str) -> list[Case]:
     ]  # fmt: skip
     for name, raw in UNPARSEABLE.items():
         path = "/memory/retrieve" if name == "huge number" else "/memory/episodic"
-        # 400 today, 422 documented: test_unparseable_bodies_are_422_naming_the_body.
-        cases.append(Case(f"unparseable: {name}", "POST", path, {400, 422},
+        cases.append(Case(f"unparseable: {name}", "POST", path, {422},
                           {**a, **json_type}, content=raw))  # fmt: skip
     malformed: dict[str, bytes] = {
         "truncated": b'{"content": ',
@@ -160,26 +159,23 @@ def _attacks(live: LiveServer, b_ids: list[str], a_id: str) -> list[Case]:
     return cases
 
 
-_PARSE_ERRORS_ARE_400 = (
-    "server/errors.py install_error_handlers: FastAPI turns a body json.loads fails on with "
-    "something other than JSONDecodeError (UnicodeDecodeError for invalid UTF-8, "
-    "RecursionError for deep nesting, ValueError for an integer over 4300 digits) into "
-    "HTTPException(400, 'There was an error parsing the body'), answered 400 bad_request "
-    "instead of the documented 422 invalid_request saying what is wrong"
-)
-
-
-@pytest.mark.xfail(strict=True, reason=_PARSE_ERRORS_ARE_400)
 def test_unparseable_bodies_are_422_naming_the_body(tmp_path: Path) -> None:
     # Parsing happens before any database work: one backend is enough.
     with serve(f"sqlite:///{tmp_path / 'api.db'}") as live:
         headers = {**_auth(live.key_a), "Content-Type": "application/json"}
-        answers = {}
+        answers: dict[str, tuple[int, str, str]] = {}
+        messages: dict[str, str] = {}
         for name, raw in UNPARSEABLE.items():
             path = "/memory/retrieve" if name == "huge number" else "/memory/episodic"
             response = httpx.post(live.base_url + V1 + path, content=raw, headers=headers)
-            answers[name] = (response.status_code, response.json()["error"])
-    assert answers == dict.fromkeys(UNPARSEABLE, (422, "invalid_request"))
+            error = response.json()
+            answers[name] = (response.status_code, error["error"], error["fields"][0]["field"])
+            messages[name] = error["message"]
+    assert answers == dict.fromkeys(UNPARSEABLE, (422, "invalid_request", "body"))
+    assert "not valid UTF-8 (byte 0xe9 at offset 16)" in messages["invalid UTF-8"]
+    assert "nested too deeply" in messages["deep arrays"]
+    assert "nested too deeply" in messages["deep objects"]
+    assert "more than 4300 digits" in messages["huge number"]
 
 
 def _b_state(client: httpx.Client, live: LiveServer) -> Any:
