@@ -24,6 +24,8 @@ The state of a session is the file replayed from the top. Crash safety:
   compacted: the live state is written to a temporary file, ``fsync``-ed, and put in place
   with ``os.replace`` (atomic), so a crash leaves either the old or the new file.
 - Writers in other processes are kept out by an advisory lock on ``<file>.lock`` (POSIX).
+- The consolidation lease (see :class:`~langmem_tiers.short_term.log.ClaimOp`) is
+  ``<file>.lease``, read and written under that lock; an unreadable one counts as free.
 
 Example:
     >>> import tempfile
@@ -46,6 +48,7 @@ import logging
 import os
 import re
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -54,15 +57,18 @@ from typing import Any
 from langmem_tiers.errors import BackendError
 from langmem_tiers.short_term.log import (
     AppendOp,
+    ClaimOp,
     ClearOp,
     LogOp,
     MessageLog,
     NextIdOp,
     ReadOp,
+    ReleaseOp,
     RemoveOp,
     SessionState,
     SetTierLevelOp,
     UpdateTiersOp,
+    lease_is_free,
 )
 from langmem_tiers.short_term.records import MessageRecord
 from langmem_tiers.tiers.base import MessageTiers
@@ -172,7 +178,12 @@ class JsonlMessageLog(MessageLog):
                 stack.enter_context(self._file_lock(session_id))
             work = {s: self._load(s).copy() for s in sessions}
             entries: dict[str, list[dict[str, Any]]] = {s: [] for s in sessions}
-            results = [self._run(op, work[op.session_id], entries[op.session_id]) for op in ops]
+            results = [
+                self._lease(op)
+                if isinstance(op, (ClaimOp, ReleaseOp))
+                else self._run(op, work[op.session_id], entries[op.session_id])
+                for op in ops
+            ]
             for session_id in sessions:
                 if entries[session_id]:
                     self._commit(session_id, work[session_id], entries[session_id])
@@ -218,6 +229,37 @@ class JsonlMessageLog(MessageLog):
         if isinstance(op, NextIdOp):
             return state.next_id()
         raise TypeError(f"unknown log operation {op!r}")
+
+    def _lease(self, op: ClaimOp | ReleaseOp) -> bool:
+        """Claim or release the lease file (the caller holds the session's file lock)."""
+        path = self.path_for(op.session_id).with_suffix(".lease")
+        holder: str | None = None
+        expires_at: float | None = None
+        try:
+            held = json.loads(path.read_bytes())
+            holder, expires_at = str(held["owner"]), float(held["expires_at"])
+        except FileNotFoundError:
+            pass
+        except (OSError, ValueError, TypeError, KeyError) as err:
+            logger.warning("the lease file %s is unreadable, taken as free: %s", path, err)
+        now = time.time()
+        if isinstance(op, ReleaseOp) and holder != op.owner:
+            return False
+        if isinstance(op, ClaimOp) and not lease_is_free(holder, expires_at, op.owner, now):
+            return False
+        try:
+            if isinstance(op, ReleaseOp):
+                path.unlink(missing_ok=True)
+            else:
+                temporary = path.with_name(path.name + ".tmp")
+                temporary.write_bytes(_dumps({"owner": op.owner, "expires_at": now + op.seconds}))
+                os.replace(temporary, path)
+        except OSError as err:
+            raise BackendError(
+                f"could not write the lease file {str(path)!r}: {err}; check that the "
+                "directory is writable."
+            ) from err
+        return True
 
     # -- writing ----------------------------------------------------------------------
 

@@ -17,7 +17,14 @@ operation         does                                                         r
 ``UpdateTiersOp`` sets tier 1 and tier 2 of messages                           ids updated
 ``NextIdOp``      the id the next appended message will get                    ``"m<n>"``
 ``ClearOp``       removes every message (the id counter is kept)               ids removed
+``ClaimOp``       takes or renews the session's consolidation lease            taken?
+``ReleaseOp``     gives the lease back (only its owner can)                     released?
 ================  ===========================================================  ==============
+
+The lease makes consolidation happen once per window when several processes add to one
+session: only the lease's owner reads, summarises and removes the window. A lease ends when
+its owner releases it, when it expires, or at once when the owner was a process of this
+machine that no longer runs (so a crashed writer never blocks a session).
 
 Example:
     >>> from langchain_core.messages import HumanMessage
@@ -31,7 +38,11 @@ Example:
 
 from __future__ import annotations
 
+import os
+import socket
 import threading
+import time
+import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
@@ -45,16 +56,20 @@ from langmem_tiers.tiers.base import MessageTiers
 
 __all__ = [
     "AppendOp",
+    "ClaimOp",
     "ClearOp",
     "InMemoryMessageLog",
     "LogOp",
     "MessageLog",
     "NextIdOp",
     "ReadOp",
+    "ReleaseOp",
     "RemoveOp",
     "SessionState",
     "SetTierLevelOp",
     "UpdateTiersOp",
+    "lease_is_free",
+    "new_lease_owner",
 ]
 
 
@@ -111,8 +126,76 @@ class ClearOp(NamedTuple):
     session_id: str
 
 
-LogOp = AppendOp | ReadOp | RemoveOp | SetTierLevelOp | UpdateTiersOp | NextIdOp | ClearOp
+class ClaimOp(NamedTuple):
+    """Take the session's consolidation lease for ``owner`` until ``seconds`` from now.
+
+    Answers True when taken: nobody held it, ``owner`` held it (renewed), or the holder's
+    lease had ended (see :func:`lease_is_free`). The check and the take are one atomic step.
+    """
+
+    session_id: str
+    owner: str
+    seconds: float
+
+
+class ReleaseOp(NamedTuple):
+    """Give the lease back; answers True when ``owner`` held it (anyone else's is kept)."""
+
+    session_id: str
+    owner: str
+
+
+LogOp = (
+    AppendOp
+    | ReadOp
+    | RemoveOp
+    | SetTierLevelOp
+    | UpdateTiersOp
+    | NextIdOp
+    | ClearOp
+    | ClaimOp
+    | ReleaseOp
+)
 """Any log operation."""
+
+
+def new_lease_owner() -> str:
+    """A lease owner name unique to this call: ``<host>:<pid>:<random>``.
+
+    The host and process id let another process of the same machine see that the owner
+    is gone after a crash, instead of waiting for the lease to expire.
+    """
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+
+
+def _owner_is_gone(owner: str) -> bool:
+    parts = owner.rsplit(":", 2)
+    if len(parts) != 3 or parts[0] != socket.gethostname() or not parts[1].isdigit():
+        return False  # another machine's process: only expiry ends its lease
+    try:
+        os.kill(int(parts[1]), 0)  # signal 0 checks that the process exists
+    except ProcessLookupError:
+        return True
+    except (OSError, OverflowError):  # exists but not ours to signal, or no such pid form
+        return False
+    return False
+
+
+def lease_is_free(holder: str | None, expires_at: float | None, owner: str, now: float) -> bool:
+    """Whether ``owner`` may take a lease now held by ``holder`` until ``expires_at``.
+
+    >>> lease_is_free(None, None, "me", now=0.0), lease_is_free("me", 9.0, "me", now=0.0)
+    (True, True)
+    >>> lease_is_free("other-host:1:x", 9.0, "me", now=0.0)
+    False
+    >>> lease_is_free("other-host:1:x", 9.0, "me", now=10.0)
+    True
+    """
+    if holder is None or holder == owner:
+        return True
+    if expires_at is None or expires_at <= now:
+        return True
+    return _owner_is_gone(holder)
 
 
 class SessionState:
@@ -122,11 +205,29 @@ class SessionState:
     file, through the same methods, so both answer identically.
     """
 
-    __slots__ = ("last_seq", "records")
+    __slots__ = ("last_seq", "lease", "records")
 
     def __init__(self) -> None:
         self.records: dict[str, MessageRecord] = {}
         self.last_seq = 0
+        self.lease: tuple[str, float] | None = None
+        """The consolidation lease: (owner, expires at, as ``time.time()``)."""
+
+    def claim(self, owner: str, seconds: float) -> bool:
+        """Take or renew the lease (see :class:`ClaimOp`)."""
+        now = time.time()
+        holder, expires_at = self.lease if self.lease is not None else (None, None)
+        if not lease_is_free(holder, expires_at, owner, now):
+            return False
+        self.lease = (owner, now + seconds)
+        return True
+
+    def release(self, owner: str) -> bool:
+        """Give the lease back if ``owner`` holds it."""
+        if self.lease is None or self.lease[0] != owner:
+            return False
+        self.lease = None
+        return True
 
     def assign(self, drafts: Sequence[MessageDraft]) -> list[MessageRecord]:
         """Records for ``drafts`` with the next ids (not stored yet)."""
@@ -297,6 +398,10 @@ def apply_op(state: SessionState, op: LogOp) -> Any:
         return state.next_id()
     if isinstance(op, ClearOp):
         return state.remove(list(state.records))
+    if isinstance(op, ClaimOp):
+        return state.claim(op.owner, op.seconds)
+    if isinstance(op, ReleaseOp):
+        return state.release(op.owner)
     raise TypeError(f"unknown log operation {op!r}")
 
 

@@ -58,11 +58,14 @@ from langmem_tiers.short_term.effects import (
 )
 from langmem_tiers.short_term.log import (
     AppendOp,
+    ClaimOp,
     ClearOp,
     MessageLog,
     ReadOp,
+    ReleaseOp,
     SetTierLevelOp,
     UpdateTiersOp,
+    new_lease_owner,
 )
 from langmem_tiers.short_term.policies import WindowPolicy
 from langmem_tiers.short_term.records import (
@@ -76,7 +79,13 @@ from langmem_tiers.short_term.records import (
 from langmem_tiers.tiers.base import MessageTiers, Summarizer, Tierer
 from langmem_tiers.tiers.tokens import TokenCounter
 
-__all__ = ["AddResult", "ConsolidationTarget", "ShortTermMemory", "ViewMode"]
+__all__ = [
+    "CONSOLIDATION_LEASE_SECONDS",
+    "AddResult",
+    "ConsolidationTarget",
+    "ShortTermMemory",
+    "ViewMode",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -86,6 +95,14 @@ ViewMode = Literal["tiered", "raw"]
 """``tiered``: messages at their tier with ``[m12|t1]`` ids; ``raw``: as they were added."""
 
 _QUERY_CHARS = 2_000  # the search query is the latest user message, cut to this
+
+CONSOLIDATION_LEASE_SECONDS = 120.0
+"""How long a consolidation lease lasts unless renewed (it is renewed before each window).
+
+Only an owner on another machine that dies holding it makes a session wait this long: a
+dead owner on this machine is seen at once.
+"""
+_LEASE_TURNS = 8  # lease rounds per call; messages still left wait for the next add
 
 
 def _is_message_id(value: str) -> bool:
@@ -349,33 +366,42 @@ class ShortTermMemory:
     def _consolidation_flow(
         self, records: list[MessageRecord]
     ) -> Flow[tuple[list[str], Exception | None]]:
+        """Consolidate what the policy asks for, holding the session's lease.
+
+        ``records`` is the window as this caller saw it; when it asks for nothing (and no
+        earlier failure needs finishing), no lease is taken, so a plain add costs nothing
+        more. Otherwise the lease decides who consolidates: a caller that cannot take it
+        leaves the work to the holder, which reads the window again after releasing, so
+        messages added meanwhile are never left overflowing.
+        """
         if not self.policy.consolidates:
             return [], None
         done: list[str] = []
         try:
             if self._needs_recovery:
-                recovered = yield from recover_flow(
-                    records, session_id=self.session_id, scope=self.scope
+                # Safe without the lease: it only removes messages a stored summary covers.
+                done = yield from self._recover_flow(records)
+                records = [r for r in records if r.id not in set(done)]
+            if self.policy.plan(records, self.builder.costs) is None:
+                return done, None
+            owner = new_lease_owner()
+            for _ in range(_LEASE_TURNS):
+                (taken,) = yield LogCall(
+                    (ClaimOp(self.session_id, owner, CONSOLIDATION_LEASE_SECONDS),)
                 )
-                if recovered:
-                    logger.info(
-                        "session %s: finished an interrupted consolidation of %s",
-                        self.session_id,
-                        recovered,
-                    )
-                    self.version += 1
-                done.extend(recovered)
-                records = [r for r in records if r.id not in set(recovered)]
-                self._needs_recovery = False
-            for _ in range(len(records) + 1):  # each plan removes at least one record
-                plan = self.policy.plan(records, self.builder.costs)
-                if plan is None:
+                if not taken:
+                    break  # the holder consolidates, and reads again after it releases
+                error: Exception | None = None
+                try:
+                    done.extend((yield from self._consolidate_window_flow(owner)))
+                except Exception as err:
+                    error = err
+                yield from self._release_flow(owner)
+                if error is not None:
+                    raise error
+                (records,) = yield LogCall((ReadOp(self.session_id, None),))
+                if self.policy.plan(records, self.builder.costs) is None:
                     break
-                yield from consolidate_flow(plan, session_id=self.session_id, scope=self.scope)
-                self.version += 1
-                covered = {r.id for r in plan.records}
-                done.extend(r.id for r in plan.records)
-                records = [r for r in records if r.id not in covered]
         except Exception as err:
             self._needs_recovery = True
             logger.warning(
@@ -386,6 +412,53 @@ class ShortTermMemory:
             )
             return done, err
         return done, None
+
+    def _consolidate_window_flow(self, owner: str) -> Flow[list[str]]:
+        """With the lease held: read the window, finish what a failure left, run the plans."""
+        (records,) = yield LogCall((ReadOp(self.session_id, None),))
+        done: list[str] = []
+        if self._needs_recovery:
+            done = yield from self._recover_flow(records)
+            records = [r for r in records if r.id not in set(done)]
+        for turn in range(len(records) + 1):  # each plan removes at least one record
+            plan = self.policy.plan(records, self.builder.costs)
+            if plan is None:
+                break
+            if turn:  # a summariser may be slow: keep the lease for the next window
+                (kept,) = yield LogCall(
+                    (ClaimOp(self.session_id, owner, CONSOLIDATION_LEASE_SECONDS),)
+                )
+                if not kept:
+                    break
+            yield from consolidate_flow(plan, session_id=self.session_id, scope=self.scope)
+            self.version += 1
+            covered = {r.id for r in plan.records}
+            done.extend(r.id for r in plan.records)
+            records = [r for r in records if r.id not in covered]
+        return done
+
+    def _recover_flow(self, records: list[MessageRecord]) -> Flow[list[str]]:
+        recovered = yield from recover_flow(records, session_id=self.session_id, scope=self.scope)
+        if recovered:
+            logger.info(
+                "session %s: finished an interrupted consolidation of %s",
+                self.session_id,
+                recovered,
+            )
+            self.version += 1
+        self._needs_recovery = False
+        return recovered
+
+    def _release_flow(self, owner: str) -> Flow[None]:
+        try:
+            yield LogCall((ReleaseOp(self.session_id, owner),))
+        except Exception as err:  # it expires on its own; the work itself is done
+            logger.warning(
+                "session %s: releasing the consolidation lease failed (it expires in %ss): %s",
+                self.session_id,
+                CONSOLIDATION_LEASE_SECONDS,
+                err,
+            )
 
     def _consolidate_now_flow(self) -> Flow[AddResult]:
         (records,) = yield LogCall((ReadOp(self.session_id, None),))

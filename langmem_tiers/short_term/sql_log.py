@@ -19,23 +19,33 @@ Example:
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Any
 
 from langmem_tiers.config import Settings
 from langmem_tiers.long_term.database import Database, open_connection
-from langmem_tiers.long_term.dialect import STM_MESSAGES, STM_SESSIONS, Dialect, migrate_flow
+from langmem_tiers.long_term.dialect import (
+    STM_LEASES,
+    STM_MESSAGES,
+    STM_SESSIONS,
+    Dialect,
+    migrate_flow,
+)
 from langmem_tiers.long_term.flow import Flow, Sql, SqlMany, Transaction
 from langmem_tiers.short_term.log import (
     AppendOp,
+    ClaimOp,
     ClearOp,
     LogOp,
     MessageLog,
     NextIdOp,
     ReadOp,
+    ReleaseOp,
     RemoveOp,
     SetTierLevelOp,
     UpdateTiersOp,
+    lease_is_free,
 )
 from langmem_tiers.short_term.records import (
     MessageRecord,
@@ -214,7 +224,33 @@ def _op_flow(d: Dialect, op: LogOp) -> Flow[Any]:
     if isinstance(op, ClearOp):
         rows = yield Sql(f"DELETE FROM {STM_MESSAGES} WHERE session_id = ? RETURNING seq", [sid])
         return [format_message_id(s) for s in sorted(int(r[0]) for r in rows)]
+    if isinstance(op, ClaimOp):
+        return (yield from _claim_flow(sid, op))
+    if isinstance(op, ReleaseOp):
+        rows = yield Sql(
+            f"DELETE FROM {STM_LEASES} WHERE session_id = ? AND owner = ? RETURNING owner",
+            [sid, op.owner],
+        )
+        return bool(rows)
     raise TypeError(f"unknown log operation {op!r}")
+
+
+def _claim_flow(sid: str, op: ClaimOp) -> Flow[bool]:
+    rows = yield Sql(f"SELECT owner, expires_at FROM {STM_LEASES} WHERE session_id = ?", [sid])
+    holder, expires_at = (str(rows[0][0]), float(rows[0][1])) if rows else (None, None)
+    now = time.time()
+    if not lease_is_free(holder, expires_at, op.owner, now):
+        return False
+    # Compare and swap: the take succeeds only if the lease is still as it was read, so two
+    # claimers that both saw it free cannot both win (the loser's upsert changes no row).
+    rows = yield Sql(
+        f"INSERT INTO {STM_LEASES} (session_id, owner, expires_at) VALUES (?, ?, ?)"
+        " ON CONFLICT (session_id) DO UPDATE SET owner = excluded.owner,"
+        f" expires_at = excluded.expires_at"
+        f" WHERE {STM_LEASES}.owner = ? AND {STM_LEASES}.expires_at = ? RETURNING owner",
+        [sid, op.owner, now + op.seconds, holder or "", expires_at or 0.0],
+    )
+    return bool(rows)
 
 
 def _seq(message_id: str) -> int | None:

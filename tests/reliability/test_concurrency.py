@@ -186,29 +186,7 @@ def test_moving_window_with_four_writers_many_times(store_url: str, tmp_path: Pa
     _moving_window_under_writers(store_url, tmp_path, 10 * ADDS)
 
 
-_NO_CONSOLIDATION_LOCK = (
-    "short_term/memory.py _consolidation_flow (and consolidation.py persist_flow) take no "
-    "lock across processes: two processes that read the same overflowing window both "
-    "summarise it"
-)
-
-
-@pytest.mark.parametrize(
-    "policy",
-    [
-        pytest.param(
-            "moving_window",
-            marks=pytest.mark.xfail(strict=True, reason=_NO_CONSOLIDATION_LOCK + " (twice)"),
-        ),
-        pytest.param(
-            "reset",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason=_NO_CONSOLIDATION_LOCK + " into two overlapping summaries",
-            ),
-        ),
-    ],
-)
+@pytest.mark.parametrize("policy", ["moving_window", "reset"])
 def test_a_window_two_processes_overflow_at_once_is_summarised_once(
     store_url: str, tmp_path: Path, policy: PolicyName
 ) -> None:

@@ -2,9 +2,21 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
+import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-from langmem_tiers.short_term.log import AppendOp, NextIdOp, ReadOp, RemoveOp
+from langmem_tiers.short_term.log import (
+    AppendOp,
+    ClaimOp,
+    NextIdOp,
+    ReadOp,
+    ReleaseOp,
+    RemoveOp,
+    new_lease_owner,
+)
 from langmem_tiers.short_term.records import MessageDraft, draft_from_message
 from langmem_tiers.tiers.base import MessageTiers
 
@@ -109,3 +121,42 @@ async def test_messages_round_trip_exactly(
         for before, after in zip(originals, restored, strict=True):
             assert after.id is not None
             assert after.model_copy(update={"id": None}) == before
+
+
+async def test_the_consolidation_lease_has_one_holder_at_a_time(
+    make_log: LogFactory, twin_of: TwinOf
+) -> None:
+    log = twin_of(make_log())
+    first, second = new_lease_owner(), new_lease_owner()
+    assert await log.batch([ClaimOp("s1", first, 60.0)]) == [True]
+    assert await log.batch([ClaimOp("s1", second, 60.0), ClaimOp("s2", second, 60.0)]) == [
+        False,
+        True,
+    ]
+    assert await log.batch([ClaimOp("s1", first, 60.0)]) == [True], "the holder renews"
+    assert await log.batch([ReleaseOp("s1", second)]) == [False], "only the holder releases"
+    assert await log.batch([ReleaseOp("s1", first), ClaimOp("s1", second, 60.0)]) == [True, True]
+    assert await log.batch([ReleaseOp("s1", first)]) == [False]
+
+
+@pytest.fixture(scope="module")
+def gone() -> str:
+    """A lease owner named like this machine's processes, whose process has exited."""
+    script = "from langmem_tiers.short_term.log import new_lease_owner; print(new_lease_owner())"
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    )
+    return done.stdout.strip()
+
+
+async def test_an_expired_lease_or_one_of_a_dead_process_is_taken(
+    make_log: LogFactory, twin_of: TwinOf, gone: str
+) -> None:
+    log = twin_of(make_log())
+    assert await log.batch([ClaimOp("s1", new_lease_owner(), -1.0)]) == [True]
+    assert await log.batch([ClaimOp("s1", new_lease_owner(), 60.0)]) == [True], "expired"
+    assert await log.batch([ClaimOp("s2", gone, 60.0)]) == [True]
+    assert await log.batch([ClaimOp("s2", new_lease_owner(), 60.0)]) == [True], "owner gone"
+    # An owner on another machine keeps its lease until it expires.
+    assert await log.batch([ClaimOp("s3", "elsewhere:1:x", 60.0)]) == [True]
+    assert await log.batch([ClaimOp("s3", new_lease_owner(), 60.0)]) == [False]
