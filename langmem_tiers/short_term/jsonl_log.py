@@ -85,7 +85,9 @@ logger = logging.getLogger(__name__)
 FORMAT = "langmem-tiers/stm-log"
 FORMAT_VERSION = 1
 
-_SAFE = re.compile(r"[A-Za-z0-9_-]")
+# Upper-case letters are escaped too: on a case-insensitive file system (macOS and Windows
+# defaults) "Alice" and "alice" must still be two files.
+_SAFE = re.compile(r"[a-z0-9_-]")
 _MAX_NAME = 150
 
 
@@ -96,6 +98,8 @@ def session_file_name(session_id: str) -> str:
 
     >>> session_file_name("alice@example.com/chat 1")
     'alice%40example%2Ecom%2Fchat%201.jsonl'
+    >>> session_file_name("Alice")
+    '%41lice.jsonl'
     """
     out: list[str] = []
     for char in session_id:
@@ -113,9 +117,10 @@ def session_file_name(session_id: str) -> str:
 class _Cache:
     """A session's replayed state and where in the file it was read up to."""
 
-    __slots__ = ("appended", "inode", "lines", "size", "state")
+    __slots__ = ("appended", "inode", "lines", "session_id", "size", "state")
 
-    def __init__(self) -> None:
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
         self.state = SessionState()
         self.size = 0
         self.inode: int | None = None
@@ -123,7 +128,7 @@ class _Cache:
         self.appended = 0  # message records written to the file (live or removed since)
 
     def copy(self) -> _Cache:
-        other = _Cache()
+        other = _Cache(self.session_id)
         other.state.records = dict(self.state.records)
         other.state.last_seq = self.state.last_seq
         other.size, other.inode = self.size, self.inode
@@ -388,7 +393,7 @@ class JsonlMessageLog(MessageLog):
         try:
             stat = path.stat()
         except FileNotFoundError:
-            cache = _Cache()
+            cache = _Cache(session_id)
             self._cache[session_id] = cache
             return cache
         except OSError as err:
@@ -397,7 +402,7 @@ class JsonlMessageLog(MessageLog):
         if known is not None and known.inode == stat.st_ino and known.size == stat.st_size:
             return known
         if known is None or known.inode != stat.st_ino or stat.st_size < known.size:
-            cache = _Cache()
+            cache = _Cache(session_id)
             with contextlib.suppress(FileNotFoundError):
                 # A compaction interrupted before os.replace: the original file is whole.
                 path.with_name(path.name + ".compact-tmp").unlink()
@@ -489,6 +494,12 @@ class JsonlMessageLog(MessageLog):
                         f"the message log {str(path)!r} has format version "
                         f"{entry.get('version')}, newer than this package reads "
                         f"({FORMAT_VERSION}); upgrade langmem-tiers."
+                    )
+                if entry.get("session_id") != cache.session_id:
+                    raise BackendError(
+                        f"the message log {str(path)!r} belongs to session "
+                        f"{entry.get('session_id')!r}, not {cache.session_id!r}: the file was "
+                        "renamed or copied by hand. Move it back to its own session's name."
                     )
                 state.last_seq = max(state.last_seq, int(entry.get("last_seq", 0)))
             elif op == "append":

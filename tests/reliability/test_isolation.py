@@ -26,13 +26,19 @@ from hypothesis import strategies as st
 from langchain_core.messages import HumanMessage
 
 from langmem_tiers.config import Settings
-from langmem_tiers.errors import InvalidContentError, InvalidNamespaceError, NotFoundError
+from langmem_tiers.errors import (
+    BackendError,
+    InvalidContentError,
+    InvalidNamespaceError,
+    NotFoundError,
+)
 from langmem_tiers.long_term.scope import decode_label, namespace_for
 from langmem_tiers.long_term.store import TieredMemoryStore
 from langmem_tiers.short_term.jsonl_log import JsonlMessageLog, session_file_name
 from langmem_tiers.short_term.log import MessageLog
 from langmem_tiers.short_term.memory import ShortTermMemory
 from langmem_tiers.short_term.policies import SlidingWindow
+from langmem_tiers.short_term.records import draft_from_message
 from langmem_tiers.short_term.sql_log import SqlMessageLog
 
 from .harness import index_config, sql_rows
@@ -266,17 +272,18 @@ def test_sessions_never_see_each_others_messages(
         assert shared_log.path_for(a) != shared_log.path_for(b)
 
 
-_CASE_FOLDED_FILES = (
-    "short_term/jsonl_log.py session_file_name keeps upper- and lower-case letters as they "
-    "are: on a case-insensitive file system (macOS, Windows defaults) sessions 'Alice' and "
-    "'alice' share one file, and the header's session_id is never checked when it is read"
-)
-
-
-@pytest.mark.xfail(strict=True, reason=_CASE_FOLDED_FILES)
 @pytest.mark.parametrize(("a", "b"), [("Alice", "alice"), ("Session-A", "session-a")])
 def test_session_files_differ_even_on_case_insensitive_file_systems(a: str, b: str) -> None:
     assert session_file_name(a).casefold() != session_file_name(b).casefold()
+
+
+def test_a_log_file_of_another_session_is_refused_not_mixed_in(tmp_path: Path) -> None:
+    log = JsonlMessageLog(tmp_path)
+    log.append("alice", [draft_from_message(HumanMessage("alice's secret"), index=0)])
+    # As a case-insensitive file system, or a hand copy, would present it.
+    log.path_for("alice").rename(log.path_for("bob"))
+    with pytest.raises(BackendError, match="belongs to session 'alice'"):
+        JsonlMessageLog(tmp_path).read("bob")
 
 
 def test_a_session_id_with_a_nul_byte_is_refused(tmp_path: Path) -> None:
