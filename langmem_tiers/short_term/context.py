@@ -95,6 +95,9 @@ class ContextBuilder:
         self.memory_share = memory_share
         self.memory_header = memory_header
         self._costs: dict[tuple[str, int, int], int] = {}
+        # What decides a record's cost besides its id (whose content never changes): an
+        # add plans over the whole window, so the common case must be one dict lookup.
+        self._record_costs: dict[tuple[str, bool, int, str | None, str | None], int] = {}
 
     def level_for(self, record: MessageRecord, *, recent: bool) -> int:
         """The level a record is shown at: raw when recent, untiered-view or tool use."""
@@ -135,10 +138,18 @@ class ContextBuilder:
     def costs(self, records: Sequence[MessageRecord]) -> list[int]:
         """Tokens each record takes in the view (the newest ``recent_raw`` raw)."""
         first_recent = len(records) - self.recent_raw
-        return [
-            self._cost(r, self.level_for(r, recent=i >= first_recent))
-            for i, r in enumerate(records)
-        ]
+        known = self._record_costs
+        if len(known) > 50_000:  # bounded: a session only grows so far
+            known.clear()
+        out: list[int] = []
+        for i, r in enumerate(records):
+            recent = i >= first_recent
+            key = (r.id, recent, r.required_tier_level, r.tier1, r.tier2)
+            cost = known.get(key)
+            if cost is None:
+                cost = known[key] = self._cost(r, self.level_for(r, recent=recent))
+            out.append(cost)
+        return out
 
     def memory_message(self, memories: Sequence[Item]) -> SystemMessage | None:
         """The system part for these memories (best first), within its share of the budget."""
