@@ -251,6 +251,12 @@ class Dialect:
                     expires_at DOUBLE PRECISION NOT NULL
                 )""",
             ],
+            [
+                # Short-term memory: a session's count of changes other than appends, so a
+                # log that caches the window reads only the rows appended since, unless
+                # something was removed or changed (short_term/sql_log.py).
+                f"ALTER TABLE {STM_SESSIONS} ADD COLUMN changes BIGINT NOT NULL DEFAULT 0",
+            ],
         ]
 
     def migration_lock_sql(self) -> str | None:
