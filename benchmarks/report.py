@@ -337,12 +337,112 @@ def _locomo_retrieval(data: dict[str, Any]) -> list[str]:
     ]
 
 
+def _locomo_store(data: dict[str, Any]) -> list[str]:
+    rows = []
+    for name, result in data.get("results", {}).items():
+        overall, held = result.get("all", {}), result.get("held_out") or {}
+        by_category = overall.get("R@10_by_category", {})
+        rows.append(
+            [
+                name,
+                _num(overall.get("R@5"), 3),
+                _num(overall.get("R@10"), 3),
+                _num(overall.get("R@20"), 3),
+                _num(overall.get("MRR"), 3),
+                *(
+                    _num(by_category.get(c), 3)
+                    for c in ("multi-hop", "temporal", "open-domain", "single-hop")
+                ),
+                _num(held.get("R@10"), 3),
+                _num(result.get("searches_per_s"), 0, thousands=True),
+            ]
+        )
+    return [
+        "### Retrieval through the store (LoCoMo)",
+        "",
+        f"{_num(data.get('questions'), 0, thousands=True)} questions of categories 1-4 over "
+        f"{data.get('conversations', '?')} conversations"
+        + (" (quick run)" if data.get("quick") else "")
+        + ". Every turn is stored as an episodic memory through the public API and each "
+        "question is answered by `store.search` (top 20) exactly as a user gets it, access "
+        "counts included; LangGraph's `InMemoryStore` searches the same memories with the same "
+        "embeddings. Ranking tuned on conversations 0-4; *held-out* is 5-9.",
+        "",
+        *_table(
+            [
+                "system",
+                "R@5",
+                "R@10",
+                "R@20",
+                "MRR",
+                "R@10 multi-hop",
+                "temporal",
+                "open-domain",
+                "single-hop",
+                "held-out R@10",
+                "searches/s",
+            ],
+            rows,
+        ),
+    ]
+
+
+_BACKEND_NAMES = {"sqlite": "embedded (SQLite)", "postgres": "PostgreSQL"}
+_ENDPOINT_NAMES = {
+    "retrieve": "retrieve (`POST /api/v1/memory/retrieve`)",
+    "episodic_store": "episodic store (`POST /api/v1/memory/episodic`)",
+}
+
+
+def _http_load(data: dict[str, Any]) -> list[str]:
+    config = data["config"]
+    out = [
+        "### HTTP API under load",
+        "",
+        f"`python -m langmem_tiers serve` (uvicorn, one process) on loopback; "
+        f"{config['concurrency']} closed-loop clients (httpx, asyncio) on the same machine, "
+        f"{config['duration_s']:g} s per endpoint and backend. *retrieve* is a hybrid top-10 "
+        f"search over {config['preload']:,} stored events; *episodic store* adds a new event "
+        "each time. An error is any answer that is not 2xx, or no answer. Client and server "
+        "share the cores, so these are a floor.",
+    ]
+    machine = _machine_line(data.get("machine"))
+    if machine:
+        out += ["", f"Run: {machine}."]
+    rows = [
+        [
+            _BACKEND_NAMES.get(r["backend"], r["backend"]),
+            _ENDPOINT_NAMES.get(r["endpoint"], r["endpoint"]),
+            _num(r["requests"], 0, thousands=True),
+            _num(r["requests_per_s"], 1),
+            _num(r["p50_ms"], 1),
+            _num(r["p99_ms"], 1),
+            _num(r["errors"], 0, thousands=True),
+            _num(r["server_errors"], 0, thousands=True),
+        ]
+        for r in data["runs"]
+    ]
+    out += [
+        "",
+        *_table(
+            ["backend", "endpoint", "requests", "requests/s", "p50 ms", "p99 ms", "errors", "5xx"],
+            rows,
+        ),
+    ]
+    for skip in data.get("skipped", []):
+        backend = _BACKEND_NAMES.get(skip["backend"], skip["backend"])
+        out += ["", f"Not run: {backend}: {skip['reason']}."]
+    return out
+
+
 _SECTIONS: list[tuple[str, Callable[[dict[str, Any]], list[str]]]] = [
     ("store_speed", _store_speed),
     ("stm_speed", _stm_speed),
     ("token_savings", _token_savings),
     ("locomo_retrieval", _locomo_retrieval),
+    ("locomo_store", _locomo_store),
     ("tier_sizes", _tier_sizes),
+    ("http_load", _http_load),
 ]
 
 

@@ -7,6 +7,7 @@ that the report and the README block come out of those files.
 
 from __future__ import annotations
 
+import argparse
 import doctest
 import importlib
 import json
@@ -25,6 +26,7 @@ if _ROOT not in sys.path:
 from benchmarks import __main__ as bench_cli  # noqa: E402
 from benchmarks import report, stm_speed, store_speed, token_savings  # noqa: E402
 from benchmarks.fakes import SeededEmbeddings, SyntheticCorpus  # noqa: E402
+from benchmarks.http_load import LoadResult  # noqa: E402
 
 NON_POSTGRES_STORES = ["ours-sqlite", "langgraph-inmemory"]
 POSTGRES_STORES = ["ours-postgres", "ours-postgres-qdrant", "langgraph-postgres"]
@@ -336,3 +338,61 @@ def test_report_renders_every_result_file_it_finds(tmp_path: Path) -> None:
 def test_list_names_every_benchmark(capsys: pytest.CaptureFixture[str]) -> None:
     assert bench_cli.main(["list"]) == 0
     assert capsys.readouterr().out.split() == list(bench_cli.BENCHMARKS)
+
+
+def _cli_args(*, quick: bool) -> argparse.Namespace:
+    return argparse.Namespace(quick=quick, data=None, postgres_url="postgresql://db/x")
+
+
+@pytest.mark.parametrize("name", ["http_load", "locomo_store"])
+def test_all_runs_the_http_load_and_store_retrieval_short_in_quick_mode(
+    name: str, tmp_path: Path
+) -> None:
+    quick = bench_cli.BENCHMARKS[name](_cli_args(quick=True), tmp_path)
+    full = bench_cli.BENCHMARKS[name](_cli_args(quick=False), tmp_path)
+    assert "--quick" in quick
+    assert "--quick" not in full
+    assert str(tmp_path / f"{name}.json") in quick
+    if name == "locomo_store":
+        # MiniLM costs minutes: never in quick mode, as for locomo_retrieval.
+        assert quick[quick.index("--embedder") + 1] == "offline"
+
+
+def test_report_renders_the_http_load_table(tmp_path: Path) -> None:
+    sqlite = LoadResult("sqlite", "retrieve", 2.0, [0.010, 0.020, 0.030], {200: 2, 503: 1}, 1)
+    postgres = LoadResult("postgres", "episodic_store", 2.0, [0.005, 0.005], {201: 2})
+    data = {
+        "benchmark": "http_load",
+        "machine": report.machine_info(),
+        "config": {"duration_s": 2.0, "concurrency": 8, "preload": 1000},
+        "runs": [sqlite.summary(), postgres.summary()],
+        "skipped": [],
+    }
+    report.write_results(data, tmp_path / "http_load.json")
+    markdown = report.render(tmp_path)
+    assert "### HTTP API under load" in markdown
+    assert "8 closed-loop clients" in markdown
+    assert "Run: " + report._machine_line(data["machine"]) in markdown
+    # One request got no answer and one a 503: two errors, one of them a 5xx.
+    row = "| embedded (SQLite) | retrieve (`POST /api/v1/memory/retrieve`) | 4 | 2.0 | 20.0 |"
+    assert row in markdown
+    assert "| 2 | 1 |" in markdown.split(row)[1].splitlines()[0]
+    assert "| PostgreSQL | episodic store (`POST /api/v1/memory/episodic`) | 2 | 1.0 | 5.0 |" in (
+        markdown
+    )
+
+
+def test_report_renders_the_store_retrieval_table(tmp_path: Path) -> None:
+    ours = {
+        "all": {"R@5": 0.5, "R@10": 0.75, "R@20": 1.0, "MRR": 0.4,
+                "R@10_by_category": {"single-hop": 0.75}},
+        "tune": {},
+        "held_out": {},  # a quick run has no held-out conversations
+        "searches_per_s": 49,
+    }  # fmt: skip
+    data = {"questions": 3, "conversations": 1, "quick": True, "results": {"ours": ours}}
+    report.write_results(data, tmp_path / "locomo_store.json")
+    markdown = report.render(tmp_path)
+    assert "### Retrieval through the store (LoCoMo)" in markdown
+    assert "3 questions of categories 1-4 over 1 conversations (quick run)" in markdown
+    assert "| ours | 0.500 | 0.750 | 1.000 | 0.400 | – | – | – | 0.750 | – | 49 |" in markdown
