@@ -135,10 +135,13 @@ class _PreparedPut(NamedTuple):
     doc_len: int
 
 
-class _LexicalStats(NamedTuple):
+class _Postings(NamedTuple):
+    """Term frequencies of some terms within a search's filtered set, and the set's size."""
+
     n_docs: int
     avgdl: float
-    df: dict[str, int]
+    tf: dict[str, dict[str, int]]  # term -> item id -> frequency
+    doc_len: dict[str, int]  # item id -> number of terms
 
 
 class _PreparedSearch(NamedTuple):
@@ -472,39 +475,51 @@ class StoreCore:
         prefix: str,
         value_filtered: bool = False,
         candidates: int | None = None,
+        include: Sequence[str] = (),
     ) -> Flow[dict[str, float]]:
         """The ``k`` items most similar to ``vector`` among items matching ``where``.
 
         ``candidates``, when known, is how many items match ``where`` (lets an index pick
-        an exact scan for small scopes).
+        an exact scan for small scopes). ``include`` are items known to match ``where``
+        whose similarity is wanted too (those with vectors are added to the result).
 
         An index outside the database (Qdrant) filters by namespace only; the SQL
         condition (statuses, scope, ...) is checked afterwards, so items it drops would
         shorten the list. Ask the index for more until ``k`` items pass or it has no more.
         """
+        if self.index.in_database:
+            return (
+                yield from self.index.search_flow(
+                    vector,
+                    where,
+                    params,
+                    k,
+                    prefix=prefix,
+                    value_filtered=value_filtered,
+                    candidates=candidates,
+                    include=include,
+                )
+            )
         hits = yield from self.index.search_flow(
-            vector,
-            where,
-            params,
-            k,
-            prefix=prefix,
-            value_filtered=value_filtered,
-            candidates=candidates,
+            vector, where, params, k, prefix=prefix, value_filtered=value_filtered
         )
-        if self.index.in_database or value_filtered:
-            return hits
-        ask = k
-        passing = yield from self._passing_flow(hits, where, params)
-        while len(passing) < k and ask < 256 * k:
-            ask *= 4
-            more = yield from self.index.search_flow(vector, where, params, ask, prefix=prefix)
-            exhausted = len(more) <= len(hits)
-            hits = more
+        if not value_filtered:
+            ask = k
             passing = yield from self._passing_flow(hits, where, params)
-            if exhausted:
-                break  # the index has nothing more under this prefix
-        best = sorted(passing, key=lambda i: (-hits[i], i))[:k]
-        return {i: hits[i] for i in best}
+            while len(passing) < k and ask < 256 * k:
+                ask *= 4
+                more = yield from self.index.search_flow(vector, where, params, ask, prefix=prefix)
+                exhausted = len(more) <= len(hits)
+                hits = more
+                passing = yield from self._passing_flow(hits, where, params)
+                if exhausted:
+                    break  # the index has nothing more under this prefix
+            best = sorted(passing, key=lambda i: (-hits[i], i))[:k]
+            hits = {i: hits[i] for i in best}
+        missing = [i for i in include if i not in hits]
+        if missing:
+            hits.update((yield from self.index.score_flow(vector, missing)))
+        return hits
 
     def _passing_flow(
         self, ids: Iterable[str], where: str, params: Sequence[Any]
@@ -598,114 +613,102 @@ class StoreCore:
             )
         return out
 
-    def _lexical_stats_flow(
-        self, search: _PreparedSearch, terms: Iterable[str]
-    ) -> Flow[_LexicalStats]:
-        """Size, mean length and document frequencies of ``terms`` in the filtered set."""
-        stats = yield Sql(
-            f"SELECT count(*), avg(i.doc_len) FROM {ITEMS} i"
-            f" WHERE {search.where} AND i.doc_len > 0",
-            search.params,
-        )
-        n_docs, avgdl = int(stats[0][0] or 0), float(stats[0][1] or 0.0)
-        wanted = sorted(set(terms))
-        df: dict[str, int] = {}
-        if n_docs and wanted:
-            marks = ", ".join("?" for _ in wanted)
-            rows = yield Sql(
-                # Items first (CROSS JOIN fixes the order on SQLite): the scope is small,
-                # a term's rows across every scope are not.
-                f"SELECT t.term, count(*) FROM {ITEMS} i CROSS JOIN {TERMS} t"
-                f" WHERE t.item_id = i.id AND t.term IN ({marks}) AND {search.where}"
-                " GROUP BY t.term",
-                [*wanted, *search.params],
-            )
-            df = {term: int(n) for term, n in rows}
-        return _LexicalStats(n_docs, avgdl, df)
+    def _postings_flow(
+        self, search: _PreparedSearch, terms: Iterable[str], *, like_items: Sequence[str] = ()
+    ) -> Flow[_Postings]:
+        """The filtered set's statistics and the postings of ``terms`` within it, one statement.
 
-    def _bm25_flow(
-        self,
-        weights: dict[str, float],
-        search: _PreparedSearch,
-        stats: _LexicalStats,
-        k: int | None,
-        only_ids: Sequence[str] | None = None,
-    ) -> Flow[dict[str, float]]:
-        """BM25 of the filtered set (statistics from that set), best first."""
-        if stats.n_docs == 0 or stats.avgdl <= 0 or (only_ids is not None and not only_ids):
-            return {}
-        n = stats.n_docs
-        idf_weights = [
-            (term, weight * math.log(1.0 + (n - df + 0.5) / (df + 0.5)))
-            for term, weight in sorted(weights.items())
-            if (df := stats.df.get(term, 0)) > 0
-        ]
-        if not idf_weights:
-            return {}
-        values = ", ".join("(CAST(? AS TEXT), CAST(? AS DOUBLE PRECISION))" for _ in idf_weights)
-        k1, b = lexical.BM25_K1, lexical.BM25_B
-        id_clause, id_params = "", []
-        if only_ids is not None:
-            id_clause = f" AND t.item_id IN ({', '.join('?' for _ in only_ids)})"
-            id_params = list(only_ids)
-        limit_clause, limit_params = ("", []) if k is None else (" LIMIT ?", [k])
-        rows = yield Sql(
-            f"WITH w(term, weight) AS (VALUES {values})"
-            f" SELECT t.item_id, SUM(w.weight * t.tf * ? / (t.tf + ? * (? + ? * i.doc_len / ?)))"
-            f" AS score FROM {ITEMS} i CROSS JOIN {TERMS} t JOIN w ON w.term = t.term"
-            f" WHERE t.item_id = i.id AND {search.where}{id_clause}"
-            f" GROUP BY t.item_id ORDER BY score DESC, t.item_id{limit_clause}",
-            [
-                *[x for pair in idf_weights for x in pair],
-                k1 + 1.0,
-                k1,
-                1.0 - b,
-                b,
-                stats.avgdl,
-                *search.params,
-                *id_params,
-                *limit_params,
-            ],
+        With ``like_items``, the terms are instead those of these items (less ``terms``):
+        what pseudo-relevance feedback needs, the feedback items' full term frequencies and
+        the document frequencies of their terms, in the same single round trip.
+        """
+        wanted = sorted(set(terms))
+        scope = (
+            f"WITH c AS MATERIALIZED (SELECT i.id, i.doc_len FROM {ITEMS} i"
+            f" WHERE {search.where} AND i.doc_len > 0)"
         )
-        return {r[0]: float(r[1]) for r in rows}
+        stats_row = "SELECT NULL, NULL, count(*), CAST(avg(c.doc_len) AS DOUBLE PRECISION) FROM c"
+        marks = ", ".join("?" for _ in wanted)
+        if like_items:
+            exclude = f" AND x.term NOT IN ({marks})" if wanted else ""
+            rows = yield Sql(
+                f"{scope}, f AS MATERIALIZED (SELECT DISTINCT x.term FROM {TERMS} x"
+                f" WHERE x.item_id IN ({', '.join('?' for _ in like_items)}){exclude})"
+                f" {self._scope_postings('t.term IN (SELECT f.term FROM f)')}",
+                [*search.params, *like_items, *wanted],
+            )
+        elif wanted:
+            rows = yield Sql(
+                f"{scope} {stats_row} UNION ALL {self._scope_postings(f't.term IN ({marks})')}",
+                [*search.params, *wanted],
+            )
+        else:
+            rows = yield Sql(f"{scope} {stats_row}", search.params)
+        n_docs, avgdl = 0, 0.0
+        tf: dict[str, dict[str, int]] = {}
+        doc_len: dict[str, int] = {}
+        for item, term, count, length in rows:
+            if item is None:
+                n_docs, avgdl = int(count or 0), float(length or 0.0)
+                continue
+            tf.setdefault(term, {})[item] = int(count)
+            doc_len[item] = int(length)
+        return _Postings(n_docs, avgdl, tf, doc_len)
+
+    def _scope_postings(self, condition: str) -> str:
+        """The terms rows (``t``) of the items of CTE ``c`` that meet ``condition``.
+
+        Read item by item on both engines: a scope is small, while one frequent term has
+        rows in every scope. SQLite keeps the written order of a CROSS JOIN; PostgreSQL's
+        planner, once it has statistics of a frequent term, would rather read that term's
+        rows everywhere and join, so a LATERAL subquery fenced by OFFSET 0 pins the order.
+        """
+        columns = "SELECT t.item_id, t.term, t.tf, c.doc_len"
+        if self.dialect.name == "postgres":
+            return (
+                f"{columns} FROM c CROSS JOIN LATERAL (SELECT t.item_id, t.term, t.tf"
+                f" FROM {TERMS} t WHERE t.item_id = c.id AND {condition} OFFSET 0) t"
+            )
+        return f"{columns} FROM c CROSS JOIN {TERMS} t WHERE t.item_id = c.id AND {condition}"
 
     def _lexical_flow(
-        self, query: str, search: _PreparedSearch, k: int
-    ) -> Flow[tuple[dict[str, float], dict[str, float], _LexicalStats]]:
+        self, query: str, search: _PreparedSearch
+    ) -> Flow[tuple[dict[str, float], int]]:
         """BM25 with pseudo-relevance feedback: expand the query with its best hits' terms.
 
-        Returns the expanded query weights, the top ``k`` scores and the statistics.
+        Returns the BM25 score of every item of the filtered set that has a term of the
+        expanded query (the others score 0) and the set's size. Two round trips at most:
+        the query's postings with the statistics, then the feedback items' terms.
         """
         weights = lexical.query_weights(lexical.analyze_query(query))
-        if not weights:
-            return {}, {}, _LexicalStats(0, 0.0, {})
-        stats = yield from self._lexical_stats_flow(search, weights)
-        first = yield from self._bm25_flow(weights, search, stats, lexical.PRF_DOCS)
-        feedback = [(i, s) for i, s in first.items() if s > 0]
-        if stats.n_docs < lexical.PRF_MIN_DOCS:
+        found = yield from self._postings_flow(search, weights)
+        if not weights or found.n_docs == 0 or found.avgdl <= 0:
+            return {}, found.n_docs
+        first = _bm25(weights, found)
+        if found.n_docs >= lexical.PRF_MIN_DOCS:
+            best = sorted(first.items(), key=lambda kv: (-kv[1], kv[0]))[: lexical.PRF_DOCS]
+            feedback = [(i, s) for i, s in best if s > 0]
+        else:
             feedback = []
-        if feedback:
-            ids = [i for i, _ in feedback]
-            marks = ", ".join("?" for _ in ids)
-            rows = yield Sql(
-                f"SELECT item_id, term, tf FROM {TERMS} WHERE item_id IN ({marks})", ids
-            )
-            tfs: dict[str, dict[str, int]] = {i: {} for i in ids}
-            for item_id, term, tf in rows:
-                tfs[item_id][term] = int(tf)
-            new_terms = {t for doc in tfs.values() for t in doc} - set(stats.df)
-            if new_terms:
-                more = yield from self._lexical_stats_flow(search, new_terms)
-                stats = _LexicalStats(stats.n_docs, stats.avgdl, {**stats.df, **more.df})
-            weights = lexical.expand_query(
-                weights,
-                [tfs[i] for i in ids],
-                [s for _, s in feedback],
-                doc_frequencies=stats.df,
-                n_docs=stats.n_docs,
-            )
-        scores = yield from self._bm25_flow(weights, search, stats, k)
-        return weights, scores, stats
+        if not feedback:
+            return first, found.n_docs
+        ids = [i for i, _ in feedback]
+        more = yield from self._postings_flow(search, weights, like_items=ids)
+        tf = {**found.tf, **more.tf}
+        doc_len = {**found.doc_len, **more.doc_len}
+        tfs: dict[str, dict[str, int]] = {i: {} for i in ids}
+        for term, by_item in tf.items():
+            for item in ids:
+                if item in by_item:
+                    tfs[item][term] = by_item[item]
+        expanded = lexical.expand_query(
+            weights,
+            [tfs[i] for i in ids],
+            [s for _, s in feedback],
+            doc_frequencies={term: len(by_item) for term, by_item in tf.items()},
+            n_docs=found.n_docs,
+        )
+        return _bm25(expanded, _Postings(found.n_docs, found.avgdl, tf, doc_len)), found.n_docs
 
     def _ranked_search_flow(
         self, search: _PreparedSearch, vector: list[float], now: datetime
@@ -715,7 +718,11 @@ class StoreCore:
         if want == 0:
             return [], []
         pool = want * self.settings.candidate_multiplier
-        weights, lex, stats = yield from self._lexical_flow(search.query, search, pool)
+        scores, n_docs = yield from self._lexical_flow(search.query, search)
+        lex = dict(sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:pool])
+        # Complete both score maps over the union, so fusion compares like with like: the
+        # index scores the lexical candidates in the same call, and every item's BM25 is
+        # already known.
         dense = yield from self.nearest_flow(
             vector,
             search.where,
@@ -723,15 +730,10 @@ class StoreCore:
             pool,
             prefix=join_namespace(search.prefix),
             value_filtered=search.value_filtered,
-            candidates=stats.n_docs or None,
+            candidates=n_docs or None,
+            include=list(lex),
         )
-        # Complete both score maps over the union, so fusion compares like with like.
-        missing_dense = [i for i in lex if i not in dense]
-        if missing_dense:
-            dense.update((yield from self.index.score_flow(vector, missing_dense)))
-        missing_lex = [i for i in dense if i not in lex]
-        if missing_lex and weights:
-            lex.update((yield from self._bm25_flow(weights, search, stats, None, missing_lex)))
+        lex.update((i, scores[i]) for i in dense if i in scores)
         ids = sorted(set(dense) | set(lex))
         if not ids:
             return [], []
@@ -916,6 +918,26 @@ class StoreCore:
         """Write buffered access counts now (the store does this on close)."""
         if self.access.counts:
             yield Transaction(self._flush_access_flow())
+
+
+def _bm25(weights: Mapping[str, float], postings: _Postings) -> dict[str, float]:
+    """BM25 (see lexical.py) of every item with a weighted term, statistics from the set.
+
+    Terms are summed in sorted order, so a score does not depend on the order rows came in.
+    """
+    n, avgdl = postings.n_docs, postings.avgdl
+    k1, b = lexical.BM25_K1, lexical.BM25_B
+    scores: dict[str, float] = {}
+    for term in sorted(weights):
+        by_item = postings.tf.get(term)
+        if not by_item:
+            continue
+        df = len(by_item)
+        idf_weight = weights[term] * math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+        for item, tf in by_item.items():
+            norm = 1.0 - b + b * postings.doc_len[item] / avgdl
+            scores[item] = scores.get(item, 0.0) + idf_weight * tf * (k1 + 1.0) / (tf + k1 * norm)
+    return scores
 
 
 def _number(x: Any) -> float:

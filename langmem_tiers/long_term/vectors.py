@@ -100,8 +100,14 @@ class VectorIndex:
         prefix: str,
         value_filtered: bool = False,
         candidates: int | None = None,
+        include: Sequence[str] = (),
     ) -> Flow[dict[str, float]]:
-        """Best cosine similarity per item among items matching ``where`` (top ``k``)."""
+        """Best cosine similarity per item among items matching ``where`` (top ``k``).
+
+        ``include``: items known to match ``where`` whose similarity is wanted as well;
+        those with vectors are added to the result (an index answers them in the same
+        round trip where it can).
+        """
         raise NotImplementedError
 
     def score_flow(
@@ -115,18 +121,23 @@ class SqliteVectorIndex(VectorIndex):
     """Exact search over float32 blobs, scored in process."""
 
     def _score_rows(
-        self, rows: Sequence[tuple[Any, ...]], vector: Sequence[float], k: int | None
+        self,
+        rows: Sequence[tuple[Any, ...]],
+        vector: Sequence[float],
+        k: int | None,
+        include: Sequence[str] = (),
     ) -> dict[str, float]:
         if not rows:
             return {}
         query = np.asarray(normalize(vector), dtype=np.float32)
         matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype="<f4").reshape(len(rows), -1)
-        sims = matrix @ query
-        best = _best_per_item([(r[0], float(s)) for r, s in zip(rows, sims, strict=True)])
+        sims = (matrix @ query).tolist()
+        best = _best_per_item([(r[0], s) for r, s in zip(rows, sims, strict=True)])
         if k is None or len(best) <= k:
             return best
-        top = sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
-        return dict(top)
+        top = dict(sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))[:k])
+        top.update((i, best[i]) for i in include if i in best)
+        return top
 
     def search_flow(
         self,
@@ -138,13 +149,15 @@ class SqliteVectorIndex(VectorIndex):
         prefix: str,
         value_filtered: bool = False,
         candidates: int | None = None,
+        include: Sequence[str] = (),
     ) -> Flow[dict[str, float]]:
         rows = yield Sql(
             f"SELECT v.item_id, v.embedding FROM {VECTORS} v JOIN {ITEMS} i ON i.id = v.item_id"
             f" WHERE {where}",
             params,
         )
-        return self._score_rows(rows, vector, k)
+        # Every item of the set is scored anyway: the included ones cost nothing more.
+        return self._score_rows(rows, vector, k, include)
 
     def score_flow(
         self, vector: Sequence[float], item_ids: Sequence[str]
@@ -178,31 +191,45 @@ class PgVectorIndex(VectorIndex):
         prefix: str,
         value_filtered: bool = False,
         candidates: int | None = None,
+        include: Sequence[str] = (),
     ) -> Flow[dict[str, float]]:
         literal = self.dialect.vector_param(normalize(vector))
         limit = k if k is not None else 1_000_000
+        # The included items are scored in the same statement (a second branch).
+        extra, extra_params = "", []
         if candidates is not None and candidates <= self.exact_below:
             # A scope of a few thousand items is scored exactly faster than HNSW can walk
             # past the other scopes' vectors (and exact recall is 1.0).
+            if include:
+                extra, extra_params = (
+                    " UNION ALL SELECT item_id, 1 - dist FROM c WHERE item_id = ANY(?)",
+                    [list(include)],
+                )
             rows = yield Sql(
-                f"WITH c AS MATERIALIZED (SELECT v.item_id, v.embedding FROM {VECTORS} v"
-                f" JOIN {ITEMS} i ON i.id = v.item_id WHERE {where})"
-                " SELECT item_id, 1 - (embedding <=> ?::vector) AS sim FROM c"
-                " ORDER BY embedding <=> ?::vector LIMIT ?",
-                [*params, literal, literal, limit],
+                f"WITH c AS MATERIALIZED (SELECT v.item_id, v.embedding <=> ?::vector AS dist"
+                f" FROM {VECTORS} v JOIN {ITEMS} i ON i.id = v.item_id WHERE {where})"
+                f" (SELECT item_id, 1 - dist FROM c ORDER BY dist LIMIT ?){extra}",
+                [literal, *params, limit, *extra_params],
             )
             return _best_per_item([(r[0], r[1]) for r in rows])
         # Without iterative scans, HNSW returns ef_search rows and the scope filter is
         # applied afterwards, so a filtered search could come back short.
-        yield Sql("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)")
         yield Sql(
-            "SELECT set_config('hnsw.ef_search', ?, true)", [str(max(self.ef_search, 2 * limit))]
+            "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),"
+            " set_config('hnsw.ef_search', ?, true)",
+            [str(max(self.ef_search, 2 * limit))],
         )
+        if include:
+            extra, extra_params = (
+                f" UNION ALL SELECT item_id, 1 - (embedding <=> ?::vector) FROM {VECTORS}"
+                " WHERE item_id = ANY(?)",
+                [literal, list(include)],
+            )
         rows = yield Sql(
-            f"SELECT v.item_id, 1 - (v.embedding <=> ?::vector) AS sim FROM {VECTORS} v"
+            f"(SELECT v.item_id, 1 - (v.embedding <=> ?::vector) AS sim FROM {VECTORS} v"
             f" JOIN {ITEMS} i ON i.id = v.item_id WHERE {where}"
-            f" ORDER BY v.embedding <=> ?::vector LIMIT ?",
-            [literal, *params, literal, limit],
+            f" ORDER BY v.embedding <=> ?::vector LIMIT ?){extra}",
+            [literal, *params, literal, limit, *extra_params],
         )
         return _best_per_item([(r[0], r[1]) for r in rows])
 
@@ -366,6 +393,7 @@ class QdrantIndex(VectorIndex):
         prefix: str,
         value_filtered: bool = False,
         candidates: int | None = None,
+        include: Sequence[str] = (),
     ) -> Flow[dict[str, float]]:
         from qdrant_client import models
 
@@ -376,13 +404,17 @@ class QdrantIndex(VectorIndex):
             rows = yield Sql(f"SELECT i.id FROM {ITEMS} i WHERE {where}", params)
             ids = [r[0] for r in rows]
             if not ids:
-                return {}
+                return {}  # nothing passes the filter, so nothing is included either
             conditions.append(models.FieldCondition(key="item_id", match=models.MatchAny(any=ids)))
         if prefix:
             conditions.append(
                 models.FieldCondition(key="prefixes", match=models.MatchValue(value=prefix))
             )
-        return (yield from self._query(vector, models.Filter(must=conditions), limit))
+        hits = yield from self._query(vector, models.Filter(must=conditions), limit)
+        missing = [i for i in include if i not in hits]
+        if missing:
+            hits.update((yield from self.score_flow(vector, missing)))
+        return hits
 
     def score_flow(
         self, vector: Sequence[float], item_ids: Sequence[str]

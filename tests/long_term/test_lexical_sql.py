@@ -1,12 +1,13 @@
-"""The store's BM25, computed in SQL, equals the pure-Python reference on every backend."""
+"""The store's BM25, from postings read in SQL, equals the pure-Python reference on every backend."""
 
 from __future__ import annotations
 
 import pytest
-from langgraph.store.base import SearchOp
+from langgraph.store.base import PutOp, SearchOp
 
 from langmem_tiers import TieredMemoryStore
 from langmem_tiers.long_term import lexical
+from langmem_tiers.long_term.core import _bm25
 
 DOCS = {
     "d1": "Caroline painted a sunrise over the lake last summer",
@@ -33,8 +34,8 @@ def test_sql_bm25_matches_reference(
         core = store.core
         search = core._prepare_search(SearchOp(("agent",), query=query, limit=10))
         weights = lexical.query_weights(lexical.analyze_query(query))
-        stats = store.db.run(_in_tx(core._lexical_stats_flow(search, weights)))
-        got = store.db.run(_in_tx(core._bm25_flow(weights, search, stats, None)))
+        postings = store.db.run(_in_tx(core._postings_flow(search, weights)))
+        got = _bm25(weights, postings)
     keys = list(DOCS)
     expected = lexical.bm25_scores(weights, [lexical.analyze(DOCS[k]) for k in keys])
     want = {k: s for k, s in zip(keys, expected, strict=True) if s > 0}
@@ -55,3 +56,80 @@ def _in_tx(flow: object) -> object:
         return (yield Transaction(flow))  # type: ignore[arg-type]
 
     return wrapper()
+
+
+WORDS = [
+    "garden",
+    "tomato",
+    "basil",
+    "harvest",
+    "rain",
+    "soil",
+    "compost",
+    "seed",
+    "kayak",
+    "river",
+    "paddle",
+    "canyon",
+    "violin",
+    "concert",
+    "rehearsal",
+    "choir",
+    "museum",
+    "painting",
+    "sculpture",
+    "gallery",
+    "recipe",
+    "bread",
+    "oven",
+    "flour",
+]
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_feedback_expanded_bm25_matches_reference(
+    backend: str, tmp_path: object, request: pytest.FixtureRequest
+) -> None:
+    """Past PRF_MIN_DOCS the query is expanded from its best hits, exactly as the reference."""
+    import random
+
+    rng = random.Random(3)
+    docs = {
+        f"n{n:03d}": " ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 9)))
+        for n in range(lexical.PRF_MIN_DOCS + 10)
+    }
+    query = "basil harvest in the garden"
+    url = (
+        request.getfixturevalue("postgres_url")
+        if backend == "postgres"
+        else f"sqlite:///{tmp_path}/prf.db"
+    )
+    with TieredMemoryStore.from_url(url) as store:
+        store.batch([PutOp(("agent", "semantic"), k, {"content": t}) for k, t in docs.items()])
+        core = store.core
+        search = core._prepare_search(SearchOp(("agent",), query=query, limit=10))
+        got, n_docs = store.db.run(_in_tx(core._lexical_flow(query, search)))
+
+    keys = list(docs)
+    terms = [lexical.analyze(docs[k]) for k in keys]
+    weights = lexical.query_weights(lexical.analyze_query(query))
+    first = lexical.bm25_scores(weights, terms)
+    best = sorted(zip(keys, first, strict=True), key=lambda ks: (-ks[1], _id(ks[0])))
+    feedback = [(k, s) for k, s in best[: lexical.PRF_DOCS] if s > 0]
+    df: dict[str, int] = {}
+    for doc in terms:
+        for term in set(doc):
+            df[term] = df.get(term, 0) + 1
+    expanded = lexical.expand_query(
+        weights,
+        [lexical.term_frequencies(terms[keys.index(k)]) for k, _ in feedback],
+        [s for _, s in feedback],
+        doc_frequencies=df,
+        n_docs=len(keys),
+    )
+    assert len(expanded) > len(weights)  # the feedback really expanded the query
+    expected = lexical.bm25_scores(expanded, terms)
+    want = {k: s for k, s in zip(keys, expected, strict=True) if s > 0}
+    item_ids = {_id(k): k for k in keys}
+    assert n_docs == len(keys)
+    assert {item_ids[i]: pytest.approx(s, rel=1e-9) for i, s in got.items()} == want
