@@ -6,6 +6,11 @@ several writers (a row lock on PostgreSQL, ``BEGIN IMMEDIATE`` on SQLite). A bat
 operations is one transaction, written once as flows (see ``long_term/flow.py``) and run
 with the sync or async driver of the connection.
 
+Every add reads the whole window back (the policy plans over it), so a log keeps the
+windows it read last: the session row also counts changes other than appends, and while
+that count is unchanged only rows appended since are read. A change by any writer (this
+process or another) bumps the count, and the next read is a full one.
+
 Example:
     >>> from langchain_core.messages import HumanMessage
     >>> from langmem_tiers.short_term.records import draft_from_message
@@ -19,9 +24,11 @@ Example:
 
 from __future__ import annotations
 
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from langmem_tiers.config import Settings
 from langmem_tiers.long_term.database import Database, open_connection
@@ -56,6 +63,19 @@ from langmem_tiers.short_term.records import (
 __all__ = ["SqlMessageLog", "open_message_log"]
 
 _COLUMNS = "seq, role, content, tier1, tier2, required_tier_level, created_at, extra"
+_CACHED_SESSIONS = 256  # windows a log keeps; the least recently read is dropped first
+
+
+class _Window(NamedTuple):
+    """A session's window as read: every stored row up to ``last_seq``, at ``changes``."""
+
+    last_seq: int
+    changes: int
+    records: tuple[MessageRecord, ...]
+
+
+_Windows = dict[str, "_Window | None"]
+"""Windows known before a batch (and, after it, what to remember: None forgets one)."""
 
 
 class SqlMessageLog(MessageLog):
@@ -70,6 +90,8 @@ class SqlMessageLog(MessageLog):
     def __init__(self, conn: Any, *, setup: bool = True) -> None:
         self.db = Database(conn)
         self._owned: Any = None
+        self._windows: OrderedDict[str, _Window] = OrderedDict()
+        self._windows_lock = threading.Lock()
         if setup and not self.db.is_async:
             self.db.run(_in_transaction(_migrations(self.db.dialect)))
 
@@ -93,11 +115,41 @@ class SqlMessageLog(MessageLog):
 
     def batch(self, ops: Sequence[LogOp]) -> list[Any]:
         """Run ``ops`` in order, in one transaction."""
-        return self.db.run(_in_transaction(_batch_flow(self.db.dialect, ops)))
+        windows = self._known(ops)
+        results: list[Any] = self.db.run(
+            _in_transaction(_batch_flow(self.db.dialect, ops, windows))
+        )
+        self._remember(windows)
+        return results
 
     async def abatch(self, ops: Sequence[LogOp]) -> list[Any]:
         """Async twin of :meth:`batch`."""
-        return await self.db.arun(_in_transaction(_batch_flow(self.db.dialect, ops)))
+        windows = self._known(ops)
+        results: list[Any] = await self.db.arun(
+            _in_transaction(_batch_flow(self.db.dialect, ops, windows))
+        )
+        self._remember(windows)
+        return results
+
+    def _known(self, ops: Sequence[LogOp]) -> _Windows:
+        with self._windows_lock:
+            return {
+                op.session_id: self._windows.get(op.session_id)
+                for op in ops
+                if isinstance(op, ReadOp) and op.last is None
+            }
+
+    def _remember(self, windows: _Windows) -> None:
+        # Only after the transaction committed: a rolled-back batch teaches nothing.
+        with self._windows_lock:
+            for session_id, window in windows.items():
+                if window is None:
+                    self._windows.pop(session_id, None)
+                    continue
+                self._windows[session_id] = window
+                self._windows.move_to_end(session_id)
+            while len(self._windows) > _CACHED_SESSIONS:
+                self._windows.popitem(last=False)
 
 
 def open_message_log(settings: Settings) -> SqlMessageLog:
@@ -113,11 +165,47 @@ def _migrations(dialect: Dialect) -> Flow[None]:
     yield from migrate_flow(dialect)
 
 
-def _batch_flow(d: Dialect, ops: Sequence[LogOp]) -> Flow[list[Any]]:
+def _batch_flow(d: Dialect, ops: Sequence[LogOp], windows: _Windows) -> Flow[list[Any]]:
     results: list[Any] = []
     for op in ops:
-        results.append((yield from _op_flow(d, op)))
+        if isinstance(op, ReadOp) and op.last is None:
+            results.append((yield from _window_flow(d, op.session_id, windows)))
+        else:
+            results.append((yield from _op_flow(d, op)))
     return results
+
+
+def _window_flow(d: Dialect, sid: str, windows: _Windows) -> Flow[list[MessageRecord]]:
+    """The whole window, reading only rows appended since the known one when it still holds."""
+    # On PostgreSQL the row lock keeps writers of this session out until the transaction
+    # ends, so the count and the rows read next are one state (SQLite is serial already).
+    lock = " FOR UPDATE" if d.name == "postgres" else ""
+    rows = yield Sql(
+        f"SELECT last_seq, changes FROM {STM_SESSIONS} WHERE session_id = ?{lock}", [sid]
+    )
+    if not rows:
+        windows[sid] = None
+        return []
+    last_seq, changes = int(rows[0][0]), int(rows[0][1])
+    known = windows.get(sid)
+    if known is not None and known.changes == changes and known.last_seq <= last_seq:
+        rows = yield Sql(
+            f"SELECT {_COLUMNS} FROM {STM_MESSAGES} WHERE session_id = ? AND seq > ? ORDER BY seq",
+            [sid, known.last_seq],
+        )
+        records = known.records + tuple(_record(d, row) for row in rows)
+    else:
+        rows = yield Sql(
+            f"SELECT {_COLUMNS} FROM {STM_MESSAGES} WHERE session_id = ? ORDER BY seq", [sid]
+        )
+        records = tuple(_record(d, row) for row in rows)
+    windows[sid] = _Window(last_seq, changes, records)
+    return list(records)
+
+
+def _changed(sid: str) -> Sql:
+    """Counts a change other than an append (taken first: sessions row, then messages)."""
+    return Sql(f"UPDATE {STM_SESSIONS} SET changes = changes + 1 WHERE session_id = ?", [sid])
 
 
 def _record(d: Dialect, row: Sequence[Any]) -> MessageRecord:
@@ -187,6 +275,7 @@ def _op_flow(d: Dialect, op: LogOp) -> Flow[Any]:
         if not seqs:
             return []
         marks = ", ".join("?" for _ in seqs)
+        yield _changed(sid)
         rows = yield Sql(
             f"DELETE FROM {STM_MESSAGES} WHERE session_id = ? AND seq IN ({marks}) RETURNING seq",
             [sid, *seqs],
@@ -197,6 +286,7 @@ def _op_flow(d: Dialect, op: LogOp) -> Flow[Any]:
         seq = _seq(op.message_id)
         if seq is None:
             return None
+        yield _changed(sid)
         rows = yield Sql(
             f"UPDATE {STM_MESSAGES} SET required_tier_level = CASE WHEN required_tier_level < ?"
             " THEN ? ELSE required_tier_level END WHERE session_id = ? AND seq = ?"
@@ -206,6 +296,8 @@ def _op_flow(d: Dialect, op: LogOp) -> Flow[Any]:
         return _record(d, rows[0]) if rows else None
     if isinstance(op, UpdateTiersOp):
         updated: list[str] = []
+        if op.tiers:
+            yield _changed(sid)
         for message_id, tiers in op.tiers:
             seq = _seq(message_id)
             if seq is None:
@@ -222,6 +314,7 @@ def _op_flow(d: Dialect, op: LogOp) -> Flow[Any]:
         rows = yield Sql(f"SELECT last_seq FROM {STM_SESSIONS} WHERE session_id = ?", [sid])
         return format_message_id((int(rows[0][0]) if rows else 0) + 1)
     if isinstance(op, ClearOp):
+        yield _changed(sid)
         rows = yield Sql(f"DELETE FROM {STM_MESSAGES} WHERE session_id = ? RETURNING seq", [sid])
         return [format_message_id(s) for s in sorted(int(r[0]) for r in rows)]
     if isinstance(op, ClaimOp):

@@ -160,3 +160,27 @@ async def test_an_expired_lease_or_one_of_a_dead_process_is_taken(
     # An owner on another machine keeps its lease until it expires.
     assert await log.batch([ClaimOp("s3", "elsewhere:1:x", 60.0)]) == [True]
     assert await log.batch([ClaimOp("s3", new_lease_owner(), 60.0)]) == [False]
+
+
+async def test_a_window_read_again_sees_what_another_log_object_changed(
+    make_log: LogFactory, twin_of: TwinOf, log_kind: str
+) -> None:
+    if log_kind == "memory":
+        pytest.skip("in-memory logs share nothing between objects")
+    reader, writer = twin_of(make_log()), twin_of(make_log())
+    await reader.append("s1", drafts("a", "b", "c"))
+    assert [r.text for r in await reader.read("s1")] == ["a", "b", "c"]
+    await writer.append("s1", drafts("d"))
+    assert [r.id for r in await reader.read("s1")] == ["m1", "m2", "m3", "m4"]
+    await writer.remove("s1", ["m2"])
+    await writer.update_tiers("s1", {"m3": MessageTiers("fact=c", "about c")})
+    await writer.set_tier_level("s1", "m1", 3)
+    window = await reader.read("s1")
+    assert [(r.id, r.tier1, r.required_tier_level) for r in window] == [
+        ("m1", None, 3),
+        ("m3", "fact=c", 1),
+        ("m4", None, 1),
+    ]
+    await writer.clear("s1")
+    await writer.append("s1", drafts("e"))
+    assert [r.id for r in await reader.read("s1")] == ["m5"]
