@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from langchain_core.messages import BaseMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langgraph.store.base import Item
 
 from langmem_tiers.short_term.records import MessageRecord
@@ -43,6 +43,11 @@ MEMORY_HEADER = (
 """First line of the system part; override by passing ``memory_header``."""
 
 _METADATA_KEY = "langmem_tiers"
+_PLAIN_CLASSES: dict[str, type[BaseMessage]] = {
+    "human": HumanMessage,
+    "ai": AIMessage,
+    "system": SystemMessage,
+}
 
 
 def shown_tier(record: MessageRecord, level: int) -> tuple[int, str]:
@@ -107,22 +112,29 @@ class ContextBuilder:
 
     def render(self, record: MessageRecord, level: int) -> BaseMessage:
         """One record as a standard message at ``level``, with its id on ``id``."""
-        raw = record.to_message()
         shown, text = shown_tier(record, level)
-        metadata: dict[str, Any] = dict(raw.response_metadata or {})
+        metadata: dict[str, Any] = dict(record.extra.get("response_metadata") or {})
         metadata[_METADATA_KEY] = {
             "message_id": record.id,
             "tier": shown,
             "required_tier_level": record.required_tier_level,
         }
-        update: dict[str, Any] = {"response_metadata": metadata}
+        content: str | list[Any] = record.content
         if self.tiered:
             prefix = f"[{record.id}|t{shown}] "
             if shown == TierLevel.RAW and not isinstance(record.content, str):
-                update["content"] = [{"type": "text", "text": prefix}, *record.content]
+                content = [{"type": "text", "text": prefix}, *record.content]
             else:
-                update["content"] = prefix + text
-        return raw.model_copy(update=update)
+                content = prefix + text
+        plain = _PLAIN_CLASSES.get(record.role)
+        if plain is not None and not record.uses_tools:
+            # Built directly: a context renders every message of the window, and going
+            # through the stored dict and a copy took most of a 1,000-message build.
+            fields = {**record.extra, "content": content, "id": record.id}
+            fields["response_metadata"] = metadata
+            return plain(**fields)
+        update = {"response_metadata": metadata, "content": content}
+        return record.to_message().model_copy(update=update)
 
     def _cost(self, record: MessageRecord, level: int) -> int:
         shown, text = shown_tier(record, level)
