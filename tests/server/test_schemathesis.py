@@ -4,9 +4,9 @@ Bounded and reproducible: a fixed seed, derandomised, a few examples per operati
 operations, about 100 requests per backend). Requests go through FastAPI's own test
 client to the app of the ``served`` fixture.
 
-Skipped, with the reason, when schemathesis is missing or cannot generate bodies with
-the installed Hypothesis (hypothesis-jsonschema 0.23 needs a Hypothesis internal that
-newer releases removed); ``test_openapi_fuzz.py`` fuzzes the same schema meanwhile.
+The ``test`` extra pins a Hypothesis that hypothesis-jsonschema 0.23 can generate bodies
+with (it needs an internal that 6.170.10 removed). Elsewhere the module is skipped with
+the reason; ``test_openapi_fuzz.py`` fuzzes the same schema either way.
 """
 
 from __future__ import annotations
