@@ -8,7 +8,7 @@ import pytest
 
 from langmem_tiers.config import RankingWeights, Settings
 from langmem_tiers.errors import ConfigurationError
-from langmem_tiers.long_term.ranking import Candidate, rank
+from langmem_tiers.long_term.ranking import FREQUENCY_HALF_COUNT, Candidate, frequency, rank
 
 NOW = datetime(2025, 6, 1, tzinfo=timezone.utc)
 
@@ -57,3 +57,43 @@ def test_ranking_mode_is_a_validated_setting() -> None:
     assert Settings.from_env(environ={"LANGMEM_TIERS_RANKING": "linear"}).ranking == "linear"
     with pytest.raises(ConfigurationError, match="LANGMEM_TIERS_RANKING"):
         Settings.from_env(environ={"LANGMEM_TIERS_RANKING": "random"})
+
+
+def test_frequency_is_the_memorys_own_count_saturating_at_half_count() -> None:
+    assert frequency(0) == 0.0
+    assert frequency(FREQUENCY_HALF_COUNT) == pytest.approx(0.5)
+    counts = [0, 1, 2, 10, 100, 1_000, 10**9]
+    values = [frequency(n) for n in counts]
+    assert values == sorted(values)
+    assert len(set(values)) == len(values)
+    assert all(0.0 <= v < 1.0 for v in values)
+
+
+def test_frequency_does_not_depend_on_the_other_candidates() -> None:
+    alone = rank([Candidate("a", 0.5, NOW, 3, 1.0)], RankingWeights(), 30.0, NOW)
+    beside_popular = rank(
+        [Candidate("a", 0.5, NOW, 3, 1.0), Candidate("b", 0.1, NOW, 5_000, 1.0)],
+        RankingWeights(),
+        30.0,
+        NOW,
+    )
+    a = next(r for r in beside_popular if r.id == "a")
+    assert a.components.frequency == alone[0].components.frequency
+
+
+def test_a_few_accesses_do_not_overturn_a_clear_relevance_gap() -> None:
+    # Every search counts what it returns as accessed: a memory returned by a few earlier
+    # searches must not pass a more relevant one that none returned.
+    returned_before = Candidate("returned-before", 0.80, NOW, 3, 1.0)
+    more_relevant = Candidate("more-relevant", 0.85, NOW, 0, 1.0)
+    ranked = rank([returned_before, more_relevant], RankingWeights(), 30.0, NOW)
+    assert [r.id for r in ranked] == ["more-relevant", "returned-before"]
+
+
+def test_one_access_breaks_a_relevance_tie() -> None:
+    used = Candidate("used", 0.7, NOW, 1, 1.0)
+    unused = Candidate("unused", 0.7, NOW, 0, 1.0)
+    assert [r.id for r in rank([unused, used], RankingWeights(), 30.0, NOW)] == [
+        "used",
+        "unused",
+    ]
