@@ -141,7 +141,8 @@ def test_quick_run_writes_results(data_path: Path, tmp_path: Path) -> None:
     assert json.loads(out.read_text()) == report
     assert report["questions"] == 8
     methods = report["methods"]
-    default = methods["fuse(bm25+feedback, offline) w=0.2 [default]"]["all"]
+    weight = locomo_retrieval.EMBEDDER_WEIGHTS["offline"]
+    default = methods[f"fuse(bm25+feedback, offline) w={weight} [default]"]["all"]
     assert 0.0 <= default["R@10"] <= 1.0
     # Five turns per conversation: every evidence turn is in the top 10 of any ranking.
     assert default["R@10"] == 1.0
