@@ -227,6 +227,8 @@ class StatementProfile:
         def timed(io: Any, request: Any) -> Any:
             if kind == "qdrant":
                 label = f"qdrant {request.method}"
+            elif kind == "insert_rows":
+                label = f"insert_rows {request.table} ({', '.join(request.columns)})"
             else:
                 label = f"{kind} {_statement_label(request.text)}"
             start = time.perf_counter()
@@ -247,6 +249,8 @@ class StatementProfile:
             cls = getattr(backends, class_name, None)
             if cls is not None:
                 targets += [(cls, "sql", "sql"), (cls, "sql_many", "sql_many")]
+                if "insert_rows" in cls.__dict__:
+                    targets.append((cls, "insert_rows", "insert_rows"))
         shared = getattr(backends, "_SharedIO", None)
         if shared is not None:
             targets.append((shared, "qdrant", "qdrant"))

@@ -53,7 +53,7 @@ from langmem_tiers.long_term.dialect import (
 )
 from langmem_tiers.long_term.events import EventRow, snapshot_flow, write_events_flow
 from langmem_tiers.long_term.filters import compile_filter, validate_filter
-from langmem_tiers.long_term.flow import Embed, Flow, Sql, SqlMany, Transaction
+from langmem_tiers.long_term.flow import Embed, Flow, InsertRows, Sql, SqlMany, Transaction
 from langmem_tiers.long_term.fusion import fuse
 from langmem_tiers.long_term.ranking import Candidate, rank
 from langmem_tiers.long_term.records import (
@@ -634,12 +634,12 @@ class StoreCore:
             rows = yield Sql(
                 f"{scope}, f AS MATERIALIZED (SELECT DISTINCT x.term FROM {TERMS} x"
                 f" WHERE x.item_id IN ({', '.join('?' for _ in like_items)}){exclude})"
-                f" {self._scope_postings('t.term IN (SELECT f.term FROM f)')}",
+                f" {self._scope_postings('(SELECT f.term FROM f)')}",
                 [*search.params, *like_items, *wanted],
             )
         elif wanted:
             rows = yield Sql(
-                f"{scope} {stats_row} UNION ALL {self._scope_postings(f't.term IN ({marks})')}",
+                f"{scope} {stats_row} UNION ALL {self._scope_postings(f'({marks})')}",
                 [*search.params, *wanted],
             )
         else:
@@ -655,21 +655,23 @@ class StoreCore:
             doc_len[item] = int(length)
         return _Postings(n_docs, avgdl, tf, doc_len)
 
-    def _scope_postings(self, condition: str) -> str:
-        """The terms rows (``t``) of the items of CTE ``c`` that meet ``condition``.
+    def _scope_postings(self, term_set: str) -> str:
+        """The terms rows (``t``) of the items of CTE ``c`` whose term is ``IN term_set``.
 
-        Read item by item on both engines: a scope is small, while one frequent term has
-        rows in every scope. SQLite keeps the written order of a CROSS JOIN; PostgreSQL's
-        planner, once it has statistics of a frequent term, would rather read that term's
-        rows everywhere and join, so a LATERAL subquery fenced by OFFSET 0 pins the order.
+        Each item's rows are read whole through the (item_id, term, tf) index and filtered
+        after: a scope is small while a frequent term has rows in every scope, and one
+        range read per item beats a probe per item and term once feedback brings dozens of
+        terms. SQLite keeps the written order of a CROSS JOIN, and a unary ``+`` keeps the
+        term out of the index look-up; on PostgreSQL a LATERAL subquery fenced by OFFSET 0
+        does both, whatever the planner's statistics say.
         """
         columns = "SELECT t.item_id, t.term, t.tf, c.doc_len"
         if self.dialect.name == "postgres":
             return (
                 f"{columns} FROM c CROSS JOIN LATERAL (SELECT t.item_id, t.term, t.tf"
-                f" FROM {TERMS} t WHERE t.item_id = c.id AND {condition} OFFSET 0) t"
+                f" FROM {TERMS} t WHERE t.item_id = c.id OFFSET 0) t WHERE t.term IN {term_set}"
             )
-        return f"{columns} FROM c CROSS JOIN {TERMS} t WHERE t.item_id = c.id AND {condition}"
+        return f"{columns} FROM c CROSS JOIN {TERMS} t WHERE t.item_id = c.id AND +t.term IN {term_set}"
 
     def _lexical_flow(
         self, query: str, search: _PreparedSearch
@@ -815,7 +817,8 @@ class StoreCore:
         ids = [p.record.id for p in upserts if p.record is not None]
         if upserts:
             yield SqlMany(d.upsert_items_sql(), [self._item_row(p, now) for p in upserts])
-            yield from self._index_flow(upserts, rows, ids)
+            # Terms and vectors belong to their item (foreign keys): a new item has none.
+            yield from self._index_flow(upserts, rows, [i for i in ids if i in before])
         for note_id, note in notes.items():
             if note.columns and note_id in ids:
                 names = sorted(note.columns)
@@ -855,10 +858,12 @@ class StoreCore:
         yield from write_events_flow(d, events, now)
 
     def _index_flow(
-        self, upserts: list[_PreparedPut], rows: list[VectorRow], ids: list[str]
+        self, upserts: list[_PreparedPut], rows: list[VectorRow], replaced: list[str]
     ) -> Flow[None]:
-        marks = ", ".join("?" for _ in ids)
-        yield Sql(f"DELETE FROM {TERMS} WHERE item_id IN ({marks})", ids)
+        """Write the terms and in-database vectors of ``upserts``; ``replaced``: items that had some."""
+        if replaced:
+            marks = ", ".join("?" for _ in replaced)
+            yield Sql(f"DELETE FROM {TERMS} WHERE item_id IN ({marks})", replaced)
         term_rows = [
             (term, p.record.id, tf)
             for p in upserts
@@ -866,9 +871,9 @@ class StoreCore:
             for term, tf in p.terms.items()
         ]
         if term_rows:
-            yield SqlMany(f"INSERT INTO {TERMS} (term, item_id, tf) VALUES (?, ?, ?)", term_rows)
+            yield InsertRows(TERMS, ("term", "item_id", "tf"), term_rows)
         if self.index.in_database:
-            yield from self.index.write_flow(rows, ids)
+            yield from self.index.write_flow(rows, replaced)
 
     def _item_row(self, p: _PreparedPut, now: datetime) -> tuple[Any, ...]:
         d = self.dialect

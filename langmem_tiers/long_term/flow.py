@@ -21,6 +21,7 @@ __all__ = [
     "AsyncIO",
     "Embed",
     "Flow",
+    "InsertRows",
     "QdrantCall",
     "Request",
     "Sql",
@@ -48,6 +49,18 @@ class SqlMany(NamedTuple):
     rows: Sequence[Sequence[Any]]
 
 
+class InsertRows(NamedTuple):
+    """Insert many rows into one table; the result is None.
+
+    Plain inserts only (no conflict clause), so a backend may use its bulk path (COPY on
+    PostgreSQL) instead of one statement per row. Values are bound as they are given.
+    """
+
+    table: str
+    columns: Sequence[str]
+    rows: Sequence[Sequence[Any]]
+
+
 class Embed(NamedTuple):
     """Embed texts; the result is one vector per text."""
 
@@ -71,7 +84,7 @@ class Transaction(NamedTuple):
     flow: Flow[Any]
 
 
-Request = Sql | SqlMany | Embed | QdrantCall | Transaction
+Request = Sql | SqlMany | InsertRows | Embed | QdrantCall | Transaction
 Flow = Generator[Request, Any, T]
 
 
@@ -80,6 +93,7 @@ class SyncIO(Protocol):
 
     def sql(self, request: Sql) -> list[tuple[Any, ...]]: ...
     def sql_many(self, request: SqlMany) -> None: ...
+    def insert_rows(self, request: InsertRows) -> None: ...
     def embed(self, request: Embed) -> list[list[float]]: ...
     def qdrant(self, request: QdrantCall) -> Any: ...
     def transaction(self, flow: Flow[T]) -> T: ...
@@ -90,6 +104,7 @@ class AsyncIO(Protocol):
 
     async def sql(self, request: Sql) -> list[tuple[Any, ...]]: ...
     async def sql_many(self, request: SqlMany) -> None: ...
+    async def insert_rows(self, request: InsertRows) -> None: ...
     async def embed(self, request: Embed) -> list[list[float]]: ...
     async def qdrant(self, request: QdrantCall) -> Any: ...
     async def transaction(self, flow: Flow[T]) -> T: ...
@@ -130,6 +145,8 @@ def _dispatch(request: Request, io: SyncIO) -> Any:
         return io.sql(request)
     if isinstance(request, SqlMany):
         return io.sql_many(request)
+    if isinstance(request, InsertRows):
+        return io.insert_rows(request)
     if isinstance(request, Embed):
         return io.embed(request)
     if isinstance(request, QdrantCall):
@@ -144,6 +161,8 @@ async def _adispatch(request: Request, io: AsyncIO) -> Any:
         return await io.sql(request)
     if isinstance(request, SqlMany):
         return await io.sql_many(request)
+    if isinstance(request, InsertRows):
+        return await io.insert_rows(request)
     if isinstance(request, Embed):
         return await io.embed(request)
     if isinstance(request, QdrantCall):

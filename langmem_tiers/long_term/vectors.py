@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from langmem_tiers.long_term.dialect import ITEMS, VECTORS, Dialect
-from langmem_tiers.long_term.flow import Flow, QdrantCall, Sql, SqlMany
+from langmem_tiers.long_term.flow import Flow, InsertRows, QdrantCall, Sql
 
 __all__ = [
     "PgVectorIndex",
@@ -71,14 +71,14 @@ class VectorIndex:
             yield Sql(statement)
 
     def write_flow(self, rows: Sequence[VectorRow], item_ids: Sequence[str]) -> Flow[None]:
-        """Replace all vectors of ``item_ids`` with ``rows``."""
+        """Replace all vectors of ``item_ids`` with ``rows`` (which may add other items)."""
         if item_ids:
             marks = ", ".join("?" for _ in item_ids)
             yield Sql(f"DELETE FROM {VECTORS} WHERE item_id IN ({marks})", list(item_ids))
         if rows:
-            mark = self.dialect.placeholder("embedding")
-            yield SqlMany(
-                f"INSERT INTO {VECTORS} (item_id, field, prefix, embedding) VALUES (?, ?, ?, {mark})",
+            yield InsertRows(
+                VECTORS,
+                ("item_id", "field", "prefix", "embedding"),
                 [
                     (r.item_id, r.field, r.prefix, self.dialect.vector_param(normalize(r.vector)))
                     for r in rows
