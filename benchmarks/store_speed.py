@@ -27,6 +27,10 @@ candidate_multiplier`` (the pool the store really asks for), against the exact t
 by cosine over the scope. SQLite's index is exact by construction; pgvector's HNSW is
 approximate.
 
+The PostgreSQL server of the benchmark machine runs with autovacuum off, so after the put
+phase every PostgreSQL system's tables are ANALYZEd, as autovacuum does on a production
+server (untimed; a server with autovacuum on would have done it already).
+
 Each run also records where the time went for this project's store: the wall time of
 every SQL statement (and Qdrant call) of the put and search phases, grouped by statement.
 
@@ -112,6 +116,18 @@ def _with_search_path(url: str, schema: str) -> str:
     query = [(k, v) for k, v in parse_qsl(parts.query) if k != "options"]
     query.append(("options", f"-c search_path={schema},public"))
     return urlunsplit(parts._replace(query=urlencode(query, quote_via=quote)))
+
+
+def analyze_schema(url: str) -> None:
+    """ANALYZE the tables of the first schema on ``url``'s search path (what autovacuum does)."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        tables = conn.execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
+        ).fetchall()
+        for (table,) in tables:
+            conn.execute(f'ANALYZE "{table}"')
 
 
 @contextmanager
@@ -280,6 +296,11 @@ class StatementProfile:
 # -- the systems ----------------------------------------------------------------------------
 
 DenseStage = Callable[[tuple[str, ...], list[float], int], list[str]]
+Settle = Callable[[], None]
+
+
+def _nothing() -> None:
+    """What settling a store that needs no upkeep does."""
 
 
 def _index_config(embeddings: SeededEmbeddings) -> dict[str, Any]:
@@ -326,12 +347,13 @@ def _dense_stage(store: Any) -> DenseStage:
 @contextmanager
 def open_system(
     name: str, embeddings: SeededEmbeddings, postgres_url: str
-) -> Iterator[tuple[BaseStore, DenseStage | None]]:
-    """A fresh, empty store of system ``name`` (and its dense stage when it has one)."""
+) -> Iterator[tuple[BaseStore, DenseStage | None, Settle]]:
+    """A fresh, empty store of system ``name``, its dense stage when it has one, and what
+    to run after loading it (ANALYZE on PostgreSQL)."""
     if name == "langgraph-inmemory":
         from langgraph.store.memory import InMemoryStore
 
-        yield InMemoryStore(index=_index_config(embeddings)), None  # type: ignore[arg-type]
+        yield InMemoryStore(index=_index_config(embeddings)), None, _nothing  # type: ignore[arg-type]
         return
     if name == "langgraph-postgres":
         from langgraph.store.postgres import PostgresStore
@@ -342,7 +364,7 @@ def open_system(
             PostgresStore.from_conn_string(url, index=config) as pg_store,  # type: ignore[arg-type]
         ):
             pg_store.setup()
-            yield pg_store, None
+            yield pg_store, None, lambda: analyze_schema(url)
         return
 
     from langmem_tiers import TieredMemoryStore
@@ -356,14 +378,14 @@ def open_system(
                 index=index,  # type: ignore[arg-type]
             ) as store,
         ):
-            yield store, _dense_stage(store)
+            yield store, _dense_stage(store), _nothing
         return
     qdrant = ":memory:" if name == "ours-postgres-qdrant" else None
     with (
         temporary_schema(postgres_url) as url,
         TieredMemoryStore.from_url(url, index=index, qdrant=qdrant) as store,  # type: ignore[arg-type]
     ):
-        yield store, _dense_stage(store)
+        yield store, _dense_stage(store), lambda: analyze_schema(url)
 
 
 # -- one run ----------------------------------------------------------------------------------
@@ -386,7 +408,7 @@ def run_one(
 
     profile = StatementProfile()
     ours = name.startswith("ours-")
-    with profile.active(), open_system(name, embeddings, postgres_url) as (store, dense):
+    with profile.active(), open_system(name, embeddings, postgres_url) as (store, dense, settle):
         gc.collect()
         profile.phase = "put"
         batch_seconds: list[float] = []
@@ -398,6 +420,8 @@ def run_one(
             batch_seconds.append(time.perf_counter() - t0)
         put_seconds = time.perf_counter() - started
         log(f"  {name} @ {workload.size}: put {workload.size / put_seconds:,.0f} items/s")
+        profile.phase = "settle"
+        settle()
 
         profile.phase = "warmup"
         for scope, query in workload.queries[:10]:

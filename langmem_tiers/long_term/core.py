@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, NamedTuple
 
+import numpy as np
 from langgraph.store.base import (
     GetOp,
     Item,
@@ -551,7 +552,7 @@ class StoreCore:
                 "Nothing was stored."
             ) from err
         try:
-            vectors = [[_number(x) for x in v] for v in vectors]
+            vectors = [_floats(v) for v in vectors]
         except TypeError as err:
             raise EmbeddingError(
                 f"the embedder returned something that is not a list of number vectors: {err}."
@@ -567,8 +568,8 @@ class StoreCore:
                     f"has dims={self.dims}; set index={{'dims': {len(vector)}, ...}} to match "
                     "the embedder."
                 )
-            if not all(math.isfinite(x) for x in vector):
-                raise EmbeddingError("the embedder returned a vector with NaN or infinity.")
+        if vectors and not np.isfinite(np.asarray(vectors, dtype=np.float64)).all():
+            raise EmbeddingError("the embedder returned a vector with NaN or infinity.")
         return vectors
 
     # -- reads -------------------------------------------------------------------------------
@@ -943,6 +944,17 @@ def _bm25(weights: Mapping[str, float], postings: _Postings) -> dict[str, float]
             norm = 1.0 - b + b * postings.doc_len[item] / avgdl
             scores[item] = scores.get(item, 0.0) + idf_weight * tf * (k1 + 1.0) / (tf + k1 * norm)
     return scores
+
+
+def _floats(vector: Any) -> list[float]:
+    """``vector`` as a new list of floats; TypeError when an element is not a number.
+
+    A list of floats, what embedders return, is checked by type alone: the per-element
+    numeric check costs more than the rest of a put.
+    """
+    if type(vector) is list and set(map(type, vector)) <= {float}:
+        return list(vector)
+    return [_number(x) for x in vector]
 
 
 def _number(x: Any) -> float:
