@@ -18,7 +18,7 @@ import math
 import numbers
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, NamedTuple
@@ -143,6 +143,7 @@ class _Postings(NamedTuple):
     avgdl: float
     tf: dict[str, dict[str, int]]  # term -> item id -> frequency
     doc_len: dict[str, int]  # item id -> number of terms
+    members: set[str] | None = None  # every item of the set, when asked for
 
 
 class _PreparedSearch(NamedTuple):
@@ -477,12 +478,15 @@ class StoreCore:
         value_filtered: bool = False,
         candidates: int | None = None,
         include: Sequence[str] = (),
+        members: Collection[str] | None = None,
     ) -> Flow[dict[str, float]]:
         """The ``k`` items most similar to ``vector`` among items matching ``where``.
 
         ``candidates``, when known, is how many items match ``where`` (lets an index pick
         an exact scan for small scopes). ``include`` are items known to match ``where``
         whose similarity is wanted too (those with vectors are added to the result).
+        ``members``, when known, are all the items matching ``where`` (an index that
+        scores every item can then skip evaluating ``where``).
 
         An index outside the database (Qdrant) filters by namespace only; the SQL
         condition (statuses, scope, ...) is checked afterwards, so items it drops would
@@ -499,6 +503,7 @@ class StoreCore:
                     value_filtered=value_filtered,
                     candidates=candidates,
                     include=include,
+                    members=members,
                 )
             )
         hits = yield from self.index.search_flow(
@@ -615,20 +620,24 @@ class StoreCore:
         return out
 
     def _postings_flow(
-        self, search: _PreparedSearch, terms: Iterable[str], *, like_items: Sequence[str] = ()
+        self,
+        search: _PreparedSearch,
+        terms: Iterable[str],
+        *,
+        like_items: Sequence[str] = (),
+        members: bool = False,
     ) -> Flow[_Postings]:
         """The filtered set's statistics and the postings of ``terms`` within it, one statement.
 
+        With ``members``, also every item of the set (for an index that scores them all).
         With ``like_items``, the terms are instead those of these items (less ``terms``):
         what pseudo-relevance feedback needs, the feedback items' full term frequencies and
         the document frequencies of their terms, in the same single round trip.
         """
         wanted = sorted(set(terms))
         scope = (
-            f"WITH c AS MATERIALIZED (SELECT i.id, i.doc_len FROM {ITEMS} i"
-            f" WHERE {search.where} AND i.doc_len > 0)"
+            f"WITH c AS MATERIALIZED (SELECT i.id, i.doc_len FROM {ITEMS} i WHERE {search.where})"
         )
-        stats_row = "SELECT NULL, NULL, count(*), CAST(avg(c.doc_len) AS DOUBLE PRECISION) FROM c"
         marks = ", ".join("?" for _ in wanted)
         if like_items:
             exclude = f" AND x.term NOT IN ({marks})" if wanted else ""
@@ -638,23 +647,32 @@ class StoreCore:
                 f" {self._scope_postings('(SELECT f.term FROM f)')}",
                 [*search.params, *like_items, *wanted],
             )
-        elif wanted:
-            rows = yield Sql(
-                f"{scope} {stats_row} UNION ALL {self._scope_postings(f'({marks})')}",
-                [*search.params, *wanted],
-            )
         else:
-            rows = yield Sql(f"{scope} {stats_row}", search.params)
+            parts = [
+                # Items without terms have no postings; they are not BM25 documents either.
+                "SELECT NULL, NULL, count(CASE WHEN c.doc_len > 0 THEN 1 END),"
+                " CAST(avg(CASE WHEN c.doc_len > 0 THEN c.doc_len END) AS DOUBLE PRECISION)"
+                " FROM c"
+            ]
+            if members:
+                parts.append("SELECT c.id, NULL, NULL, NULL FROM c")
+            if wanted:
+                parts.append(self._scope_postings(f"({marks})"))
+            rows = yield Sql(f"{scope} {' UNION ALL '.join(parts)}", [*search.params, *wanted])
         n_docs, avgdl = 0, 0.0
         tf: dict[str, dict[str, int]] = {}
         doc_len: dict[str, int] = {}
+        found: set[str] | None = set() if members else None
         for item, term, count, length in rows:
             if item is None:
                 n_docs, avgdl = int(count or 0), float(length or 0.0)
-                continue
-            tf.setdefault(term, {})[item] = int(count)
-            doc_len[item] = int(length)
-        return _Postings(n_docs, avgdl, tf, doc_len)
+            elif term is None:
+                assert found is not None
+                found.add(item)
+            else:
+                tf.setdefault(term, {})[item] = int(count)
+                doc_len[item] = int(length)
+        return _Postings(n_docs, avgdl, tf, doc_len, found)
 
     def _scope_postings(self, term_set: str) -> str:
         """The terms rows (``t``) of the items of CTE ``c`` whose term is ``IN term_set``.
@@ -676,17 +694,20 @@ class StoreCore:
 
     def _lexical_flow(
         self, query: str, search: _PreparedSearch
-    ) -> Flow[tuple[dict[str, float], int]]:
+    ) -> Flow[tuple[dict[str, float], _Postings]]:
         """BM25 with pseudo-relevance feedback: expand the query with its best hits' terms.
 
         Returns the BM25 score of every item of the filtered set that has a term of the
-        expanded query (the others score 0) and the set's size. Two round trips at most:
-        the query's postings with the statistics, then the feedback items' terms.
+        expanded query (the others score 0) and the first read of the set (its statistics,
+        and its members when the vector index wants them). Two round trips at most: the
+        query's postings with the statistics, then the feedback items' terms.
         """
         weights = lexical.query_weights(lexical.analyze_query(query))
-        found = yield from self._postings_flow(search, weights)
+        found = yield from self._postings_flow(
+            search, weights, members=self.index.in_database and self.index.scans_members
+        )
         if not weights or found.n_docs == 0 or found.avgdl <= 0:
-            return {}, found.n_docs
+            return {}, found
         first = _bm25(weights, found)
         if found.n_docs >= lexical.PRF_MIN_DOCS:
             best = sorted(first.items(), key=lambda kv: (-kv[1], kv[0]))[: lexical.PRF_DOCS]
@@ -694,7 +715,7 @@ class StoreCore:
         else:
             feedback = []
         if not feedback:
-            return first, found.n_docs
+            return first, found
         ids = [i for i, _ in feedback]
         more = yield from self._postings_flow(search, weights, like_items=ids)
         tf = {**found.tf, **more.tf}
@@ -711,7 +732,7 @@ class StoreCore:
             doc_frequencies={term: len(by_item) for term, by_item in tf.items()},
             n_docs=found.n_docs,
         )
-        return _bm25(expanded, _Postings(found.n_docs, found.avgdl, tf, doc_len)), found.n_docs
+        return _bm25(expanded, _Postings(found.n_docs, found.avgdl, tf, doc_len)), found
 
     def _ranked_search_flow(
         self, search: _PreparedSearch, vector: list[float], now: datetime
@@ -721,7 +742,7 @@ class StoreCore:
         if want == 0:
             return [], []
         pool = want * self.settings.candidate_multiplier
-        scores, n_docs = yield from self._lexical_flow(search.query, search)
+        scores, found = yield from self._lexical_flow(search.query, search)
         lex = dict(sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:pool])
         # Complete both score maps over the union, so fusion compares like with like: the
         # index scores the lexical candidates in the same call, and every item's BM25 is
@@ -733,8 +754,9 @@ class StoreCore:
             pool,
             prefix=join_namespace(search.prefix),
             value_filtered=search.value_filtered,
-            candidates=n_docs or None,
+            candidates=found.n_docs or None,
             include=list(lex),
+            members=found.members,
         )
         lex.update((i, scores[i]) for i in dense if i in scores)
         ids = sorted(set(dense) | set(lex))

@@ -17,7 +17,7 @@ have several vectors (one per indexed field); its similarity is the best of them
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -49,6 +49,20 @@ def normalize(vector: Sequence[float]) -> list[float]:
     return (arr / norm).tolist() if norm > 0 else arr.tolist()  # type: ignore[no-any-return]
 
 
+def _under_prefix(column: str, prefix: str) -> tuple[str, list[str]]:
+    """Rows whose namespace ``column`` is ``prefix`` or below it (all rows for ``""``).
+
+    Below means ``prefix`` plus ``.`` and more labels; ``/`` sorts right after ``.``.
+    """
+    if not prefix:
+        return "1 = 1", []
+    return f"({column} = ? OR ({column} > ? AND {column} < ?))", [
+        prefix,
+        prefix + ".",
+        prefix + "/",
+    ]
+
+
 def _best_per_item(pairs: Sequence[tuple[str, float]]) -> dict[str, float]:
     best: dict[str, float] = {}
     for item_id, sim in pairs:
@@ -62,6 +76,9 @@ class VectorIndex:
     """How vectors are written and searched. ``in_database``: writes join the SQL transaction."""
 
     in_database = True
+    #: The index scores every item of the filtered set in process, so it is given the
+    #: set's members when the caller has them (see :meth:`search_flow`).
+    scans_members = False
 
     def __init__(self, dialect: Dialect) -> None:
         self.dialect = dialect
@@ -101,12 +118,15 @@ class VectorIndex:
         value_filtered: bool = False,
         candidates: int | None = None,
         include: Sequence[str] = (),
+        members: Collection[str] | None = None,
     ) -> Flow[dict[str, float]]:
         """Best cosine similarity per item among items matching ``where`` (top ``k``).
 
         ``include``: items known to match ``where`` whose similarity is wanted as well;
         those with vectors are added to the result (an index answers them in the same
-        round trip where it can).
+        round trip where it can). ``members``: every item matching ``where``, when the
+        caller knows them; an index that :attr:`scans_members` reads their vectors
+        without evaluating ``where`` again, others need not look at it.
         """
         raise NotImplementedError
 
@@ -119,6 +139,8 @@ class VectorIndex:
 
 class SqliteVectorIndex(VectorIndex):
     """Exact search over float32 blobs, scored in process."""
+
+    scans_members = True
 
     def _score_rows(
         self,
@@ -150,12 +172,22 @@ class SqliteVectorIndex(VectorIndex):
         value_filtered: bool = False,
         candidates: int | None = None,
         include: Sequence[str] = (),
+        members: Collection[str] | None = None,
     ) -> Flow[dict[str, float]]:
-        rows = yield Sql(
-            f"SELECT v.item_id, v.embedding FROM {VECTORS} v JOIN {ITEMS} i ON i.id = v.item_id"
-            f" WHERE {where}",
-            params,
-        )
+        if members is not None:
+            # The namespace's vectors through their own prefix index, kept when their item
+            # is a member: no second look-up of every item's row.
+            under, under_params = _under_prefix("prefix", prefix)
+            found = yield Sql(
+                f"SELECT item_id, embedding FROM {VECTORS} WHERE {under}", under_params
+            )
+            rows = [r for r in found if r[0] in members]
+        else:
+            rows = yield Sql(
+                f"SELECT v.item_id, v.embedding FROM {VECTORS} v JOIN {ITEMS} i"
+                f" ON i.id = v.item_id WHERE {where}",
+                params,
+            )
         # Every item of the set is scored anyway: the included ones cost nothing more.
         return self._score_rows(rows, vector, k, include)
 
@@ -192,6 +224,7 @@ class PgVectorIndex(VectorIndex):
         value_filtered: bool = False,
         candidates: int | None = None,
         include: Sequence[str] = (),
+        members: Collection[str] | None = None,
     ) -> Flow[dict[str, float]]:
         literal = self.dialect.vector_param(normalize(vector))
         limit = k if k is not None else 1_000_000
@@ -394,6 +427,7 @@ class QdrantIndex(VectorIndex):
         value_filtered: bool = False,
         candidates: int | None = None,
         include: Sequence[str] = (),
+        members: Collection[str] | None = None,
     ) -> Flow[dict[str, float]]:
         from qdrant_client import models
 

@@ -108,7 +108,7 @@ def test_feedback_expanded_bm25_matches_reference(
         store.batch([PutOp(("agent", "semantic"), k, {"content": t}) for k, t in docs.items()])
         core = store.core
         search = core._prepare_search(SearchOp(("agent",), query=query, limit=10))
-        got, n_docs = store.db.run(_in_tx(core._lexical_flow(query, search)))
+        got, found = store.db.run(_in_tx(core._lexical_flow(query, search)))
 
     keys = list(docs)
     terms = [lexical.analyze(docs[k]) for k in keys]
@@ -131,5 +131,5 @@ def test_feedback_expanded_bm25_matches_reference(
     expected = lexical.bm25_scores(expanded, terms)
     want = {k: s for k, s in zip(keys, expected, strict=True) if s > 0}
     item_ids = {_id(k): k for k in keys}
-    assert n_docs == len(keys)
+    assert found.n_docs == len(keys)
     assert {item_ids[i]: pytest.approx(s, rel=1e-9) for i, s in got.items()} == want
