@@ -11,7 +11,9 @@ average length taken within that set::
 
 where ``w(t)`` is the query weight of term ``t`` (its count in the query, or the weight
 :func:`expand_query` gave it). :func:`bm25_scores` is the pure-Python reference of exactly
-that formula; a backend that computes it in SQL is tested against it.
+that formula. The store reads the set's statistics and the query terms' postings from SQL
+in one round trip (a second one for the feedback terms) and scores them with the same
+formula; it is tested against the reference on every backend.
 
 Example::
 
