@@ -386,14 +386,19 @@ class ShortTermMemory:
                 return done, None
             owner = new_lease_owner()
             for _ in range(_LEASE_TURNS):
-                (taken,) = yield LogCall(
-                    (ClaimOp(self.session_id, owner, CONSOLIDATION_LEASE_SECONDS),)
+                # The window is read in the claim's batch: what the holder plans over is
+                # what was there when it took the lease.
+                taken, records = yield LogCall(
+                    (
+                        ClaimOp(self.session_id, owner, CONSOLIDATION_LEASE_SECONDS),
+                        ReadOp(self.session_id, None),
+                    )
                 )
                 if not taken:
                     break  # the holder consolidates, and reads again after it releases
                 error: Exception | None = None
                 try:
-                    done.extend((yield from self._consolidate_window_flow(owner)))
+                    done.extend((yield from self._consolidate_window_flow(owner, records)))
                 except Exception as err:
                     error = err
                 yield from self._release_flow(owner)
@@ -413,13 +418,9 @@ class ShortTermMemory:
             return done, err
         return done, None
 
-    def _consolidate_window_flow(self, owner: str) -> Flow[list[str]]:
-        """With the lease held: read the window, finish what a failure left, run the plans."""
-        (records,) = yield LogCall((ReadOp(self.session_id, None),))
+    def _consolidate_window_flow(self, owner: str, records: list[MessageRecord]) -> Flow[list[str]]:
+        """With the lease held: run the policy's plans over the window ``records``."""
         done: list[str] = []
-        if self._needs_recovery:
-            done = yield from self._recover_flow(records)
-            records = [r for r in records if r.id not in set(done)]
         for turn in range(len(records) + 1):  # each plan removes at least one record
             plan = self.policy.plan(records, self.builder.costs)
             if plan is None:
