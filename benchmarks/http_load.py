@@ -106,7 +106,7 @@ def _free_port() -> int:
 
 def _make_key(url: str) -> str:
     from langmem_tiers.config import Settings
-    from langmem_tiers.long_term.store import TieredMemoryStore
+    from langmem_tiers.long_term.store.store import TieredMemoryStore
     from langmem_tiers.server import ApiKeys
 
     with TieredMemoryStore.from_url(url, settings=Settings()) as store:

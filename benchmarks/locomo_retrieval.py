@@ -43,7 +43,8 @@ import numpy as np
 
 from benchmarks.locomo import CATEGORY_NAMES, Conversation, load_locomo, retrieval_questions
 from langmem_tiers.embeddings import OfflineEmbeddings
-from langmem_tiers.long_term import fusion, lexical
+from langmem_tiers.long_term.store.search import bm25 as lexical
+from langmem_tiers.long_term.store.search import fusion
 
 RESULTS = Path(__file__).resolve().parent / "results"
 CACHE = RESULTS / ".cache"

@@ -228,7 +228,7 @@ def _statement_label(text: str) -> str:
 class StatementProfile:
     """Sums the wall time of every SQL statement and Qdrant call the store's I/O runs.
 
-    Wraps the I/O classes of :mod:`langmem_tiers.long_term.backends` while active (and
+    Wraps the I/O classes of :mod:`langmem_tiers.sql.backends` while active (and
     restores them), so it sees exactly what the store executes and nothing else.
     """
 
@@ -258,7 +258,7 @@ class StatementProfile:
 
     @contextmanager
     def active(self) -> Iterator[StatementProfile]:
-        from langmem_tiers.long_term import backends
+        from langmem_tiers.sql import backends
 
         targets: list[tuple[type, str, str]] = []
         for class_name in ("SqliteIO", "_PgConnIO"):
@@ -314,8 +314,8 @@ def _dense_stage(store: Any) -> DenseStage:
     and runs the index's filtered search in one transaction (pgvector's per-query
     settings are transaction-local), returning item ids best first.
     """
-    from langmem_tiers.long_term.flow import Transaction
-    from langmem_tiers.long_term.records import join_namespace
+    from langmem_tiers.long_term.store.records import join_namespace
+    from langmem_tiers.sql.flow import Transaction
 
     core = getattr(store, "core", None) or store._core
 
@@ -336,7 +336,7 @@ def _dense_stage(store: Any) -> DenseStage:
         if hasattr(store, "db"):
             found: dict[str, float] = store.db.run(flow())
         else:  # the store before its database handle existed
-            from langmem_tiers.long_term.flow import run
+            from langmem_tiers.sql.flow import run
 
             found = run(flow(), store._sync_io)
         return [i for i, _ in sorted(found.items(), key=lambda kv: (-kv[1], kv[0]))]
@@ -404,7 +404,7 @@ def run_one(
     log: Callable[[str], None] = print,
 ) -> dict[str, Any]:
     """Load ``workload`` into a fresh ``name`` store and time puts, gets and searches."""
-    from langmem_tiers.long_term.records import item_id
+    from langmem_tiers.long_term.store.records import item_id
 
     profile = StatementProfile()
     ours = name.startswith("ours-")

@@ -16,10 +16,10 @@ from langmem_tiers.graph import (
     memory_save_node,
     memory_view_node,
 )
-from langmem_tiers.long_term.core import RankedItem
-from langmem_tiers.long_term.events import event_context
-from langmem_tiers.long_term.scope import decode_label, encode_label, namespace_for
-from langmem_tiers.long_term.store import TieredMemoryStore
+from langmem_tiers.long_term.store.core import RankedItem
+from langmem_tiers.long_term.store.events import event_context
+from langmem_tiers.long_term.store.scope import decode_label, encode_label, namespace_for
+from langmem_tiers.long_term.store.store import TieredMemoryStore
 from langmem_tiers.short_term.history import TieredChatMessageHistory
 from langmem_tiers.short_term.memory import ShortTermMemory
 from langmem_tiers.short_term.presets import PRESETS, build_memory

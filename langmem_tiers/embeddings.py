@@ -34,7 +34,7 @@ import numpy as np
 from langchain_core.embeddings import Embeddings
 
 from langmem_tiers.errors import ConfigurationError, EmbeddingError
-from langmem_tiers.long_term import lexical
+from langmem_tiers.long_term.store.search import bm25 as lexical
 
 __all__ = ["DEFAULT_DIMS", "EmbeddingsSpec", "OfflineEmbeddings", "resolve_embeddings"]
 
@@ -125,7 +125,7 @@ class OfflineEmbeddings(Embeddings):
     """
 
     #: How much this embedder's cosine counts against BM25 in the store's relevance
-    #: (see :func:`langmem_tiers.long_term.fusion.dense_weight_for`). Its cosine mostly
+    #: (see :func:`langmem_tiers.long_term.store.search.fusion.dense_weight_for`). Its cosine mostly
     #: re-measures word overlap, which BM25 with idf measures better, so it only nudges:
     #: on LoCoMo's tuning conversations through the store, recall@10 was 0.710 / 0.715 /
     #: 0.716 / 0.708 / 0.709 at weights 0 / 0.05 / 0.1 / 0.15 / 0.2, and any weight above

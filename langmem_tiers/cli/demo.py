@@ -35,7 +35,7 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from langmem_tiers.errors import InvalidContentError
-from langmem_tiers.long_term.scope import MemoryKind
+from langmem_tiers.long_term.store.scope import MemoryKind
 
 __all__ = [
     "DEFAULT_BUDGET",
@@ -200,7 +200,7 @@ def _items(store: Any, namespace: tuple[str, ...]) -> Iterator[Any]:
 
 def _reset(store: Any, log: Any, sessions: Sequence[str], out: _Run) -> int:
     """Delete every demo-* scope's memories and demo sessions; answers the items deleted."""
-    from langmem_tiers.long_term.scope import decode_label
+    from langmem_tiers.long_term.store.scope import decode_label
 
     deleted = 0
     for (label,) in store.list_namespaces(max_depth=1, limit=10_000):
@@ -384,7 +384,7 @@ def _consolidate(
 
 
 def _holdings(store: Any, scope: str) -> dict[str, Any]:
-    from langmem_tiers.long_term.scope import namespace_for
+    from langmem_tiers.long_term.store.scope import namespace_for
 
     held: dict[str, Any] = {}
     for kind in _KINDS:

@@ -91,7 +91,7 @@ def settings_for(args: argparse.Namespace, **overrides: Any) -> Settings:
 @contextmanager
 def open_store(args: argparse.Namespace, settings: Settings | None = None) -> Iterator[Any]:
     """The store of ``--url`` (schema set up), closed at the end."""
-    from langmem_tiers.long_term.store import TieredMemoryStore
+    from langmem_tiers.long_term.store.store import TieredMemoryStore
 
     settings = settings if settings is not None else settings_for(args)
     with TieredMemoryStore.from_url(settings.url, settings=settings) as store:

@@ -35,7 +35,7 @@ __all__ = [
 
 @contextmanager
 def _engine(args: argparse.Namespace) -> Iterator[Any]:
-    from langmem_tiers.long_term.engine import MemoryEngine
+    from langmem_tiers.long_term.engine.engine import MemoryEngine
 
     settings = settings_for(args)
     with open_store(args, settings) as store:

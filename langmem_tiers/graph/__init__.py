@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from langmem_tiers.graph.agent import memory_save_node, memory_view_node
 from langmem_tiers.graph.chat import NODES, ChatMode, best_answer, build_tiered_chat_graph
-from langmem_tiers.graph.consolidation import (
+from langmem_tiers.graph.consolidation_graph import (
     ConsolidationReport,
     aconsolidate_episodes,
     build_consolidation_graph,
     consolidate_episodes,
 )
-from langmem_tiers.graph.memory import ChatMemory
 from langmem_tiers.graph.models import resolve_chat_model
+from langmem_tiers.graph.nodes import ChatMemory
 from langmem_tiers.graph.offline_model import OfflineChatModel
 from langmem_tiers.graph.prompts import (
     AGENT_MEMORY_PROMPT,

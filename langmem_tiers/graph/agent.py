@@ -48,7 +48,7 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from langmem_tiers.errors import ConfigurationError
 from langmem_tiers.graph.chat import node_runnable
 from langmem_tiers.graph.flows import Flow
-from langmem_tiers.graph.memory import ChatMemory
+from langmem_tiers.graph.nodes import ChatMemory
 from langmem_tiers.graph.prompts import AGENT_MEMORY_PROMPT, render_system_prompt
 from langmem_tiers.graph.state import is_saved, resolve_ids
 

@@ -58,8 +58,8 @@ from langgraph.types import Checkpointer
 from langmem_tiers.config import Settings
 from langmem_tiers.errors import ConfigurationError, ModelError
 from langmem_tiers.graph.flows import Call, Flow, adrive, drive
-from langmem_tiers.graph.memory import ChatMemory
 from langmem_tiers.graph.models import resolve_chat_model
+from langmem_tiers.graph.nodes import ChatMemory
 from langmem_tiers.graph.prompts import (
     CHAT_SYSTEM_PROMPT,
     FALLBACK_ANSWER,

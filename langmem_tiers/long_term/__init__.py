@@ -1,1 +1,2 @@
-"""Long-term memory: the store, its backends, ranking and the memory engine."""
+"""Long-term memory: the store (``store/``, with its search in ``store/search/``) and the
+memory engine built on it (``engine/``). The store never imports the engine."""

@@ -28,12 +28,12 @@ from langchain_core.language_models import BaseChatModel
 
 from langmem_tiers.config import Settings
 from langmem_tiers.errors import ConfigurationError, MissingDependencyError
-from langmem_tiers.long_term.store import TieredMemoryStore
+from langmem_tiers.long_term.store.store import TieredMemoryStore
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
-    from langmem_tiers.long_term.engine import MemoryEngine
+    from langmem_tiers.long_term.engine.engine import MemoryEngine
     from langmem_tiers.server.keys import ApiKeys
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "ServerState", "create_app"]
@@ -56,7 +56,7 @@ class ServerState:
         self, store: TieredMemoryStore, engine: MemoryEngine | None, model: BaseChatModel | None
     ) -> None:
         """Use ``store`` (and ``engine``, else one built on the store)."""
-        from langmem_tiers.long_term.engine import MemoryEngine
+        from langmem_tiers.long_term.engine.engine import MemoryEngine
         from langmem_tiers.server.keys import ApiKeys
 
         self.store = store
@@ -96,7 +96,7 @@ def create_app(
         settings: used when the app opens the store (default: from the environment).
         model: a chat model (or provider string) the engine uses for contradiction checks
             and summaries; ``None`` keeps it offline.
-        engine: a :class:`~langmem_tiers.long_term.engine.MemoryEngine` to use instead of
+        engine: a :class:`~langmem_tiers.long_term.engine.engine.MemoryEngine` to use instead of
             one built on the store.
         max_body_bytes: request bodies larger than this are refused with 413.
         title: the API's title in the OpenAPI schema.

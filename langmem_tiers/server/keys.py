@@ -30,9 +30,9 @@ from datetime import datetime, timedelta, timezone
 from typing import Any, NamedTuple, TypeVar
 
 from langmem_tiers.errors import InvalidNamespaceError, NotFoundError, ValidationError
-from langmem_tiers.long_term.database import Database
-from langmem_tiers.long_term.dialect import API_KEYS, Dialect
-from langmem_tiers.long_term.flow import Flow, Sql, Transaction
+from langmem_tiers.sql.database import Database
+from langmem_tiers.sql.dialect import API_KEYS, Dialect
+from langmem_tiers.sql.flow import Flow, Sql, Transaction
 
 __all__ = ["KEY_PREFIX", "ApiKey", "ApiKeys", "CreatedKey", "hash_key", "parse_key"]
 
@@ -224,7 +224,7 @@ class ApiKeys:
     """The API keys kept in a store's database (see the module docstring).
 
     Args:
-        db: the store's :class:`~langmem_tiers.long_term.database.Database`
+        db: the store's :class:`~langmem_tiers.sql.database.Database`
             (``store.db``); its schema must be set up (``store.setup()``).
     """
 

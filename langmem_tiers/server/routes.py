@@ -35,8 +35,6 @@ from fastapi.encoders import jsonable_encoder
 from fastapi.responses import JSONResponse
 
 from langmem_tiers.errors import LangmemTiersError
-from langmem_tiers.long_term.dialect import MIGRATIONS
-from langmem_tiers.long_term.flow import Flow, Sql
 from langmem_tiers.server.auth import Principal, require_admin, scope_for
 from langmem_tiers.server.errors import ApiError, ErrorResponses
 from langmem_tiers.server.models import (
@@ -62,6 +60,8 @@ from langmem_tiers.server.models import (
     UtcTime,
     WriteResultOut,
 )
+from langmem_tiers.sql.dialect import MIGRATIONS
+from langmem_tiers.sql.flow import Flow, Sql
 
 __all__ = ["build_router", "plain"]
 

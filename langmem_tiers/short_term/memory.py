@@ -14,7 +14,7 @@ Adding messages:
    only and tiering is retried on a later add;
 3. the batch is appended and the window read back in one log round trip;
 4. the policy's consolidations run: long-term memory first, then removal (see
-   :mod:`~langmem_tiers.short_term.consolidation`). A failure there leaves the window as
+   :mod:`~langmem_tiers.short_term.archiving`). A failure there leaves the window as
    it was, is logged and reported in :attr:`AddResult.error`, and is retried next add.
 
 Markers such as ``[REQUEST_TIER:3:m1]`` in added messages are stored as text: only the
@@ -44,8 +44,8 @@ from langgraph.store.base import BaseStore, SearchItem, SearchOp
 
 from langmem_tiers.config import Settings
 from langmem_tiers.errors import ConfigurationError, ModelError, NotFoundError
-from langmem_tiers.long_term.scope import namespace_for
-from langmem_tiers.short_term.consolidation import consolidate_flow, facts_flow, recover_flow
+from langmem_tiers.long_term.store.scope import namespace_for
+from langmem_tiers.short_term.archiving import consolidate_flow, facts_flow, recover_flow
 from langmem_tiers.short_term.context import ContextBuilder
 from langmem_tiers.short_term.effects import (
     Flow,

@@ -181,8 +181,8 @@ def default_store(settings: Settings) -> BaseStore:
 
     Opened once per URL and shared by every memory built without a store of its own.
     """
-    from langmem_tiers.long_term.database import open_connection, parse_url
-    from langmem_tiers.long_term.store import TieredMemoryStore
+    from langmem_tiers.long_term.store.store import TieredMemoryStore
+    from langmem_tiers.sql.database import open_connection, parse_url
 
     where = "".join(parse_url(settings.url))  # the file the default resolves to, today
     with _DEFAULT_STORES_LOCK:

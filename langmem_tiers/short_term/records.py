@@ -32,7 +32,7 @@ from langmem_tiers.errors import (
     InvalidTierError,
     NotFoundError,
 )
-from langmem_tiers.long_term.records import has_nul_escape, json_utf8_error
+from langmem_tiers.long_term.store.records import has_nul_escape, json_utf8_error
 
 __all__ = [
     "Content",

@@ -31,15 +31,6 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from langmem_tiers.config import Settings
-from langmem_tiers.long_term.database import Database, open_connection
-from langmem_tiers.long_term.dialect import (
-    STM_LEASES,
-    STM_MESSAGES,
-    STM_SESSIONS,
-    Dialect,
-    migrate_flow,
-)
-from langmem_tiers.long_term.flow import Flow, Sql, SqlMany, Transaction
 from langmem_tiers.short_term.log import (
     AppendOp,
     ClaimOp,
@@ -59,6 +50,15 @@ from langmem_tiers.short_term.records import (
     format_message_id,
     parse_message_id,
 )
+from langmem_tiers.sql.database import Database, open_connection
+from langmem_tiers.sql.dialect import (
+    STM_LEASES,
+    STM_MESSAGES,
+    STM_SESSIONS,
+    Dialect,
+    migrate_flow,
+)
+from langmem_tiers.sql.flow import Flow, Sql, SqlMany, Transaction
 
 __all__ = ["SqlMessageLog", "open_message_log"]
 
@@ -179,7 +179,7 @@ def _window_flow(d: Dialect, sid: str, windows: _Windows) -> Flow[list[MessageRe
     """The whole window, reading only rows appended since the known one when it still holds."""
     # On PostgreSQL the row lock keeps writers of this session out until the transaction
     # ends, so the count and the rows read next are one state (SQLite is serial already).
-    lock = " FOR UPDATE" if d.name == "postgres" else ""
+    lock = d.for_update
     rows = yield Sql(
         f"SELECT last_seq, changes FROM {STM_SESSIONS} WHERE session_id = ?{lock}", [sid]
     )

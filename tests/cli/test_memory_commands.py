@@ -12,7 +12,7 @@ import pytest
 
 from langmem_tiers import TieredMemoryStore
 from langmem_tiers.cli import main
-from langmem_tiers.long_term.engine import MemoryEngine
+from langmem_tiers.long_term.engine.engine import MemoryEngine
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ import pytest
 
 from langmem_tiers import TieredMemoryStore
 from langmem_tiers.config import Settings
-from langmem_tiers.long_term.engine import MemoryEngine
+from langmem_tiers.long_term.engine.engine import MemoryEngine
 
 from .fakes import DIMS, WordEmbeddings
 

@@ -9,7 +9,7 @@ import pytest
 
 from langmem_tiers import TieredMemoryStore
 from langmem_tiers.errors import ConfigurationError
-from langmem_tiers.long_term.engine import MemoryEngine
+from langmem_tiers.long_term.engine.engine import MemoryEngine
 
 from .fakes import DIMS, WordEmbeddings
 

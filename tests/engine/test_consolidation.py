@@ -6,8 +6,8 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from langmem_tiers.long_term.consolidation import Episode, group_episodes
-from langmem_tiers.long_term.engine import MemoryEngine
+from langmem_tiers.long_term.engine.consolidation import Episode, group_episodes
+from langmem_tiers.long_term.engine.engine import MemoryEngine
 from langmem_tiers.tiers.base import Summarizer, Summary
 
 from .fakes import scripted
@@ -98,7 +98,7 @@ async def test_consolidation_summarises_links_and_is_idempotent(make_engine, twi
 async def test_episodes_marked_by_the_consolidation_graph_are_not_redone(
     make_engine, twin_of
 ) -> None:
-    from langmem_tiers.long_term.scope import namespace_for
+    from langmem_tiers.long_term.store.scope import namespace_for
 
     summarizer = CountingSummarizer()
     engine = make_engine(summarizer=summarizer, auto_consolidate=False)
@@ -164,12 +164,12 @@ async def test_offline_summary_by_default(twin) -> None:
 
 
 async def test_a_group_consolidated_meanwhile_is_skipped(engine: MemoryEngine) -> None:
-    from langmem_tiers.long_term.consolidation import (
+    from langmem_tiers.long_term.engine.consolidation import (
         summary_value,
         unconsolidated_flow,
         write_group_flow,
     )
-    from langmem_tiers.long_term.scope import namespace_for
+    from langmem_tiers.long_term.store.scope import namespace_for
 
     engine.add_episodic("alice", "hello", session_id="s")
     core = engine.store.core

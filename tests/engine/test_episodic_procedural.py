@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 import pytest
 
 from langmem_tiers.errors import InvalidNamespaceError, ValidationError
-from langmem_tiers.long_term.scope import namespace_for
+from langmem_tiers.long_term.store.scope import namespace_for
 
 
 async def test_episode_keeps_its_fields(twin) -> None:
@@ -96,7 +96,7 @@ async def test_procedural_reinforcement(twin) -> None:
 
 
 async def test_procedural_lookup_is_an_index_hit_not_a_search(make_store, twin_of) -> None:
-    from langmem_tiers.long_term.engine import MemoryEngine
+    from langmem_tiers.long_term.engine.engine import MemoryEngine
 
     from .fakes import WordEmbeddings
 
@@ -114,7 +114,7 @@ async def test_procedural_lookup_is_an_index_hit_not_a_search(make_store, twin_o
 
 
 def _explain(dialect: str):  # type: ignore[no-untyped-def]
-    from langmem_tiers.long_term.flow import Sql, Transaction
+    from langmem_tiers.sql.flow import Sql, Transaction
 
     query = "SELECT id FROM lmt_items i WHERE i.scope = 'alice' AND i.proc_key = 'tone'"
     if dialect == "sqlite":
@@ -124,7 +124,7 @@ def _explain(dialect: str):  # type: ignore[no-untyped-def]
 
 
 def _pg_plan(query: str):  # type: ignore[no-untyped-def]
-    from langmem_tiers.long_term.flow import Sql
+    from langmem_tiers.sql.flow import Sql
 
     yield Sql("SET LOCAL enable_seqscan = off")  # a tiny table would be scanned anyway
     rows = yield Sql("EXPLAIN " + query)

@@ -7,8 +7,8 @@ from datetime import timedelta
 import pytest
 
 from langmem_tiers.errors import NotFoundError, ValidationError
-from langmem_tiers.long_term.lifecycle import decayed_importance
-from langmem_tiers.long_term.scope import namespace_for
+from langmem_tiers.long_term.engine.lifecycle import decayed_importance
+from langmem_tiers.long_term.store.scope import namespace_for
 
 
 def test_decay_formula() -> None:
@@ -76,7 +76,7 @@ async def test_retrieval_is_an_access_that_slows_decay(make_engine, twin_of) -> 
 
 
 def _backdate(ids: list[str], when: object):  # type: ignore[no-untyped-def]
-    from langmem_tiers.long_term.flow import Sql
+    from langmem_tiers.sql.flow import Sql
 
     for memory_id in ids:
         yield Sql("UPDATE lmt_items SET updated_at = ? WHERE id = ?", [when, memory_id])
@@ -114,7 +114,7 @@ async def test_soft_and_hard_forget(twin) -> None:
 
 
 def _rows_of(memory_id: str, *, in_database: bool):  # type: ignore[no-untyped-def]
-    from langmem_tiers.long_term.flow import Sql
+    from langmem_tiers.sql.flow import Sql
 
     out = {}
     tables = [("terms", "lmt_terms", "item_id"), ("versions", "lmt_versions", "memory_id")]
@@ -180,7 +180,7 @@ async def test_inactive_memories_never_shorten_a_search(make_store, twin_of) -> 
     active memories here share no word with the query (only a synonym), so lexical
     search cannot make up for a short dense list.
     """
-    from langmem_tiers.long_term.engine import MemoryEngine
+    from langmem_tiers.long_term.engine.engine import MemoryEngine
 
     from .fakes import WordEmbeddings
 

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from langmem_tiers.errors import LangmemTiersError, ValidationError
-from langmem_tiers.long_term.engine import MemoryEngine
+from langmem_tiers.long_term.engine.engine import MemoryEngine
 
 
 def _states(memories: list[Any]) -> list[dict[str, Any]]:
@@ -101,7 +101,7 @@ async def test_timeline_filters(twin) -> None:
 
 
 async def test_actor_and_correlation_id_come_from_the_callers_context(engine: MemoryEngine) -> None:
-    from langmem_tiers.long_term.events import event_context
+    from langmem_tiers.long_term.store.events import event_context
 
     with event_context(actor="scheduler", correlation_id="run-7"):
         engine.add_semantic("alice", "Alice likes jazz")
@@ -113,7 +113,7 @@ async def test_actor_and_correlation_id_come_from_the_callers_context(engine: Me
 async def test_a_failed_event_write_undoes_the_whole_change(
     engine: MemoryEngine, monkeypatch
 ) -> None:
-    from langmem_tiers.long_term import lifecycle
+    from langmem_tiers.long_term.engine import lifecycle
 
     old = engine.add_semantic("alice", "Alice lives in Berlin").memory
     before = _states(engine.state("alice"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from langmem_tiers.errors import NotFoundError, ValidationError
-from langmem_tiers.long_term.engine import MemoryEngine
+from langmem_tiers.long_term.engine.engine import MemoryEngine
 
 from .fakes import scripted
 

@@ -47,7 +47,7 @@ async def test_update_creates_versions_and_evolution_lists_them(twin) -> None:
 
 
 async def test_memory_written_by_the_store_gets_its_history_on_first_update(twin) -> None:
-    from langmem_tiers.long_term.scope import namespace_for
+    from langmem_tiers.long_term.store.scope import namespace_for
 
     store = twin.obj.store
     store.put(namespace_for("alice", "semantic"), "k1", {"content": "Alice owns a bike"})
@@ -107,7 +107,7 @@ async def test_retrieval_as_of_a_past_time_sees_memory_as_it_was(twin) -> None:
 
 
 async def test_validity_interval_of_the_value_limits_retrieval(twin) -> None:
-    from langmem_tiers.long_term.scope import namespace_for
+    from langmem_tiers.long_term.store.scope import namespace_for
 
     store = twin.obj.store
     ns = namespace_for("alice", "semantic")

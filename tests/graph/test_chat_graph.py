@@ -338,7 +338,7 @@ async def test_long_term_memory_down(
     stored = memory.memory("s1", "u1").raw_messages()
     assert [m.content for m in stored] == ["I prefer tea. What was the budget?", "Still here."]
     assert broken.calls >= 3
-    logged = [r.getMessage() for r in caplog.records if r.name == "langmem_tiers.graph.memory"]
+    logged = [r.getMessage() for r in caplog.records if r.name == "langmem_tiers.graph.nodes"]
     assert any("loading the user's memories failed" in m for m in logged)
     assert any("storing the user's memories failed" in m for m in logged)
 

@@ -20,7 +20,7 @@ from langmem_tiers.graph import (
     build_tiered_chat_graph,
     consolidate_episodes,
 )
-from langmem_tiers.graph.consolidation import SUMMARY_CATEGORY, consolidation_key
+from langmem_tiers.graph.consolidation_graph import SUMMARY_CATEGORY, consolidation_key
 from langmem_tiers.tiers.base import Summary
 
 from .fakes import CountingSummarizer, PromptRecorder, run_turn, scripted

@@ -6,8 +6,8 @@ import pytest
 from langgraph.store.base import PutOp, SearchOp
 
 from langmem_tiers import TieredMemoryStore
-from langmem_tiers.long_term import lexical
-from langmem_tiers.long_term.core import _bm25
+from langmem_tiers.long_term.store.search import bm25 as lexical
+from langmem_tiers.long_term.store.search.query import prepare_search
 
 DOCS = {
     "d1": "Caroline painted a sunrise over the lake last summer",
@@ -32,10 +32,12 @@ def test_sql_bm25_matches_reference(
         for key, text in DOCS.items():
             store.put(("agent", "semantic"), key, {"content": text})
         core = store.core
-        search = core._prepare_search(SearchOp(("agent",), query=query, limit=10))
+        search = prepare_search(SearchOp(("agent",), query=query, limit=10), core.dialect)
         weights = lexical.query_weights(lexical.analyze_query(query))
-        postings = store.db.run(_in_tx(core._postings_flow(search, weights)))
-        got = _bm25(weights, postings)
+        postings = store.db.run(_in_tx(core.search.postings_flow(search, weights)))
+        got = lexical.score_postings(
+            weights, postings.n_docs, postings.avgdl, postings.tf, postings.doc_len
+        )
     keys = list(DOCS)
     expected = lexical.bm25_scores(weights, [lexical.analyze(DOCS[k]) for k in keys])
     want = {k: s for k, s in zip(keys, expected, strict=True) if s > 0}
@@ -44,13 +46,13 @@ def test_sql_bm25_matches_reference(
 
 
 def _id(key: str) -> str:
-    from langmem_tiers.long_term.records import item_id
+    from langmem_tiers.long_term.store.records import item_id
 
     return item_id(("agent", "semantic"), key)
 
 
 def _in_tx(flow: object) -> object:
-    from langmem_tiers.long_term.flow import Transaction
+    from langmem_tiers.sql.flow import Transaction
 
     def wrapper() -> object:
         return (yield Transaction(flow))  # type: ignore[arg-type]
@@ -107,8 +109,8 @@ def test_feedback_expanded_bm25_matches_reference(
     with TieredMemoryStore.from_url(url) as store:
         store.batch([PutOp(("agent", "semantic"), k, {"content": t}) for k, t in docs.items()])
         core = store.core
-        search = core._prepare_search(SearchOp(("agent",), query=query, limit=10))
-        got, found = store.db.run(_in_tx(core._lexical_flow(query, search)))
+        search = prepare_search(SearchOp(("agent",), query=query, limit=10), core.dialect)
+        got, found = store.db.run(_in_tx(core.search.lexical_flow(query, search)))
 
     keys = list(docs)
     terms = [lexical.analyze(docs[k]) for k in keys]

@@ -8,7 +8,12 @@ import pytest
 
 from langmem_tiers.config import RankingWeights, Settings
 from langmem_tiers.errors import ConfigurationError
-from langmem_tiers.long_term.ranking import FREQUENCY_HALF_COUNT, Candidate, frequency, rank
+from langmem_tiers.long_term.store.search.ranking import (
+    FREQUENCY_HALF_COUNT,
+    Candidate,
+    frequency,
+    rank,
+)
 
 NOW = datetime(2025, 6, 1, tzinfo=timezone.utc)
 

@@ -45,12 +45,9 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.store.base import IndexConfig, PutOp, SearchItem
 
 from langmem_tiers.config import Settings
-from langmem_tiers.long_term import backends
-from langmem_tiers.long_term.database import current_version_flow
-from langmem_tiers.long_term.events import replay_snapshots
-from langmem_tiers.long_term.flow import Flow, Sql
-from langmem_tiers.long_term.scope import namespace_for
-from langmem_tiers.long_term.store import TieredMemoryStore
+from langmem_tiers.long_term.store.events import replay_snapshots
+from langmem_tiers.long_term.store.scope import namespace_for
+from langmem_tiers.long_term.store.store import TieredMemoryStore
 from langmem_tiers.short_term.context import ContextBuilder
 from langmem_tiers.short_term.jsonl_log import JsonlMessageLog
 from langmem_tiers.short_term.log import MessageLog
@@ -58,6 +55,9 @@ from langmem_tiers.short_term.memory import ShortTermMemory
 from langmem_tiers.short_term.presets import build_memory, build_policy
 from langmem_tiers.short_term.records import MessageRecord, parse_message_id
 from langmem_tiers.short_term.sql_log import SqlMessageLog
+from langmem_tiers.sql import backends
+from langmem_tiers.sql.database import current_version_flow
+from langmem_tiers.sql.flow import Flow, Sql
 
 __all__ = [
     "BACKENDS",
@@ -171,7 +171,7 @@ def memories(store: TieredMemoryStore, log: MessageLog) -> dict[str, ShortTermMe
 # What a child needs, imported once by the fork server. (The server does not see the test
 # folder on its path, so the package's modules are named, not this one.)
 _PRELOAD = [
-    "langmem_tiers.long_term.store",
+    "langmem_tiers.long_term.store.store",
     "langmem_tiers.short_term.presets",
     "langmem_tiers.short_term.sql_log",
     "langchain_core.messages",
@@ -243,7 +243,7 @@ class _Steps:
 def _plant_remove_before_persist() -> None:
     """Swap consolidation's two steps in this child, to prove the checks catch a loss."""
     from langmem_tiers.short_term import memory as memory_module
-    from langmem_tiers.short_term.consolidation import persist_flow
+    from langmem_tiers.short_term.archiving import persist_flow
     from langmem_tiers.short_term.effects import Flow as StmFlow
     from langmem_tiers.short_term.effects import LogCall
     from langmem_tiers.short_term.log import RemoveOp

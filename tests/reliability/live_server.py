@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from langmem_tiers.config import Settings
-from langmem_tiers.long_term.store import TieredMemoryStore
+from langmem_tiers.long_term.store.store import TieredMemoryStore
 
 __all__ = ["LiveServer", "serve"]
 

@@ -29,10 +29,10 @@ from langchain_core.messages import HumanMessage
 from langgraph.store.base import PutOp
 
 from langmem_tiers.config import Settings
-from langmem_tiers.long_term.events import snapshot_flow
-from langmem_tiers.long_term.records import item_id
-from langmem_tiers.long_term.scope import namespace_for
-from langmem_tiers.long_term.store import TieredMemoryStore
+from langmem_tiers.long_term.store.events import snapshot_flow
+from langmem_tiers.long_term.store.records import item_id
+from langmem_tiers.long_term.store.scope import namespace_for
+from langmem_tiers.long_term.store.store import TieredMemoryStore
 from langmem_tiers.short_term.records import draft_from_message, parse_message_id
 from langmem_tiers.short_term.sql_log import SqlMessageLog
 
@@ -304,7 +304,7 @@ def test_two_interleaved_writes_of_one_item_chain_their_events(
         return result
 
     # The store's write path reads 'before' through this name.
-    monkeypatch.setattr("langmem_tiers.long_term.core.snapshot_flow", meeting_snapshot)
+    monkeypatch.setattr("langmem_tiers.long_term.store.core.snapshot_flow", meeting_snapshot)
     local.calls = 2  # this thread's set-up put is not one of the racing ones
     with _open(url) as store:
         if existing:

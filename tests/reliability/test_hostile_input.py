@@ -25,7 +25,7 @@ from langmem_tiers.errors import (
     LangmemTiersError,
     ValidationError,
 )
-from langmem_tiers.long_term.store import TieredMemoryStore
+from langmem_tiers.long_term.store.store import TieredMemoryStore
 from langmem_tiers.short_term.jsonl_log import JsonlMessageLog
 from langmem_tiers.short_term.log import MessageLog
 from langmem_tiers.short_term.memory import ShortTermMemory

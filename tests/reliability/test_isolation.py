@@ -32,8 +32,8 @@ from langmem_tiers.errors import (
     InvalidNamespaceError,
     NotFoundError,
 )
-from langmem_tiers.long_term.scope import decode_label, namespace_for
-from langmem_tiers.long_term.store import TieredMemoryStore
+from langmem_tiers.long_term.store.scope import decode_label, namespace_for
+from langmem_tiers.long_term.store.store import TieredMemoryStore
 from langmem_tiers.short_term.jsonl_log import JsonlMessageLog, session_file_name
 from langmem_tiers.short_term.log import MessageLog
 from langmem_tiers.short_term.memory import ShortTermMemory

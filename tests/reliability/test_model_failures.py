@@ -26,8 +26,8 @@ from langmem_tiers.errors import (
     LangmemTiersError,
     ModelError,
 )
-from langmem_tiers.long_term.scope import namespace_for
-from langmem_tiers.long_term.store import TieredMemoryStore
+from langmem_tiers.long_term.store.scope import namespace_for
+from langmem_tiers.long_term.store.store import TieredMemoryStore
 from langmem_tiers.short_term.memory import ShortTermMemory
 from langmem_tiers.short_term.policies import MovingWindow, TokenBudget, WindowPolicy
 from langmem_tiers.short_term.sql_log import SqlMessageLog

@@ -24,8 +24,8 @@ from langgraph.store.base import PutOp
 
 from langmem_tiers.config import Settings
 from langmem_tiers.errors import BackendError
-from langmem_tiers.long_term.scope import namespace_for
-from langmem_tiers.long_term.store import TieredMemoryStore
+from langmem_tiers.long_term.store.scope import namespace_for
+from langmem_tiers.long_term.store.store import TieredMemoryStore
 from langmem_tiers.short_term.memory import ShortTermMemory
 from langmem_tiers.short_term.policies import MovingWindow
 from langmem_tiers.short_term.sql_log import SqlMessageLog

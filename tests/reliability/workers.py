@@ -20,7 +20,7 @@ from typing import Any, Literal
 from langchain_core.messages import BaseMessage, HumanMessage
 
 from langmem_tiers.config import Settings
-from langmem_tiers.long_term.store import TieredMemoryStore
+from langmem_tiers.long_term.store.store import TieredMemoryStore
 from langmem_tiers.short_term.memory import ShortTermMemory
 from langmem_tiers.short_term.policies import (
     MovingWindow,

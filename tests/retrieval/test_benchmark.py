@@ -10,7 +10,7 @@ import pytest
 
 from benchmarks import locomo_retrieval
 from benchmarks.locomo import load_locomo, normalise_evidence, retrieval_questions
-from langmem_tiers.long_term import lexical
+from langmem_tiers.long_term.store.search import bm25 as lexical
 
 SAMPLE = {
     "sample_id": "conv-test",

@@ -7,7 +7,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from langmem_tiers.embeddings import OfflineEmbeddings
-from langmem_tiers.long_term.fusion import DENSE_WEIGHT, dense_weight_for, fuse, smooth_neighbours
+from langmem_tiers.long_term.store.search.fusion import (
+    DENSE_WEIGHT,
+    dense_weight_for,
+    fuse,
+    smooth_neighbours,
+)
 
 scores = st.floats(min_value=-1.0, max_value=1.0, allow_nan=False)
 bm25 = st.floats(min_value=0.0, max_value=50.0, allow_nan=False)

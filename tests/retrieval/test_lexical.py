@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from langmem_tiers.long_term import lexical
-from langmem_tiers.long_term.lexical import (
+from langmem_tiers.long_term.store.search import bm25 as lexical
+from langmem_tiers.long_term.store.search.bm25 import (
     analyze,
     analyze_query,
     bm25_scores,

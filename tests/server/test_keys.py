@@ -9,8 +9,8 @@ import pytest
 
 from langmem_tiers import TieredMemoryStore
 from langmem_tiers.errors import InvalidNamespaceError, NotFoundError, ValidationError
-from langmem_tiers.long_term.dialect import API_KEYS
 from langmem_tiers.server.keys import ApiKeys, hash_key, parse_key
+from langmem_tiers.sql.dialect import API_KEYS
 from tests.conftest import Twin
 
 
@@ -59,7 +59,7 @@ async def test_create_verify_list_revoke(store: TieredMemoryStore, mode: str) ->
 
 def test_only_a_sha256_of_the_key_is_stored(store: TieredMemoryStore) -> None:
     created = ApiKeys(store.db).create(scope="agent-a")
-    from langmem_tiers.long_term.flow import Sql
+    from langmem_tiers.sql.flow import Sql
 
     def rows():  # type: ignore[no-untyped-def]
         return (yield Sql(f"SELECT id, key_hash FROM {API_KEYS}"))

@@ -16,8 +16,8 @@ from langchain_core.runnables.history import RunnableWithMessageHistory
 
 from langmem_tiers.config import Settings
 from langmem_tiers.errors import ConfigurationError, InvalidNamespaceError
-from langmem_tiers.long_term.scope import namespace_for
-from langmem_tiers.long_term.store import TieredMemoryStore
+from langmem_tiers.long_term.store.scope import namespace_for
+from langmem_tiers.long_term.store.store import TieredMemoryStore
 from langmem_tiers.short_term.history import TieredChatMessageHistory
 from langmem_tiers.short_term.log import InMemoryMessageLog, LogOp, MessageLog
 from langmem_tiers.short_term.presets import PRESETS, build_memory, get_preset

@@ -17,7 +17,7 @@ from langmem_tiers.errors import (
     InvalidContentError,
     ModelError,
 )
-from langmem_tiers.long_term.scope import namespace_for
+from langmem_tiers.long_term.store.scope import namespace_for
 from langmem_tiers.short_term.log import InMemoryMessageLog, MessageLog
 from langmem_tiers.short_term.memory import ShortTermMemory
 from langmem_tiers.short_term.policies import MovingWindow, ResetWindow, TokenBudget, WindowPolicy

@@ -8,7 +8,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langgraph.store.base import BaseStore
 
 from langmem_tiers.config import Settings
-from langmem_tiers.long_term.scope import namespace_for
+from langmem_tiers.long_term.store.scope import namespace_for
 from langmem_tiers.short_term.log import MessageLog
 from langmem_tiers.short_term.memory import ShortTermMemory
 from langmem_tiers.short_term.policies import (

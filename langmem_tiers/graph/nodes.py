@@ -1,0 +1,556 @@
+"""ChatMemory: what the graphs' memory nodes do, for one store and one preset.
+
+One object serves every session of a graph. It holds the message log (the short-term
+memory of all sessions), the store (long-term memory), the preset's window policy, the
+tierer and the summariser, and answers five operations, each a flow (see
+:mod:`~langmem_tiers.graph.flows`) with a sync method and an ``a``-prefixed async twin:
+
+=====================  ===================================================================
+operation              does
+=====================  ===================================================================
+``load``               the session's tiered view (short-term memory) and ``user_context``:
+                       the user's best semantic and procedural memories for the message,
+                       learnt in *other* sessions (this session's own are in its view)
+``request_tiers``      raises messages' tier levels (persisted), refuses unknown ids
+``search_episodic``    hybrid-ranked search of the user's episodic memory (archived messages)
+``save``               stores messages with tiers; the user's facts and preferences go to
+                       long-term memory; says whether the window rule now wants to
+                       consolidate (it does not consolidate itself)
+``consolidate``        the preset's consolidation: long-term memory first, then removal
+=====================  ===================================================================
+
+Long-term memory failures never stop a turn: ``load`` and ``save`` log them and report
+them in ``errors``; short-term memory still gets the messages. Memories written:
+
+- ``(user, "semantic")``, ``fact:<session>:<message id>``: ``{"content"`` (the message's
+  statements), ``"facts"`` (its tier-1 facts), ``"category": "user_fact"``,
+  ``"source_session_id"``, ``"source_message_ids"}``. Presets whose short-term memory
+  already stores facts per user message (``dual``) keep theirs instead.
+- ``(user, "procedural")``, ``preference:<key>:<value>``: ``{"content"`` (a sentence),
+  ``"key"`` (``likes``, ``prefers``, ``favorite_color``...), ``"value"``,
+  ``"reinforcement_count"`` (how many times the user said it), ``"source_session_ids"}``.
+
+Example:
+    >>> from langchain_core.messages import AIMessage, HumanMessage
+    >>> from langmem_tiers import TieredMemoryStore
+    >>> with TieredMemoryStore.from_url("sqlite:///:memory:") as store:
+    ...     memory = ChatMemory(store)
+    ...     saved = memory.save("s1", "u1", [HumanMessage("I prefer tea over coffee."),
+    ...                                       AIMessage("Noted.")])
+    ...     later = memory.load("s2", "u1", "What should I drink?")
+    >>> saved.ids, later.user_context
+    (['m1', 'm2'], ['The user prefers tea.'])
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+from langchain_core.messages import BaseMessage
+from langgraph.store.base import BaseStore, GetOp, Item, PutOp, SearchOp
+
+from langmem_tiers.config import Settings
+from langmem_tiers.errors import ConfigurationError, InvalidTierError, NotFoundError
+from langmem_tiers.graph.flows import Call, Flow, adrive, drive, twin
+from langmem_tiers.graph.prompts import tier_metadata
+from langmem_tiers.long_term.store.scope import namespace_for
+from langmem_tiers.short_term.log import MessageLog
+from langmem_tiers.short_term.memory import ShortTermMemory
+from langmem_tiers.short_term.policies import ConsolidationPlan, TokenCosts, WindowPolicy
+from langmem_tiers.short_term.presets import Preset, build_policy, get_preset, open_log
+from langmem_tiers.short_term.records import MessageRecord
+from langmem_tiers.short_term.sql_log import SqlMessageLog
+from langmem_tiers.tiers import OfflineSummarizer, OfflineTierer, parse_tier1
+from langmem_tiers.tiers.base import Summarizer, Tierer
+from langmem_tiers.tiers.tokens import TokenCounter
+
+__all__ = [
+    "ChatMemory",
+    "ConsolidationOutcome",
+    "LoadedMemory",
+    "SavedTurn",
+    "SearchOutcome",
+    "TierOutcome",
+    "episode_line",
+    "memory_line",
+    "preference_sentence",
+]
+
+logger = logging.getLogger(__name__)
+
+_QUERY_CHARS = 2_000  # a search query is the user's message, cut to this
+_CONTENT_CHARS = 1_000  # statements kept as a fact memory's content
+_LINE_CHARS = 600  # one memory or search result shown to the model
+_PREFERENCE_KEYS = frozenset({"likes", "dislikes", "prefers"})
+_NOT_FACTS = frozenset({"topic", "note"})  # what a message is about, not what it says
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+class LoadedMemory(NamedTuple):
+    """What ``load`` found."""
+
+    context: list[BaseMessage]
+    """The session's tiered view (short-term memory and this session's summaries)."""
+    user_context: list[str]
+    """The user's memories from other sessions, best first."""
+    errors: list[str]
+    """Long-term memory failures (the view was still built)."""
+
+
+class TierOutcome(NamedTuple):
+    """What became of one tier request."""
+
+    message_id: str
+    level: int
+    status: str
+    """``raised``, ``refused`` (no such message in this session, or a bad level) or ``failed``."""
+    detail: str
+
+
+class SearchOutcome(NamedTuple):
+    """What an episodic search found."""
+
+    query: str
+    lines: list[str]
+    """``- [session/id] who: text`` lines, best first."""
+    error: str | None
+    """Why the search failed (None when it ran)."""
+
+
+class SavedTurn(NamedTuple):
+    """What ``save`` did."""
+
+    ids: list[str]
+    """Short-term memory ids of the saved messages, in order."""
+    consolidation_due: bool
+    """The preset's window rule wants a consolidation now."""
+    errors: list[str]
+    """Long-term memory failures (the messages are in short-term memory regardless)."""
+
+
+class ConsolidationOutcome(NamedTuple):
+    """What ``consolidate`` did."""
+
+    consolidated: list[str]
+    """Ids moved from the window to long-term memory."""
+    error: str | None
+    """Why it failed (the window is as it was; the next turn retries)."""
+
+
+class _DeferredWindow(WindowPolicy):
+    """The preset's window with its consolidation left to the graph's ``consolidate`` node."""
+
+    def __init__(self, inner: WindowPolicy) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.summarises = inner.summarises
+
+    @property
+    def read_limit(self) -> int | None:
+        return self.inner.read_limit
+
+    @property
+    def consolidates(self) -> bool:
+        return False
+
+    def plan(self, records: Sequence[MessageRecord], costs: TokenCosts) -> ConsolidationPlan | None:
+        return None
+
+
+def _score(item: Item) -> float:
+    score = getattr(item, "score", None)
+    return float(score) if isinstance(score, (int, float)) else 0.0
+
+
+def _cut(text: str, limit: int = _LINE_CHARS) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+def memory_line(item: Item) -> str:
+    """How a semantic or procedural memory is shown in ``user_context``.
+
+    >>> from datetime import datetime, timezone
+    >>> now = datetime.now(timezone.utc)
+    >>> memory_line(Item(value={"content": "The user likes jazz.", "reinforcement_count": 3},
+    ...                  key="k", namespace=("u1", "procedural"), created_at=now, updated_at=now))
+    'The user likes jazz. (said 3 times)'
+    """
+    line = _cut(str(item.value.get("content", "")))
+    count = item.value.get("reinforcement_count")
+    if isinstance(count, int) and count > 1:
+        line += f" (said {count} times)"
+    return line
+
+
+def episode_line(item: Item) -> str:
+    """How an archived message found by a search is shown: ``- [session/id] who: text``."""
+    value = item.value
+    where = f"{value.get('session_id', '?')}/{value.get('message_id', item.key)}"
+    who = {"human": "user", "ai": "assistant"}.get(str(value.get("actor")), "message")
+    return f"- [{where}] {who}: {_cut(str(value.get('content', '')))}"
+
+
+def preference_sentence(key: str, value: str) -> str:
+    """A preference fact as a sentence.
+
+    >>> preference_sentence("favorite_color", "green"), preference_sentence("prefers", "tea")
+    ("The user's favorite color is green.", 'The user prefers tea.')
+    """
+    if key.startswith("favorite_"):
+        return f"The user's favorite {key[len('favorite_') :].replace('_', ' ')} is {value}."
+    return f"The user {key} {value}."
+
+
+def _is_preference(key: str) -> bool:
+    return key in _PREFERENCE_KEYS or key.startswith("favorite_")
+
+
+def _slug(value: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", value.lower()).strip("-")[:60] or "x"
+
+
+def _statements(text: str) -> str:
+    """The sentences of ``text`` that are not questions (what the user stated)."""
+    sentences = [s.strip() for s in _SENTENCE_END.split(" ".join(text.split())) if s.strip()]
+    return _cut(" ".join(s for s in sentences if not s.endswith("?")), _CONTENT_CHARS)
+
+
+def _from_session(item: Item, session_id: str) -> bool:
+    value = item.value
+    return session_id in (value.get("session_id"), value.get("source_session_id"))
+
+
+def _view_memory_keys(context: Sequence[BaseMessage]) -> set[str]:
+    keys: set[str] = set()
+    for message in context:
+        if message.type == "system":
+            keys.update(str(k) for k in tier_metadata(message).get("memories", []))
+    return keys
+
+
+class ChatMemory:
+    """Short-term and long-term memory of many chat sessions, for graph nodes.
+
+    Args:
+        store: long-term memory (any LangGraph ``BaseStore``; the package's
+            ``TieredMemoryStore`` ranks searches by the hybrid score). ``None``: the store
+            the graph was compiled with, found at run time with ``get_store()``.
+        preset: ``tiered`` (default), ``moving_window``, ``reset``, ``dual`` or a ``Preset``.
+        settings: limits (``max_regenerations``, ``user_context_k``...); from the
+            environment when ``None``.
+        log: the message log of every session (default: the preset's kind; an ``sql`` log
+            shares the store's connection when the store has one).
+        directory: where a ``jsonl`` log keeps its files.
+        tierer / summarizer: default to the offline ones.
+        token_counter: counts a text's tokens for the view's budget.
+        recent_raw: the newest messages always shown raw.
+    """
+
+    def __init__(
+        self,
+        store: BaseStore | None = None,
+        *,
+        preset: str | Preset = "tiered",
+        settings: Settings | None = None,
+        log: MessageLog | None = None,
+        directory: str | None = None,
+        tierer: Tierer | None = None,
+        summarizer: Summarizer | None = None,
+        token_counter: TokenCounter | None = None,
+        recent_raw: int = 2,
+    ) -> None:
+        self.preset = get_preset(preset)
+        self.settings = settings if settings is not None else Settings.from_env()
+        self._store = store
+        self.log = log if log is not None else self._default_log(directory)
+        self.policy = build_policy(self.preset.window, self.settings)
+        self.tierer = tierer if tierer is not None else OfflineTierer()
+        self.summarizer = summarizer if summarizer is not None else OfflineSummarizer()
+        self.token_counter = token_counter
+        self.recent_raw = recent_raw
+
+    def _default_log(self, directory: str | None) -> MessageLog:
+        conn = getattr(self._store, "conn", None)
+        if self.preset.log == "sql" and conn is not None:
+            # Messages go to the store's own database, on its connection.
+            return SqlMessageLog(conn)
+        return open_log(self.preset.log, self.settings, directory=directory)
+
+    # -- parts ---------------------------------------------------------------------------
+
+    @property
+    def consolidates(self) -> bool:
+        """Whether the preset ever moves messages to long-term memory."""
+        return self.policy.consolidates
+
+    def store(self) -> BaseStore:
+        """The store given, or the one the running graph was compiled with."""
+        if self._store is not None:
+            return self._store
+        try:
+            from langgraph.config import get_store
+
+            found: BaseStore | None = get_store()
+        except RuntimeError:
+            found = None
+        if found is None:
+            raise ConfigurationError(
+                "ChatMemory has no store: pass store=TieredMemoryStore.from_url(...) (or any "
+                "BaseStore), or compile the graph with store=... and run the node inside it."
+            )
+        return found
+
+    def memory(self, session_id: str, user_id: str | None = None) -> ShortTermMemory:
+        """The short-term memory of a session (cheap: the log holds the messages)."""
+        return self._memory(session_id, user_id, deferred=False)
+
+    def _memory(self, session_id: str, user_id: str | None, *, deferred: bool) -> ShortTermMemory:
+        return ShortTermMemory(
+            session_id,
+            log=self.log,
+            store=self.store(),
+            policy=_DeferredWindow(self.policy) if deferred else self.policy,
+            tierer=self.tierer,
+            summarizer=self.summarizer,
+            settings=self.settings,
+            user_id=user_id,
+            target=self.preset.target,
+            view=self.preset.view,
+            token_counter=self.token_counter,
+            recent_raw=self.recent_raw,
+        )
+
+    # -- flows -----------------------------------------------------------------------------
+
+    def load_flow(self, session_id: str, user_id: str | None, query: str) -> Flow[LoadedMemory]:
+        """The session's view and the user's context for ``query``."""
+        stm = self._memory(session_id, user_id, deferred=False)
+        context: list[BaseMessage] = yield twin(stm, "context")
+        errors: list[str] = []
+        user_context: list[str] = []
+        store = self.store()
+        limit = self.settings.user_context_k
+        text = query[:_QUERY_CHARS].strip() or None
+        ops = [
+            # Over-fetch semantic memories: this session's own are dropped below.
+            SearchOp(namespace_for(stm.scope, "semantic"), query=text, limit=3 * limit),
+            SearchOp(namespace_for(stm.scope, "procedural"), query=text, limit=limit),
+        ]
+        try:
+            semantic, procedural = yield Call(store.batch, store.abatch, (ops,))
+        except Exception as err:  # graceful degradation: answer without long-term memory
+            logger.warning("session %s: loading the user's memories failed: %r", session_id, err)
+            errors.append(
+                f"load_memory: long-term memory unavailable ({type(err).__name__}: {err}); "
+                "answering without user_context"
+            )
+        else:
+            shown = _view_memory_keys(context)
+            candidates = [
+                item
+                for item in [*semantic, *procedural]
+                if item.key not in shown and not _from_session(item, session_id)
+            ]
+            candidates.sort(key=_score, reverse=True)  # stable: the store's order on ties
+            user_context = [memory_line(item) for item in candidates[:limit]]
+        return LoadedMemory(context, user_context, errors)
+
+    def request_tiers_flow(
+        self, session_id: str, user_id: str | None, requests: Sequence[tuple[int, str]]
+    ) -> Flow[tuple[list[TierOutcome], list[BaseMessage]]]:
+        """Raise each ``(level, message_id)``; answers the outcomes and the new view."""
+        stm = self._memory(session_id, user_id, deferred=False)
+        outcomes: list[TierOutcome] = []
+        for level, message_id in requests:
+            try:
+                record = yield twin(stm, "request_tier", message_id, level)
+            except (NotFoundError, InvalidTierError) as err:
+                logger.warning("session %s: refused tier request: %s", session_id, err)
+                outcomes.append(TierOutcome(message_id, level, "refused", str(err)))
+            except Exception as err:
+                logger.warning("session %s: tier request failed: %r", session_id, err)
+                outcomes.append(
+                    TierOutcome(message_id, level, "failed", f"{type(err).__name__}: {err}")
+                )
+            else:
+                shown = "its full text" if record.required_tier_level >= 3 else "its summary"
+                outcomes.append(
+                    TierOutcome(
+                        message_id,
+                        level,
+                        "raised",
+                        f"{message_id} is now shown at tier {record.required_tier_level} "
+                        f"({shown}).",
+                    )
+                )
+        context: list[BaseMessage] = yield twin(stm, "context")
+        return outcomes, context
+
+    def search_flow(
+        self, session_id: str, user_id: str | None, query: str, limit: int | None = None
+    ) -> Flow[SearchOutcome]:
+        """The user's archived messages for ``query``, hybrid-ranked by the store."""
+        scope = user_id if user_id is not None else session_id
+        store = self.store()
+        op = SearchOp(
+            namespace_for(scope, "episodic"),
+            query=query[:_QUERY_CHARS],
+            limit=limit if limit is not None else self.settings.user_context_k,
+        )
+        try:
+            (items,) = yield Call(store.batch, store.abatch, ([op],))
+        except Exception as err:
+            logger.warning("session %s: episodic search failed: %r", session_id, err)
+            return SearchOutcome(query, [], f"{type(err).__name__}: {err}")
+        return SearchOutcome(query, [episode_line(item) for item in items], None)
+
+    def save_flow(
+        self, session_id: str, user_id: str | None, messages: Sequence[BaseMessage]
+    ) -> Flow[SavedTurn]:
+        """Store ``messages`` in short-term memory and the user's facts in long-term memory."""
+        stm = self._memory(session_id, user_id, deferred=True)
+        added = yield twin(stm, "add_messages", list(messages))
+        records: list[MessageRecord] = yield twin(stm, "records")
+        fresh = [r for r in records if r.id in set(added.ids)]
+        errors: list[str] = []
+        try:
+            yield from self._remember_flow(fresh, session_id=session_id, scope=stm.scope)
+        except Exception as err:  # graceful degradation: the messages are in STM already
+            logger.warning("session %s: storing the user's memories failed: %r", session_id, err)
+            errors.append(
+                f"save: long-term memory unavailable ({type(err).__name__}: {err}); the "
+                "messages are in short-term memory, the user's facts were not stored"
+            )
+        due = self.policy.consolidates and (
+            self.policy.plan(records, stm.builder.costs) is not None
+        )
+        return SavedTurn(list(added.ids), due, errors)
+
+    def consolidate_flow(self, session_id: str, user_id: str | None) -> Flow[ConsolidationOutcome]:
+        """Run the preset's consolidation (no loss: persisted before removed)."""
+        stm = self._memory(session_id, user_id, deferred=False)
+        result = yield twin(stm, "consolidate")
+        error = None if result.error is None else f"{type(result.error).__name__}: {result.error}"
+        return ConsolidationOutcome(list(result.consolidated), error)
+
+    def _remember_flow(
+        self, records: Sequence[MessageRecord], *, session_id: str, scope: str
+    ) -> Flow[None]:
+        facts_puts: list[PutOp] = []
+        preferences: dict[str, tuple[str, str, list[str]]] = {}
+        for record in records:
+            if record.role != "human" or not record.tier1:
+                continue  # tiering failed: the facts come when it is retried, not guessed
+            statements = _statements(record.text)
+            if not statements:
+                continue  # only questions: nothing the user stated
+            facts = [f for f in parse_tier1(record.tier1) if f.key not in _NOT_FACTS]
+            plain = [f for f in facts if not _is_preference(f.key)]
+            for fact in facts:
+                if _is_preference(fact.key):
+                    key = f"preference:{fact.key}:{_slug(fact.value)}"
+                    preferences.setdefault(key, (fact.key, fact.value, []))[2].append(record.id)
+            # The dual preset's short-term memory stores facts per user message itself.
+            if plain and self.preset.target != "user":
+                facts_puts.append(
+                    PutOp(
+                        namespace_for(scope, "semantic"),
+                        f"fact:{session_id}:{record.id}",
+                        {
+                            "content": statements,
+                            "facts": ", ".join(f"{f.key}={f.value}" for f in plain),
+                            "category": "user_fact",
+                            "source_session_id": session_id,
+                            "source_message_ids": [record.id],
+                        },
+                        index=["content"],
+                    )
+                )
+        if not facts_puts and not preferences:
+            return None
+        store = self.store()
+        namespace = namespace_for(scope, "procedural")
+        keys = list(preferences)
+        found: list[Any] = []
+        if keys:
+            found = yield Call(store.batch, store.abatch, ([GetOp(namespace, k) for k in keys],))
+        puts = list(facts_puts)
+        for key, existing in zip(keys, found, strict=True):
+            fact_key, value, ids = preferences[key]
+            old = existing.value if isinstance(existing, Item) else {}
+            count = int(old.get("reinforcement_count", 0)) + len(ids)
+            sessions = [s for s in old.get("source_session_ids", []) if s != session_id]
+            puts.append(
+                PutOp(
+                    namespace,
+                    key,
+                    {
+                        "content": preference_sentence(fact_key, value),
+                        "key": fact_key,
+                        "value": value,
+                        "reinforcement_count": count,
+                        "source_session_ids": [*sessions, session_id],
+                    },
+                    index=["content"],
+                )
+            )
+        yield Call(store.batch, store.abatch, (puts,))
+        return None
+
+    # -- sync and async methods ------------------------------------------------------------
+
+    def load(self, session_id: str, user_id: str | None, query: str) -> LoadedMemory:
+        """The session's tiered view and ``user_context`` for ``query``."""
+        return drive(self.load_flow(session_id, user_id, query))
+
+    async def aload(self, session_id: str, user_id: str | None, query: str) -> LoadedMemory:
+        """Async twin of :meth:`load`."""
+        return await adrive(self.load_flow(session_id, user_id, query))
+
+    def request_tiers(
+        self, session_id: str, user_id: str | None, requests: Sequence[tuple[int, str]]
+    ) -> tuple[list[TierOutcome], list[BaseMessage]]:
+        """Raise tier levels (``(level, message_id)`` pairs); answers outcomes and the view."""
+        return drive(self.request_tiers_flow(session_id, user_id, requests))
+
+    async def arequest_tiers(
+        self, session_id: str, user_id: str | None, requests: Sequence[tuple[int, str]]
+    ) -> tuple[list[TierOutcome], list[BaseMessage]]:
+        """Async twin of :meth:`request_tiers`."""
+        return await adrive(self.request_tiers_flow(session_id, user_id, requests))
+
+    def search_episodic(
+        self, session_id: str, user_id: str | None, query: str, limit: int | None = None
+    ) -> SearchOutcome:
+        """The user's archived messages for ``query``, best first."""
+        return drive(self.search_flow(session_id, user_id, query, limit))
+
+    async def asearch_episodic(
+        self, session_id: str, user_id: str | None, query: str, limit: int | None = None
+    ) -> SearchOutcome:
+        """Async twin of :meth:`search_episodic`."""
+        return await adrive(self.search_flow(session_id, user_id, query, limit))
+
+    def save(
+        self, session_id: str, user_id: str | None, messages: Sequence[BaseMessage]
+    ) -> SavedTurn:
+        """Store messages (short-term) and the user's facts and preferences (long-term)."""
+        return drive(self.save_flow(session_id, user_id, messages))
+
+    async def asave(
+        self, session_id: str, user_id: str | None, messages: Sequence[BaseMessage]
+    ) -> SavedTurn:
+        """Async twin of :meth:`save`."""
+        return await adrive(self.save_flow(session_id, user_id, messages))
+
+    def consolidate(self, session_id: str, user_id: str | None) -> ConsolidationOutcome:
+        """Run the preset's consolidation for a session."""
+        return drive(self.consolidate_flow(session_id, user_id))
+
+    async def aconsolidate(self, session_id: str, user_id: str | None) -> ConsolidationOutcome:
+        """Async twin of :meth:`consolidate`."""
+        return await adrive(self.consolidate_flow(session_id, user_id))

@@ -1,0 +1,407 @@
+"""``MemoryEngine``: long-term memory over time, per agent or user.
+
+On top of a :class:`~langmem_tiers.long_term.store.store.TieredMemoryStore`, the engine keeps
+three kinds of memory per scope (an agent or a user id):
+
+* **episodic**: immutable, time-stamped events (:meth:`MemoryEngine.add_episodic`),
+  consolidated into semantic memories (:meth:`MemoryEngine.consolidate`);
+* **semantic**: facts and summaries, checked for contradictions and duplicates before
+  they are stored (:meth:`MemoryEngine.add_semantic`), versioned
+  (:meth:`MemoryEngine.update_semantic`, :meth:`MemoryEngine.evolution`), with validity
+  intervals;
+* **procedural**: key -> value preferences with reinforcement
+  (:meth:`MemoryEngine.set_procedural`, :meth:`MemoryEngine.get_procedural`).
+
+Memories decay and move through ``active``, ``superseded``, ``decayed``, ``deleted`` and
+``compressed``; every change appends an event in its own transaction, so
+:meth:`MemoryEngine.replay` rebuilds a scope as it was at any instant. One scope never
+reads, changes or replays another's memories, whatever ids it passes.
+
+Every method has an async twin (``a`` + name) that shares all of its logic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from langmem_tiers.config import ConflictStrategy
+from langmem_tiers.long_term.engine.models import (
+    CompressionResult,
+    ConsolidationResult,
+    DecayResult,
+    Event,
+    Memory,
+    MemoryVersion,
+    ScopeCount,
+    ScoredMemory,
+    WriteResult,
+)
+from langmem_tiers.long_term.engine.upkeep import Upkeep
+
+__all__ = ["MemoryEngine"]
+
+Time = datetime | str
+
+
+class MemoryEngine(Upkeep):
+    """Episodic, semantic and procedural memory of agents and users, over time.
+
+    Args:
+        store: the store the memories live in.
+        model: a chat model for contradiction checks, summaries and merges; ``None``
+            uses the offline rules, summariser and merge.
+        settings: thresholds and the default conflict strategy (the store's settings
+            when ``None``).
+        checker, summarizer, merger: replace the model-backed or offline helpers.
+        consolidation_gap: episodes without a session further apart than this are
+            consolidated separately.
+        max_group_size: episodes summarised together at most.
+        conflict_candidates: near memories checked for a contradiction.
+        min_conflict_confidence: a contradiction counts from this confidence on.
+        decay_min_change: a decay pass records an importance that moved at least this much.
+        auto_consolidate: consolidate when ``add_episodic`` brings a scope to
+            ``settings.consolidation_threshold`` unconsolidated episodes.
+
+    Example:
+        >>> from langmem_tiers import TieredMemoryStore
+        >>> with TieredMemoryStore.from_url("sqlite:///:memory:") as store:
+        ...     engine = MemoryEngine(store)
+        ...     first = engine.add_semantic("alice", "Alice lives in Berlin", subject="Alice")
+        ...     moved = engine.add_semantic("alice", "Alice lives in Paris", subject="Alice")
+        ...     old = engine.get("alice", first.memory.id)
+        ...     hits = engine.retrieve("alice", "where does Alice live?")
+        >>> moved.action, old.status, [h.content for h in hits]
+        ('superseded', 'superseded', ['Alice lives in Paris'])
+    """
+
+    # -- episodic ------------------------------------------------------------------------
+    def add_episodic(
+        self,
+        scope: str,
+        content: str,
+        *,
+        session_id: str | None = None,
+        event_timestamp: Time | None = None,
+        actor: str | None = None,
+        action_type: str | None = None,
+        entities: Sequence[str] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> Memory:
+        """Store an event (a message, an action); its time defaults to now."""
+        return self._drive(
+            self._add_episodic_steps(
+                scope, content, session_id, event_timestamp, actor, action_type, entities, metadata
+            )
+        )
+
+    async def aadd_episodic(
+        self,
+        scope: str,
+        content: str,
+        *,
+        session_id: str | None = None,
+        event_timestamp: Time | None = None,
+        actor: str | None = None,
+        action_type: str | None = None,
+        entities: Sequence[str] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> Memory:
+        """Async twin of :meth:`add_episodic`."""
+        return await self._adrive(
+            self._add_episodic_steps(
+                scope, content, session_id, event_timestamp, actor, action_type, entities, metadata
+            )
+        )
+
+    # -- semantic ------------------------------------------------------------------------
+    def add_semantic(
+        self,
+        scope: str,
+        content: str,
+        *,
+        subject: str | None = None,
+        category: str | None = None,
+        confidence: float = 1.0,
+        strategy: ConflictStrategy | None = None,
+        source_episodic_ids: Sequence[str] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> WriteResult:
+        """Store a fact, after checking the scope's near memories for contradictions.
+
+        ``strategy`` (default ``settings.conflict_strategy``) decides what a contradiction
+        does: ``supersede``, ``keep_both``, ``reject_new`` or ``merge``. A near duplicate
+        (similarity >= ``settings.duplicate_similarity``, no contradiction) is returned
+        instead of storing a copy. Summaries (``category`` ``conversation_summary``,
+        ``episode_summary``, ``compressed_summary``) are always stored.
+        """
+        return self._drive(
+            self._add_semantic_steps(
+                scope,
+                content,
+                subject,
+                category,
+                confidence,
+                strategy,
+                source_episodic_ids,
+                metadata,
+            )
+        )
+
+    async def aadd_semantic(
+        self,
+        scope: str,
+        content: str,
+        *,
+        subject: str | None = None,
+        category: str | None = None,
+        confidence: float = 1.0,
+        strategy: ConflictStrategy | None = None,
+        source_episodic_ids: Sequence[str] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> WriteResult:
+        """Async twin of :meth:`add_semantic`."""
+        return await self._adrive(
+            self._add_semantic_steps(
+                scope,
+                content,
+                subject,
+                category,
+                confidence,
+                strategy,
+                source_episodic_ids,
+                metadata,
+            )
+        )
+
+    def update_semantic(
+        self,
+        scope: str,
+        memory_id: str,
+        content: str,
+        *,
+        confidence: float | None = None,
+        reason: str | None = None,
+    ) -> Memory:
+        """A new version of an active semantic memory (the old ones are kept)."""
+        return self._drive(
+            self._update_semantic_steps(scope, memory_id, content, confidence, reason)
+        )
+
+    async def aupdate_semantic(
+        self,
+        scope: str,
+        memory_id: str,
+        content: str,
+        *,
+        confidence: float | None = None,
+        reason: str | None = None,
+    ) -> Memory:
+        """Async twin of :meth:`update_semantic`."""
+        return await self._adrive(
+            self._update_semantic_steps(scope, memory_id, content, confidence, reason)
+        )
+
+    def evolution(self, scope: str, memory_id: str) -> list[MemoryVersion]:
+        """Every version of a memory, oldest first."""
+        return self._drive(self._evolution_steps(scope, memory_id))
+
+    async def aevolution(self, scope: str, memory_id: str) -> list[MemoryVersion]:
+        """Async twin of :meth:`evolution`."""
+        return await self._adrive(self._evolution_steps(scope, memory_id))
+
+    # -- procedural ----------------------------------------------------------------------
+    def set_procedural(
+        self, scope: str, key: str, value: Any, *, content: str | None = None
+    ) -> Memory:
+        """Set a preference; setting the same key again reinforces it (count + 1)."""
+        return self._drive(self._set_procedural_steps(scope, key, value, content))
+
+    async def aset_procedural(
+        self, scope: str, key: str, value: Any, *, content: str | None = None
+    ) -> Memory:
+        """Async twin of :meth:`set_procedural`."""
+        return await self._adrive(self._set_procedural_steps(scope, key, value, content))
+
+    def get_procedural(self, scope: str, key: str) -> Memory | None:
+        """The active preference ``key`` (an index lookup, not a search), or None."""
+        return self._drive(self._get_procedural_steps(scope, key))
+
+    async def aget_procedural(self, scope: str, key: str) -> Memory | None:
+        """Async twin of :meth:`get_procedural`."""
+        return await self._adrive(self._get_procedural_steps(scope, key))
+
+    # -- reading -------------------------------------------------------------------------
+    def get(self, scope: str, memory_id: str) -> Memory | None:
+        """A memory of the scope in any status; None when there is none with this id here."""
+        return self._drive(self._get_steps(scope, memory_id))
+
+    async def aget(self, scope: str, memory_id: str) -> Memory | None:
+        """Async twin of :meth:`get`."""
+        return await self._adrive(self._get_steps(scope, memory_id))
+
+    def memories(
+        self,
+        scope: str,
+        *,
+        kinds: Sequence[str] | str | None = None,
+        statuses: Sequence[str] | str | None = ("active",),
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[Memory]:
+        """The scope's memories, oldest first (``statuses=None``: every status)."""
+        return self._drive(self._memories_steps(scope, kinds, statuses, limit, offset))
+
+    async def amemories(
+        self,
+        scope: str,
+        *,
+        kinds: Sequence[str] | str | None = None,
+        statuses: Sequence[str] | str | None = ("active",),
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[Memory]:
+        """Async twin of :meth:`memories`."""
+        return await self._adrive(self._memories_steps(scope, kinds, statuses, limit, offset))
+
+    def retrieve(
+        self,
+        scope: str,
+        query: str,
+        *,
+        kinds: Sequence[str] | str | None = None,
+        limit: int = 10,
+        include_inactive: bool = False,
+        as_of: Time | None = None,
+    ) -> list[ScoredMemory]:
+        """The memories best matching ``query`` by the hybrid score, best first.
+
+        Only active memories inside their validity interval, unless ``include_inactive``.
+        ``as_of`` ranks the memories the scope had at that time (from the event log).
+        """
+        return self._drive(
+            self._retrieve_steps(scope, query, kinds, limit, include_inactive, as_of)
+        )
+
+    async def aretrieve(
+        self,
+        scope: str,
+        query: str,
+        *,
+        kinds: Sequence[str] | str | None = None,
+        limit: int = 10,
+        include_inactive: bool = False,
+        as_of: Time | None = None,
+    ) -> list[ScoredMemory]:
+        """Async twin of :meth:`retrieve`."""
+        return await self._adrive(
+            self._retrieve_steps(scope, query, kinds, limit, include_inactive, as_of)
+        )
+
+    # -- consolidation -------------------------------------------------------------------
+    def consolidate(self, scope: str, *, progress: bool = False) -> ConsolidationResult:
+        """Summarise the scope's unconsolidated episodes into semantic memories (idempotent)."""
+        return self._drive(self._consolidate_public_steps(scope, progress))
+
+    async def aconsolidate(self, scope: str, *, progress: bool = False) -> ConsolidationResult:
+        """Async twin of :meth:`consolidate`."""
+        return await self._adrive(self._consolidate_public_steps(scope, progress))
+
+    def consolidate_due(self, *, progress: bool = False) -> list[ConsolidationResult]:
+        """Consolidate every scope with at least ``consolidation_threshold`` waiting episodes."""
+        return self._drive(self._consolidate_due_steps(progress))
+
+    async def aconsolidate_due(self, *, progress: bool = False) -> list[ConsolidationResult]:
+        """Async twin of :meth:`consolidate_due`."""
+        return await self._adrive(self._consolidate_due_steps(progress))
+
+    # -- lifecycle -----------------------------------------------------------------------
+    def decay(self, scope: str, *, now: Time | None = None) -> DecayResult:
+        """Decay the importance of the scope's active memories; weak ones become ``decayed``."""
+        return self._drive(self._decay_steps(scope, now))
+
+    async def adecay(self, scope: str, *, now: Time | None = None) -> DecayResult:
+        """Async twin of :meth:`decay`."""
+        return await self._adrive(self._decay_steps(scope, now))
+
+    def forget(self, scope: str, memory_id: str, *, hard: bool = False) -> Memory | None:
+        """Soft delete (status ``deleted``, returned) or, with ``hard``, remove it (None)."""
+        return self._drive(self._forget_steps(scope, memory_id, hard))
+
+    async def aforget(self, scope: str, memory_id: str, *, hard: bool = False) -> Memory | None:
+        """Async twin of :meth:`forget`."""
+        return await self._adrive(self._forget_steps(scope, memory_id, hard))
+
+    def compress(self, scope: str, memory_ids: Sequence[str] | None = None) -> CompressionResult:
+        """Summarise memories (default: the scope's decayed ones) into one; they become
+        ``compressed``, linked to the summary, and leave the search index."""
+        return self._drive(self._compress_steps(scope, memory_ids))
+
+    async def acompress(
+        self, scope: str, memory_ids: Sequence[str] | None = None
+    ) -> CompressionResult:
+        """Async twin of :meth:`compress`."""
+        return await self._adrive(self._compress_steps(scope, memory_ids))
+
+    # -- events --------------------------------------------------------------------------
+    def replay(self, scope: str, at: Time) -> list[Memory]:
+        """The scope's memories as they were at ``at``, rebuilt from events alone."""
+        return self._drive(self._replay_steps(scope, at))
+
+    async def areplay(self, scope: str, at: Time) -> list[Memory]:
+        """Async twin of :meth:`replay`."""
+        return await self._adrive(self._replay_steps(scope, at))
+
+    def state(self, scope: str) -> list[Memory]:
+        """The scope's memories as stored now, every status (what replay to now equals)."""
+        return self._drive(self._state_steps(scope))
+
+    async def astate(self, scope: str) -> list[Memory]:
+        """Async twin of :meth:`state`."""
+        return await self._adrive(self._state_steps(scope))
+
+    def timeline(
+        self,
+        scope: str,
+        *,
+        since: Time | None = None,
+        until: Time | None = None,
+        types: Sequence[str] | None = None,
+        limit: int = 1000,
+        memory_id: str | None = None,
+    ) -> list[Event]:
+        """The scope's events in order (of one memory with ``memory_id``)."""
+        return self._drive(self._timeline_steps(scope, since, until, types, limit, memory_id))
+
+    async def atimeline(
+        self,
+        scope: str,
+        *,
+        since: Time | None = None,
+        until: Time | None = None,
+        types: Sequence[str] | None = None,
+        limit: int = 1000,
+        memory_id: str | None = None,
+    ) -> list[Event]:
+        """Async twin of :meth:`timeline`."""
+        return await self._adrive(
+            self._timeline_steps(scope, since, until, types, limit, memory_id)
+        )
+
+    # -- administration ------------------------------------------------------------------
+    def stats(self, scope: str | None = None) -> dict[str, Any]:
+        """Counts by kind and status, events and waiting episodes (of one scope or all)."""
+        return self._drive(self._stats_steps(scope))
+
+    async def astats(self, scope: str | None = None) -> dict[str, Any]:
+        """Async twin of :meth:`stats`."""
+        return await self._adrive(self._stats_steps(scope))
+
+    def agents(self) -> list[ScopeCount]:
+        """Every scope with memories, with counts by kind."""
+        return self._drive(self._agents_steps())
+
+    async def aagents(self) -> list[ScopeCount]:
+        """Async twin of :meth:`agents`."""
+        return await self._adrive(self._agents_steps())

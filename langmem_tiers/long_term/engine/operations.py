@@ -1,0 +1,532 @@
+"""The memory engine's operations, each written once as a generator of steps.
+
+:class:`Operations` holds the configuration and the step generators that write and
+read memories (episodic, semantic, procedural, retrieval); :class:`~langmem_tiers.
+long_term.upkeep.Upkeep` adds consolidation, lifecycle, events and administration, and
+the public :class:`~langmem_tiers.long_term.engine.engine.MemoryEngine` drives each generator
+sync or async (see steps.py). Input is checked at the edge (validate.py), so nothing is
+written when an argument is bad, and every operation runs in one event context: the
+events it writes share a correlation id.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import Any, TypeVar
+
+from langchain_core.language_models import BaseChatModel
+from langgraph.store.base import PutOp, SearchOp
+
+from langmem_tiers.config import ConflictStrategy, Settings
+from langmem_tiers.errors import ConfigurationError, InvalidContentError, ValidationError
+from langmem_tiers.long_term.engine import validate as check
+from langmem_tiers.long_term.engine.conflicts import (
+    ContradictionChecker,
+    LLMContradictionChecker,
+    LLMMerger,
+    Merger,
+    OfflineMerger,
+    RuleContradictionChecker,
+    Statement,
+    resolve,
+)
+from langmem_tiers.long_term.engine.consolidation import count_unconsolidated_flow
+from langmem_tiers.long_term.engine.lifecycle import (
+    Change,
+    StaleDecisionError,
+    change_flow,
+    memories_flow,
+    scoped_memory_flow,
+)
+from langmem_tiers.long_term.engine.models import (
+    CREATED,
+    REINFORCED,
+    SUMMARY_CATEGORIES,
+    ConsolidationResult,
+    Memory,
+    MemoryVersion,
+    ScoredMemory,
+    WriteResult,
+    scored,
+)
+from langmem_tiers.long_term.engine.replay import as_of_flow
+from langmem_tiers.long_term.engine.semantic import (
+    index_texts,
+    near_flow,
+    update_semantic_flow,
+    write_semantic_flow,
+)
+from langmem_tiers.long_term.engine.steps import (
+    Combine,
+    Db,
+    Judge,
+    Services,
+    Steps,
+    adrive,
+    drive,
+)
+from langmem_tiers.long_term.engine.versions import versions_flow
+from langmem_tiers.long_term.store.core import WriteNote
+from langmem_tiers.long_term.store.events import event_context
+from langmem_tiers.long_term.store.records import STATUSES, item_id
+from langmem_tiers.long_term.store.scope import namespace_for
+from langmem_tiers.long_term.store.store import TieredMemoryStore
+from langmem_tiers.sql.flow import Flow, Sql, Transaction
+from langmem_tiers.tiers.base import Summarizer
+from langmem_tiers.tiers.summarizer import LLMSummarizer, OfflineSummarizer
+
+__all__ = ["Operations"]
+
+T = TypeVar("T")
+
+_RETRIES = 3  # decisions retried when a memory they were based on changed meanwhile
+
+
+class Operations:
+    """Configuration, validation and the step generators of the memory engine."""
+
+    def __init__(
+        self,
+        store: TieredMemoryStore,
+        *,
+        model: BaseChatModel | None = None,
+        settings: Settings | None = None,
+        checker: ContradictionChecker | None = None,
+        summarizer: Summarizer | None = None,
+        merger: Merger | None = None,
+        consolidation_gap: timedelta = timedelta(hours=1),
+        max_group_size: int = 50,
+        conflict_candidates: int = 5,
+        min_conflict_confidence: float = 0.5,
+        decay_min_change: float = 0.01,
+        auto_consolidate: bool = True,
+    ) -> None:
+        if not isinstance(store, TieredMemoryStore):
+            raise ConfigurationError(
+                f"store must be a TieredMemoryStore, got {type(store).__name__}."
+            )
+        if not isinstance(consolidation_gap, timedelta) or consolidation_gap <= timedelta(0):
+            raise ConfigurationError(
+                f"consolidation_gap must be a positive timedelta, got {consolidation_gap!r}."
+            )
+        for name, number in (
+            ("max_group_size", max_group_size),
+            ("conflict_candidates", conflict_candidates),
+        ):
+            if isinstance(number, bool) or not isinstance(number, int) or number < 1:
+                raise ConfigurationError(f"{name} must be a whole number >= 1, got {number!r}.")
+        for name, unit in (
+            ("min_conflict_confidence", min_conflict_confidence),
+            ("decay_min_change", decay_min_change),
+        ):
+            if isinstance(unit, bool) or not isinstance(unit, (int, float)) or not 0 <= unit <= 1:
+                raise ConfigurationError(f"{name} must be a number in [0, 1], got {unit!r}.")
+        self.store = store
+        self.settings = settings or store.settings
+        self.model = model
+        self.checker = checker or (
+            LLMContradictionChecker(model) if model is not None else RuleContradictionChecker()
+        )
+        self.summarizer = summarizer or (
+            LLMSummarizer(model) if model is not None else OfflineSummarizer()
+        )
+        self.merger = merger or (LLMMerger(model) if model is not None else OfflineMerger())
+        self.consolidation_gap = consolidation_gap
+        self.max_group_size = max_group_size
+        self.conflict_candidates = conflict_candidates
+        self.min_conflict_confidence = float(min_conflict_confidence)
+        self.decay_min_change = float(decay_min_change)
+        self.auto_consolidate = auto_consolidate
+        self._services = Services(store.db, self.checker, self.summarizer, self.merger)
+
+    # -- driving -------------------------------------------------------------------------
+    def _drive(self, steps: Steps[T]) -> T:
+        with event_context():
+            return drive(steps, self._services)
+
+    async def _adrive(self, steps: Steps[T]) -> T:
+        with event_context():
+            return await adrive(steps, self._services)
+
+    @property
+    def _core(self) -> Any:
+        return self.store.core
+
+    def _now(self) -> datetime:
+        now: datetime = self._core.dialect.now()
+        return now
+
+    def _embed_steps(self, texts: Sequence[str]) -> Steps[dict[str, list[float]]]:
+        unique = list(dict.fromkeys(texts))
+        vectors = yield Db(self._core.embed_flow(unique))
+        return dict(zip(unique, vectors, strict=True))
+
+    def _record_access(self, memories: Sequence[Memory]) -> None:
+        if memories:
+            self._core.access.record([m.id for m in memories], self._now())
+
+    # -- episodic ------------------------------------------------------------------------
+    def _add_episodic_steps(
+        self,
+        scope: str,
+        content: str,
+        session_id: str | None,
+        event_timestamp: datetime | str | None,
+        actor: str | None,
+        action_type: str | None,
+        entities: Sequence[str] | None,
+        metadata: Mapping[str, Any] | None,
+    ) -> Steps[Memory]:
+        label = check.label(scope)
+        when = (
+            self._now()
+            if event_timestamp is None
+            else check.time("event_timestamp", event_timestamp)
+        )
+        value: dict[str, Any] = {"content": check.text("content", content)}
+        value["event_timestamp"] = when.isoformat()
+        for name, raw in (
+            ("session_id", session_id),
+            ("actor", actor),
+            ("action_type", action_type),
+        ):
+            if raw is not None:
+                value[name] = check.text(name, raw)
+        if entities is not None:
+            value["entities"] = check.strings("entities", entities)
+        if metadata is not None:
+            value["metadata"] = check.mapping("metadata", metadata)
+        namespace, key = namespace_for(scope, "episodic"), uuid.uuid4().hex
+        index_texts(self._core, namespace, key, value)  # validates before any write
+        memory_id = item_id(namespace, key)
+        yield Db(
+            self._core.batch_flow(
+                [PutOp(namespace, key, value)], notes={memory_id: WriteNote(CREATED)}
+            )
+        )
+        if self.auto_consolidate:
+            waiting = yield Db(count_unconsolidated_flow(self._core, label))
+            if waiting >= self.settings.consolidation_threshold:
+                yield from self._consolidate_steps(scope, label, progress=False)
+        memory: Memory = yield Db(scoped_memory_flow(self._core.dialect, label, memory_id))
+        return memory
+
+    # -- semantic ------------------------------------------------------------------------
+    def _add_semantic_steps(
+        self,
+        scope: str,
+        content: str,
+        subject: str | None,
+        category: str | None,
+        confidence: float,
+        strategy: ConflictStrategy | None,
+        source_episodic_ids: Sequence[str] | None,
+        metadata: Mapping[str, Any] | None,
+    ) -> Steps[WriteResult]:
+        label = check.label(scope)
+        chosen = check.strategy(strategy, self.settings.conflict_strategy)
+        value: dict[str, Any] = {
+            "content": check.text("content", content),
+            "confidence": check.unit("confidence", confidence),
+        }
+        for name, raw in (("subject", subject), ("category", category)):
+            if raw is not None:
+                value[name] = check.text(name, raw)
+        if source_episodic_ids is not None:
+            value["source_episodic_ids"] = check.strings("source_episodic_ids", source_episodic_ids)
+        if metadata is not None:
+            value["metadata"] = check.mapping("metadata", metadata)
+        namespace, key = namespace_for(scope, "semantic"), uuid.uuid4().hex
+        texts = index_texts(self._core, namespace, key, value)
+        vectors = yield from self._embed_steps([*texts, content])
+        probe = vectors[texts[0]] if texts else vectors[content]
+        exempt = category in SUMMARY_CATEGORIES  # summaries are never refused or replaced
+        for attempt in range(_RETRIES):
+            near = []
+            if not exempt:
+                near = yield Db(
+                    near_flow(
+                        self._core,
+                        label,
+                        probe,
+                        subject=subject,
+                        k=self.conflict_candidates,
+                        threshold=self.settings.conflict_similarity_threshold,
+                    )
+                )
+            verdicts = []
+            if near:
+                existing = [Statement(n.memory.content, n.memory.subject) for n in near]
+                verdicts = yield Judge(Statement(content, subject), existing)
+            resolution = resolve(
+                near,
+                verdicts,
+                strategy=chosen,
+                duplicate_similarity=self.settings.duplicate_similarity,
+                min_confidence=self.min_conflict_confidence,
+            )
+            merged_text, write_vectors = None, vectors
+            if resolution.action == "merged":
+                target = resolution.existing
+                assert target is not None
+                merged_text = check.text("merged content", (yield Combine(target.content, content)))
+                merged_value = {**target.value, "content": merged_text}
+                merged_texts = index_texts(self._core, target.namespace, target.key, merged_value)
+                more = yield from self._embed_steps(merged_texts)
+                write_vectors = {**vectors, **more}
+            try:
+                result: WriteResult = yield Db(
+                    write_semantic_flow(
+                        self._core,
+                        scope_label=label,
+                        namespace=namespace,
+                        key=key,
+                        value=value,
+                        resolution=resolution,
+                        merged_text=merged_text,
+                        vectors=write_vectors,
+                        at=self._now(),
+                    )
+                )
+            except StaleDecisionError:
+                if attempt == _RETRIES - 1:
+                    raise
+                continue
+            return result
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _update_semantic_steps(
+        self,
+        scope: str,
+        memory_id: str,
+        content: str,
+        confidence: float | None,
+        reason: str | None,
+    ) -> Steps[Memory]:
+        label = check.label(scope)
+        check.memory_id(memory_id)
+        check.text("content", content)
+        if confidence is not None:
+            check.unit("confidence", confidence)
+        reason = check.optional_text("reason", reason)
+        target: Memory = yield Db(
+            scoped_memory_flow(self._core.dialect, label, memory_id, kinds=["semantic"])
+        )
+        new_value = {**target.value, "content": content}
+        if confidence is not None:
+            new_value["confidence"] = confidence
+        vectors = yield from self._embed_steps(
+            index_texts(self._core, target.namespace, target.key, new_value)
+        )
+        memory: Memory = yield Db(
+            update_semantic_flow(
+                self._core,
+                scope_label=label,
+                memory_id=memory_id,
+                content=content,
+                confidence=confidence,
+                reason=reason,
+                vectors=vectors,
+                at=self._now(),
+            )
+        )
+        return memory
+
+    def _evolution_steps(self, scope: str, memory_id: str) -> Steps[list[MemoryVersion]]:
+        label = check.label(scope)
+        versions: list[MemoryVersion] = yield Db(
+            versions_flow(self._core, label, check.memory_id(memory_id))
+        )
+        return versions
+
+    # -- procedural ----------------------------------------------------------------------
+    def _set_procedural_steps(
+        self, scope: str, key: str, value: Any, content: str | None
+    ) -> Steps[Memory]:
+        label = check.label(scope)
+        key = check.text("key", key)
+        try:
+            shown = json.dumps(value, ensure_ascii=False, sort_keys=True)
+        except (TypeError, ValueError) as err:
+            raise InvalidContentError(
+                f"value of procedural memory {key!r} must be JSON-serialisable ({err})."
+            ) from err
+        text = check.text("content", content) if content is not None else f"{key}: {shown}"
+        stored = {"content": text, "key": key, "value": value}
+        namespace = namespace_for(scope, "procedural")
+        vectors = yield from self._embed_steps(index_texts(self._core, namespace, "_", stored))
+        memory: Memory = yield Db(
+            _in_transaction(self._set_procedural_flow(label, namespace, key, stored, vectors))
+        )
+        return memory
+
+    def _set_procedural_flow(
+        self,
+        label: str,
+        namespace: tuple[str, ...],
+        key: str,
+        stored: dict[str, Any],
+        vectors: dict[str, list[float]],
+    ) -> Flow[Memory]:
+        core, d = self._core, self._core.dialect
+        if d.name == "postgres":
+            # Two writers of a new key would both insert: serialise them per (scope, key).
+            yield Sql("SELECT pg_advisory_xact_lock(hashtext(?))", [f"{label}\x1f{key}"])
+        found = yield from self._procedural_flow(label, key, lock=True)
+        at = self._now()
+        if found is None:
+            new_key = uuid.uuid4().hex
+            new_id = item_id(namespace, new_key)
+            note = WriteNote(CREATED, {}, {"reinforcement_count": 1, "last_used_at": at})
+            yield from core.batch_flow(
+                [PutOp(namespace, new_key, stored)], notes={new_id: note}, vectors=vectors, now=at
+            )
+            return (yield from scoped_memory_flow(d, label, new_id))
+        count = found.reinforcement_count + 1
+        columns = {"reinforcement_count": count, "last_used_at": at}
+        meta = {"reinforcement_count": count}
+        updated = {**found.value, **stored}
+        if found.content == stored["content"]:
+            change = Change(found.id, REINFORCED, value=updated, columns=columns, metadata=meta)
+            yield from change_flow(d, [change], at=at, max_chars=self.settings.max_content_chars)
+        else:
+            yield from core.batch_flow(
+                [PutOp(found.namespace, found.key, updated)],
+                notes={found.id: WriteNote(REINFORCED, meta, columns)},
+                vectors=vectors,
+                now=at,
+            )
+        return (yield from scoped_memory_flow(d, label, found.id))
+
+    def _procedural_flow(self, label: str, key: str, *, lock: bool = False) -> Flow[Memory | None]:
+        # The (scope, proc_key) index answers this, no search is involved; kind and status
+        # are checked on the few rows it gives, so no other index looks more attractive.
+        rows = yield from memories_flow(
+            self._core.dialect, "i.scope = ? AND i.proc_key = ?", [label, key], lock=lock
+        )
+        found = [m for m in rows if m.kind == "procedural" and m.status == "active"]
+        return found[0] if found else None
+
+    def _get_procedural_steps(self, scope: str, key: str) -> Steps[Memory | None]:
+        label = check.label(scope)
+        memory: Memory | None = yield Db(self._procedural_flow(label, check.text("key", key)))
+        if memory is not None:
+            self._record_access([memory])
+        return memory
+
+    # -- reading -------------------------------------------------------------------------
+    def _get_steps(self, scope: str, memory_id: str) -> Steps[Memory | None]:
+        label = check.label(scope)
+        found: list[Memory] = yield Db(
+            memories_flow(
+                self._core.dialect,
+                "i.id = ? AND i.scope = ? AND i.kind IS NOT NULL",
+                [check.memory_id(memory_id), label],
+            )
+        )
+        self._record_access(found)
+        return found[0] if found else None
+
+    def _memories_steps(
+        self,
+        scope: str,
+        kinds: Sequence[str] | str | None,
+        statuses: Sequence[str] | None,
+        limit: int,
+        offset: int,
+    ) -> Steps[list[Memory]]:
+        label = check.label(scope)
+        wanted = check.kinds(kinds)
+        where = f"i.scope = ? AND i.kind IN ({', '.join('?' for _ in wanted)})"
+        params: list[Any] = [label, *wanted]
+        if statuses is not None:
+            chosen = [statuses] if isinstance(statuses, str) else list(statuses)
+            bad = [s for s in chosen if s not in STATUSES]
+            if not chosen or bad:
+                raise ValidationError(
+                    f"statuses must name some of {', '.join(STATUSES)}, got {statuses!r}."
+                )
+            where += f" AND i.status IN ({', '.join('?' for _ in chosen)})"
+            params.extend(chosen)
+        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+            raise ValidationError(f"offset must be a whole number >= 0, got {offset!r}.")
+        # Both are validated whole numbers, so they can be part of the statement.
+        order = f"i.created_at, i.id LIMIT {check.large_limit(limit)} OFFSET {offset}"
+        found: list[Memory] = yield Db(
+            memories_flow(self._core.dialect, where, params, order=order)
+        )
+        return found
+
+    def _retrieve_steps(
+        self,
+        scope: str,
+        query: str,
+        kinds: Sequence[str] | str | None,
+        limit: int,
+        include_inactive: bool,
+        as_of: datetime | str | None,
+    ) -> Steps[list[ScoredMemory]]:
+        label = check.label(scope)
+        query = check.text("query", query)
+        wanted, limit = check.kinds(kinds), check.limit(limit)
+        if as_of is not None:
+            at = check.time("as_of", as_of)
+            found: list[ScoredMemory] = yield Db(
+                as_of_flow(
+                    self._core,
+                    label,
+                    query,
+                    at,
+                    kinds=wanted,
+                    include_inactive=include_inactive,
+                    limit=limit,
+                )
+            )
+            return found
+        d = self._core.dialect
+        where = f"i.scope = ? AND i.kind IN ({', '.join('?' for _ in wanted)})"
+        params: list[Any] = [label, *wanted]
+        if not include_inactive:
+            now = d.ts_param(self._now())
+            where += (
+                " AND (i.valid_from IS NULL OR i.valid_from <= ?)"
+                " AND (i.valid_until IS NULL OR i.valid_until > ?)"
+            )
+            params.extend([now, now])
+        prefix = (label, wanted[0]) if len(wanted) == 1 else (label,)
+        items = yield Db(
+            self._core.search_flow(
+                SearchOp(prefix, query=query, limit=limit),
+                statuses=None if include_inactive else ("active",),
+                where=where,
+                params=params,
+            )
+        )
+        ids = [item_id(it.namespace, it.key) for it in items]
+        if not ids:
+            return []
+        marks = ", ".join("?" for _ in ids)
+        memories: list[Memory] = yield Db(
+            memories_flow(d, f"i.id IN ({marks}) AND i.scope = ?", [*ids, label])
+        )
+        by_id = {m.id: m for m in memories}
+        return [
+            scored(by_id[i], it.score or 0.0, getattr(it, "scores", {}))
+            for i, it in zip(ids, items, strict=True)
+            if i in by_id
+        ]
+
+    def _consolidate_steps(
+        self, scope: str, label: str, *, progress: bool
+    ) -> Steps[ConsolidationResult]:
+        """Consolidate one scope (see :class:`~langmem_tiers.long_term.engine.upkeep.Upkeep`)."""
+        raise NotImplementedError
+        yield  # pragma: no cover - makes this a generator
+
+
+def _in_transaction(flow: Flow[T]) -> Flow[T]:
+    result: T = yield Transaction(flow)
+    return result

@@ -1,0 +1,331 @@
+"""Semantic memories: near memories, writes per conflict resolution, versions.
+
+A semantic memory is versioned in place: its id stays, ``version`` counts up, and
+``lmt_versions`` keeps one row per version (content, value, confidence, why it changed,
+and when it was the current version). :func:`write_semantic_flow` carries out a
+:class:`~langmem_tiers.long_term.engine.conflicts.Resolution` in one transaction, after
+checking that the memories it was decided on have not changed meanwhile
+(:class:`~langmem_tiers.long_term.engine.lifecycle.StaleDecisionError` otherwise, and the engine decides again).
+
+Links written (both ways):
+
+* supersede: the new memory's ``supersedes`` lists the old ids; each old memory gets
+  ``status = "superseded"``, ``superseded_by`` and ``valid_until`` (the new one's
+  ``valid_from``);
+* keep both: ``conflicts_with`` on each side (``id``, ``confidence``, ``explanation``);
+* merge: the target's new version has ``merged_from`` (what was merged in, and when).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from langgraph.store.base import PutOp
+
+from langmem_tiers.errors import NotFoundError, ValidationError
+from langmem_tiers.long_term.engine.conflicts import NearMemory, Resolution
+from langmem_tiers.long_term.engine.lifecycle import (
+    Change,
+    StaleDecisionError,
+    change_flow,
+    memories_flow,
+    scoped_memory_flow,
+    with_status,
+)
+from langmem_tiers.long_term.engine.models import (
+    CONFLICT_NOTED,
+    CREATED,
+    MERGED,
+    SUMMARY_CATEGORIES,
+    SUPERSEDED,
+    UPDATED,
+    Conflict,
+    Memory,
+    WriteResult,
+)
+from langmem_tiers.long_term.engine.versions import close_versions_flow, insert_version_flow
+from langmem_tiers.long_term.store.core import StoreCore, WriteNote
+from langmem_tiers.long_term.store.events import snapshot_flow
+from langmem_tiers.long_term.store.records import (
+    item_id,
+    join_namespace,
+    texts_to_index,
+    validate_value,
+)
+from langmem_tiers.sql.dialect import ITEMS
+from langmem_tiers.sql.flow import Flow, Sql, Transaction
+
+__all__ = [
+    "index_texts",
+    "near_flow",
+    "update_semantic_flow",
+    "write_semantic_flow",
+]
+
+
+def index_texts(
+    core: StoreCore, namespace: tuple[str, ...], key: str, value: dict[str, Any]
+) -> list[str]:
+    """The texts the store will embed for this value (validated: bad input raises here)."""
+    record = validate_value(namespace, key, value, max_chars=core.settings.max_content_chars)
+    return [text for _, text in texts_to_index(record, core.fields)]
+
+
+def near_flow(
+    core: StoreCore,
+    scope_label: str,
+    vector: Sequence[float],
+    *,
+    subject: str | None,
+    k: int,
+    threshold: float,
+) -> Flow[list[NearMemory]]:
+    """Active semantic memories of the scope at least ``threshold`` similar, nearest first.
+
+    With a subject, memories of another subject are left out (those without one stay).
+    Summaries are records of what was said, not claims to check, and are left out too.
+    """
+    categories = sorted(SUMMARY_CATEGORIES)
+    where = (
+        "i.scope = ? AND i.kind = 'semantic' AND i.status = 'active'"
+        f" AND (i.category IS NULL OR i.category NOT IN ({', '.join('?' for _ in categories)}))"
+    )
+    params: list[Any] = [scope_label, *categories]
+    if subject is not None:
+        where += " AND (i.subject = ? OR i.subject IS NULL)"
+        params.append(subject)
+    hits = yield from core.nearest_flow(
+        vector, where, params, k, prefix=join_namespace((scope_label, "semantic"))
+    )
+    near = {i: s for i, s in hits.items() if s >= threshold}
+    if not near:
+        return []
+    marks = ", ".join("?" for _ in near)
+    found = yield from memories_flow(
+        core.dialect, f"i.id IN ({marks}) AND i.scope = ?", [*near, scope_label]
+    )
+    return sorted(
+        (NearMemory(m, near[m.id]) for m in found), key=lambda n: (-n.similarity, n.memory.id)
+    )
+
+
+# -- writes --------------------------------------------------------------------------------
+def _check_unchanged_flow(core: StoreCore, memories: Sequence[Memory]) -> Flow[None]:
+    if not memories:
+        return
+    ids = sorted({m.id for m in memories})
+    marks = ", ".join("?" for _ in ids)
+    rows = yield Sql(
+        f"SELECT id, status, version FROM {ITEMS} WHERE id IN ({marks}){core.dialect.for_update}",
+        ids,
+    )
+    now = {r[0]: (r[1], int(r[2])) for r in rows}
+    for m in memories:
+        if now.get(m.id) != ("active", m.version):
+            raise StaleDecisionError(
+                f"memory {m.id} changed while a new memory was checked against it; "
+                "the write was retried and it kept changing. Try again."
+            )
+
+
+def _check_sources_flow(core: StoreCore, scope_label: str, ids: Sequence[str]) -> Flow[None]:
+    if not ids:
+        return
+    marks = ", ".join("?" for _ in ids)
+    rows = yield Sql(
+        f"SELECT id FROM {ITEMS} WHERE id IN ({marks}) AND scope = ? AND kind = 'episodic'",
+        [*ids, scope_label],
+    )
+    missing = sorted(set(ids) - {r[0] for r in rows})
+    if missing:
+        raise NotFoundError(
+            f"source_episodic_ids {missing} are not episodic memories of this scope; "
+            "pass ids returned by add_episodic for the same scope."
+        )
+
+
+def _link(conflict: Conflict) -> dict[str, Any]:
+    return {
+        "id": conflict.memory.id,
+        "confidence": conflict.confidence,
+        "explanation": conflict.explanation,
+    }
+
+
+def _summary(conflicts: Sequence[Conflict]) -> list[dict[str, Any]]:
+    return [
+        {**_link(c), "similarity": round(c.similarity, 6), "conflict": c.conflict}
+        for c in conflicts
+    ]
+
+
+def _read_flow(core: StoreCore, ids: Sequence[str]) -> Flow[list[Memory]]:
+    if not ids:
+        return []
+    marks = ", ".join("?" for _ in ids)
+    found = yield from memories_flow(core.dialect, f"i.id IN ({marks})", list(ids))
+    order = {i: n for n, i in enumerate(ids)}
+    return sorted(found, key=lambda m: order[m.id])
+
+
+def write_semantic_flow(
+    core: StoreCore,
+    *,
+    scope_label: str,
+    namespace: tuple[str, ...],
+    key: str,
+    value: dict[str, Any],
+    resolution: Resolution,
+    merged_text: str | None,
+    vectors: dict[str, list[float]],
+    at: datetime,
+) -> Flow[WriteResult]:
+    """Carry out a resolution in one transaction (StaleDecisionError when its basis changed)."""
+    result: WriteResult = yield Transaction(
+        _write_semantic(
+            core, scope_label, namespace, key, value, resolution, merged_text, vectors, at
+        )
+    )
+    return result
+
+
+def _write_semantic(
+    core: StoreCore,
+    scope_label: str,
+    namespace: tuple[str, ...],
+    key: str,
+    value: dict[str, Any],
+    resolution: Resolution,
+    merged_text: str | None,
+    vectors: dict[str, list[float]],
+    at: datetime,
+) -> Flow[WriteResult]:
+    d, max_chars = core.dialect, core.settings.max_content_chars
+    action, contradicted = resolution.action, resolution.contradicted
+    basis = [c.memory for c in contradicted]
+    if resolution.existing is not None:
+        basis.append(resolution.existing)
+    yield from _check_unchanged_flow(core, basis)
+    yield from _check_sources_flow(core, scope_label, value.get("source_episodic_ids") or [])
+    if action in ("duplicate", "rejected"):
+        assert resolution.existing is not None
+        return WriteResult(action, resolution.existing, resolution.conflicts, resolution.reason)
+    metadata = {"action": action, "conflicts": _summary(resolution.conflicts)}
+    stamp = at.isoformat()
+    others = contradicted
+    if action == "merged":
+        target = resolution.existing
+        assert target is not None
+        assert merged_text is not None
+        top = contradicted[0]
+        merged = dict(target.value)
+        merged["content"] = merged_text
+        merged["confidence"] = value.get("confidence", target.confidence)
+        merged["merged_from"] = [
+            *(target.value.get("merged_from") or []),
+            {"content": value["content"], "at": stamp, "explanation": top.explanation},
+        ]
+        yield from close_versions_flow(core, [target.id], at)
+        note = WriteNote(
+            MERGED, {**metadata, "merged": value["content"]}, {"version": target.version + 1}
+        )
+        yield from core.batch_flow(
+            [PutOp(target.namespace, target.key, merged)],
+            notes={target.id: note},
+            vectors=vectors,
+            now=at,
+        )
+        new_id = target.id
+        others = contradicted[1:]
+        reason = f"merged: {top.explanation}"
+    else:
+        new_id = item_id(namespace, key)
+        fresh = dict(value)
+        if action == "superseded":
+            fresh["supersedes"] = [c.memory.id for c in contradicted]
+            fresh.setdefault("valid_from", stamp)
+        elif action == "kept_both":
+            fresh["conflicts_with"] = [_link(c) for c in contradicted]
+        yield from core.batch_flow(
+            [PutOp(namespace, key, fresh)],
+            notes={new_id: WriteNote(CREATED, metadata)},
+            vectors=vectors,
+            now=at,
+        )
+        reason = "created"
+    snap = (yield from snapshot_flow(d, [new_id]))[new_id]
+    yield from insert_version_flow(core, snap, reason, at)
+    changes: list[Change] = []
+    for c in others:
+        old = c.memory
+        if action == "kept_both":
+            link = {"id": new_id, "confidence": c.confidence, "explanation": c.explanation}
+            marked = dict(old.value)
+            marked["conflicts_with"] = [*(old.value.get("conflicts_with") or []), link]
+            changes.append(Change(old.id, CONFLICT_NOTED, value=marked, metadata=link))
+        else:
+            gone = with_status(old.value, "superseded", superseded_by=new_id, valid_until=stamp)
+            meta = {"superseded_by": new_id, **_link(c)}
+            changes.append(Change(old.id, SUPERSEDED, value=gone, metadata=meta))
+    yield from change_flow(d, changes, at=at, max_chars=max_chars)
+    if action != "kept_both":
+        yield from close_versions_flow(core, [c.memory.id for c in others], at)
+    memory, *changed = yield from _read_flow(core, [new_id, *(c.memory.id for c in others)])
+    return WriteResult(action, memory, resolution.conflicts, None, changed)
+
+
+def update_semantic_flow(
+    core: StoreCore,
+    *,
+    scope_label: str,
+    memory_id: str,
+    content: str,
+    confidence: float | None,
+    reason: str | None,
+    vectors: dict[str, list[float]],
+    at: datetime,
+) -> Flow[Memory]:
+    """A new version of an active semantic memory of the scope, in one transaction."""
+    memory: Memory = yield Transaction(
+        _update(core, scope_label, memory_id, content, confidence, reason, vectors, at)
+    )
+    return memory
+
+
+def _update(
+    core: StoreCore,
+    scope_label: str,
+    memory_id: str,
+    content: str,
+    confidence: float | None,
+    reason: str | None,
+    vectors: dict[str, list[float]],
+    at: datetime,
+) -> Flow[Memory]:
+    target = yield from scoped_memory_flow(
+        core.dialect, scope_label, memory_id, kinds=["semantic"], lock=True
+    )
+    if target.status != "active":
+        where = target.value.get("superseded_by")
+        hint = f"; update {where}, which superseded it" if where else ""
+        raise ValidationError(
+            f"memory {memory_id} is {target.status}; only active memories get new versions{hint}."
+        )
+    value = dict(target.value)
+    value["content"] = content
+    if confidence is not None:
+        value["confidence"] = confidence
+    version = target.version + 1
+    yield from close_versions_flow(core, [target.id], at)
+    note = WriteNote(UPDATED, {"reason": reason, "version": version}, {"version": version})
+    yield from core.batch_flow(
+        [PutOp(target.namespace, target.key, value)],
+        notes={target.id: note},
+        vectors=vectors,
+        now=at,
+    )
+    snap = (yield from snapshot_flow(core.dialect, [target.id]))[target.id]
+    yield from insert_version_flow(core, snap, reason or "updated", at)
+    return (yield from _read_flow(core, [target.id]))[0]

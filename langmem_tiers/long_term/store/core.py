@@ -1,0 +1,330 @@
+"""The logic of the long-term store, written once as flows over a dialect and a vector index.
+
+:class:`StoreCore` turns LangGraph ops into flows (see ``sql/flow.py``); the store class
+only drives them with a backend's sync or async I/O. It composes the parts that do the
+work: :class:`~langmem_tiers.long_term.store.writes.StoreWriter` (items, terms, vectors,
+events), :class:`~langmem_tiers.long_term.store.search.query.StoreSearch` (BM25, dense,
+fusion, ranking) and the :class:`~langmem_tiers.long_term.store.access.AccessBuffer`.
+
+Order of a batch:
+
+1. validate every op (nothing is written when one is bad);
+2. embed the texts of puts and the queries (one call each, before any transaction);
+3. write vectors to an external index (Qdrant) — orphans are harmless, missing ones not;
+4. in one transaction: reads (gets, searches, namespace listings, as LangGraph's
+   PostgreSQL store does, reads see the state before the batch's writes), then writes
+   (items, terms, vectors) and the buffered access counts;
+5. delete vectors of deleted items from an external index.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from langgraph.store.base import (
+    GetOp,
+    Item,
+    ListNamespacesOp,
+    Op,
+    PutOp,
+    Result,
+    SearchItem,
+    SearchOp,
+)
+
+from langmem_tiers.config import Settings
+from langmem_tiers.errors import DimensionMismatchError, InvalidNamespaceError, ValidationError
+from langmem_tiers.long_term.store.access import AccessBuffer
+from langmem_tiers.long_term.store.embedding import embed_flow
+from langmem_tiers.long_term.store.records import (
+    item_id,
+    join_namespace,
+    split_namespace,
+    validate_key,
+    validate_namespace,
+)
+from langmem_tiers.long_term.store.search.query import (
+    ITEM_COLS,
+    PreparedSearch,
+    RankedItem,
+    StoreSearch,
+    check_page,
+    item_from_row,
+    prepare_search,
+)
+from langmem_tiers.long_term.store.vectors import VectorIndex, VectorRow
+from langmem_tiers.long_term.store.writes import (
+    ENGINE_COLUMNS,
+    PreparedPut,
+    StoreWriter,
+    WriteNote,
+    prepare_put,
+)
+from langmem_tiers.sql.dialect import ITEMS, META, Dialect, migrate_flow
+from langmem_tiers.sql.flow import Flow, Sql, Transaction
+
+__all__ = ["ENGINE_COLUMNS", "RankedItem", "StoreCore", "WriteNote"]
+
+
+class StoreCore:
+    """Everything the store does that is not I/O."""
+
+    def __init__(
+        self,
+        dialect: Dialect,
+        index: VectorIndex,
+        *,
+        dims: int,
+        fields: Sequence[str] | None,
+        settings: Settings,
+        dense_weight: float = 1.0,
+    ) -> None:
+        self.dialect = dialect
+        self.index = index
+        self.dims = dims
+        self.fields = list(fields) if fields is not None else None
+        self.settings = settings
+        self.dense_weight = dense_weight
+        self.access = AccessBuffer()
+        self.search = StoreSearch(dialect, index, settings, self.access, dense_weight=dense_weight)
+        self.writer = StoreWriter(dialect, index)
+
+    # -- setup ---------------------------------------------------------------------------
+    def setup_flow(self) -> Flow[None]:
+        """Apply missing migrations (idempotent) and check the vector dimensions."""
+        yield Transaction(self._migrate_flow())
+        if not self.index.in_database:
+            yield from self.index.setup_flow(self.dims)
+
+    def _migrate_flow(self) -> Flow[None]:
+        d = self.dialect
+        yield from migrate_flow(d)
+        # The vector table depends on the embedder's dimensions, so it is not a numbered
+        # migration: its dims are recorded, and a different embedder is refused.
+        stored = yield Sql(f"SELECT value FROM {META} WHERE name = 'dims'")
+        if stored:
+            if int(stored[0][0]) != self.dims:
+                raise DimensionMismatchError(
+                    f"this store was created with {stored[0][0]}-dimensional vectors, but the "
+                    f"embeddings give {self.dims}. Use the same embeddings, or a new database."
+                )
+            return
+        if self.index.in_database:
+            for statement in d.vector_migrations(self.dims):
+                yield Sql(statement)
+        yield Sql(f"INSERT INTO {META} (name, value) VALUES ('dims', ?)", [str(self.dims)])
+
+    # -- batch -----------------------------------------------------------------------------
+    def batch_flow(
+        self,
+        ops: Iterable[Op],
+        *,
+        notes: Mapping[str, WriteNote] | None = None,
+        vectors: Mapping[str, Sequence[float]] | None = None,
+        now: datetime | None = None,
+    ) -> Flow[list[Result]]:
+        """Run LangGraph ops; see the module docstring for the order of work.
+
+        ``notes`` (by item id) annotate puts, ``vectors`` (by text) are embeddings the
+        caller already has (they are not computed again), ``now`` stamps the writes.
+        """
+        ops = list(ops)
+        for note_id, note in (notes or {}).items():
+            unknown = set(note.columns or {}) - set(ENGINE_COLUMNS)
+            if unknown:
+                raise ValidationError(
+                    f"note of {note_id} sets unknown column(s) {sorted(unknown)}; "
+                    f"only {sorted(ENGINE_COLUMNS)} can be set this way."
+                )
+        puts: dict[tuple[tuple[str, ...], str], PreparedPut] = {}
+        searches: dict[int, PreparedSearch] = {}
+        for i, op in enumerate(ops):
+            if isinstance(op, PutOp):
+                prepared = prepare_put(
+                    op, fields=self.fields, max_chars=self.settings.max_content_chars
+                )
+                puts[(prepared.namespace, prepared.key)] = prepared  # the last put wins
+            elif isinstance(op, SearchOp):
+                searches[i] = prepare_search(op, self.dialect)
+            elif isinstance(op, GetOp):
+                validate_namespace(op.namespace)
+                validate_key(op.key)
+            elif isinstance(op, ListNamespacesOp):
+                for condition in op.match_conditions or ():
+                    validate_namespace(tuple(condition.path), field="match path", prefix=True)
+                check_page(op.limit, op.offset)
+            else:
+                raise ValidationError(f"unsupported store operation {type(op).__name__}: {op!r}")
+
+        texts = [text for p in puts.values() for _, text in p.texts]
+        known = vectors or {}
+        missing = sorted({t for t in texts if t not in known})
+        embedded = dict(zip(missing, (yield from self.embed_flow(missing)), strict=True))
+        vectors_by_text = [list(known[t]) if t in known else embedded[t] for t in texts]
+        queries = sorted({s.query for s in searches.values() if s.query})
+        query_vectors = yield from self.embed_flow(queries, query=True)
+        query_vector = dict(zip(queries, query_vectors, strict=True))
+
+        rows: list[VectorRow] = []
+        position = 0
+        for p in puts.values():
+            for field_id, _ in p.texts:
+                assert p.record is not None
+                rows.append(
+                    VectorRow(p.record.id, field_id, p.record.prefix, vectors_by_text[position])
+                )
+                position += 1
+        written_ids = [p.record.id for p in puts.values() if p.record is not None]
+        deleted = [p for p in puts.values() if p.record is None]
+
+        if not self.index.in_database and puts:
+            yield from self.index.write_flow(rows, written_ids)
+
+        now = now or self.dialect.now()
+        results: list[Result] = yield Transaction(
+            self._transaction_flow(
+                ops, searches, query_vector, list(puts.values()), rows, now, notes or {}
+            )
+        )
+
+        if not self.index.in_database and deleted:
+            yield from self.index.delete_flow([item_id(p.namespace, p.key) for p in deleted])
+        return results
+
+    def _transaction_flow(
+        self,
+        ops: list[Op],
+        searches: dict[int, PreparedSearch],
+        query_vector: dict[str, list[float]],
+        puts: list[PreparedPut],
+        rows: list[VectorRow],
+        now: datetime,
+        notes: Mapping[str, WriteNote],
+    ) -> Flow[list[Result]]:
+        results: list[Result] = [None] * len(ops)
+        accessed: list[str] = []
+        gets = [(i, op) for i, op in enumerate(ops) if isinstance(op, GetOp)]
+        if gets:
+            found = yield from self._get_flow([op for _, op in gets])
+            for (i, _get), hit in zip(gets, found, strict=True):
+                results[i] = hit[0] if hit else None
+                if hit:
+                    accessed.append(hit[1])
+        for i, search in searches.items():
+            if search.query:
+                items, ids = yield from self.search.ranked_flow(
+                    search, query_vector[search.query], now
+                )
+                accessed.extend(ids)
+                results[i] = items
+            else:
+                results[i] = yield from self.search.list_flow(search)
+        for i, op in enumerate(ops):
+            if isinstance(op, ListNamespacesOp):
+                results[i] = yield from self._namespaces_flow(op)
+        if puts:
+            yield from self.writer.write_flow(puts, rows, now, notes)
+        if self.access.due(force=bool(puts)):
+            yield from self.access.flush_flow(self.dialect)
+        self.access.record(accessed, now)
+        return results
+
+    # -- searches with options the BaseStore API has no room for ---------------------------
+    def search_flow(
+        self,
+        op: SearchOp,
+        *,
+        statuses: Sequence[str] | None = ("active",),
+        where: str | None = None,
+        params: Sequence[Any] = (),
+    ) -> Flow[list[SearchItem]]:
+        """One search whose items may have other statuses than ``active`` (``None``: any).
+
+        ``where`` is an extra SQL condition on the items (alias ``i``) with ``?``
+        placeholders bound to ``params``; it is trusted SQL written by this package,
+        never text from a user.
+        """
+        search = prepare_search(op, self.dialect, statuses=statuses, where=where, params=params)
+        vector: list[float] = []
+        if search.query:
+            vector = (yield from self.embed_flow([search.query], query=True))[0]
+        now = self.dialect.now()
+        items: list[SearchItem] = yield Transaction(
+            self._search_transaction_flow(search, vector, now)
+        )
+        return items
+
+    def _search_transaction_flow(
+        self, search: PreparedSearch, vector: list[float], now: datetime
+    ) -> Flow[list[SearchItem]]:
+        if not search.query:
+            return (yield from self.search.list_flow(search))
+        items, ids = yield from self.search.ranked_flow(search, vector, now)
+        if self.access.due(force=False):
+            yield from self.access.flush_flow(self.dialect)
+        self.access.record(ids, now)
+        return items
+
+    def nearest_flow(
+        self,
+        vector: Sequence[float],
+        where: str,
+        params: Sequence[Any],
+        k: int,
+        *,
+        prefix: str,
+    ) -> Flow[dict[str, float]]:
+        """The ``k`` items most similar to ``vector`` among items matching ``where``."""
+        return (yield from self.search.nearest_flow(vector, where, params, k, prefix=prefix))
+
+    def embed_flow(self, texts: Sequence[str], *, query: bool = False) -> Flow[list[list[float]]]:
+        """Embed texts as the store does (checked dimensions; EmbeddingError on failure)."""
+        return (yield from embed_flow(texts, dims=self.dims, query=query))
+
+    # -- reads -------------------------------------------------------------------------------
+    def _get_flow(self, ops: list[GetOp]) -> Flow[list[tuple[Item, str] | None]]:
+        by_prefix: dict[str, list[str]] = {}
+        for op in ops:
+            by_prefix.setdefault(join_namespace(op.namespace), []).append(op.key)
+        found: dict[tuple[str, str], tuple[Item, str]] = {}
+        for prefix, keys in by_prefix.items():
+            marks = ", ".join("?" for _ in keys)
+            rows = yield Sql(
+                f"SELECT {ITEM_COLS} FROM {ITEMS} i WHERE i.prefix = ? AND i.key IN ({marks})",
+                [prefix, *keys],
+            )
+            for row in rows:
+                found[(row[0], row[1])] = (item_from_row(self.dialect, row), row[5])
+        return [found.get((join_namespace(op.namespace), op.key)) for op in ops]
+
+    def _namespaces_flow(self, op: ListNamespacesOp) -> Flow[list[tuple[str, ...]]]:
+        rows = yield Sql(f"SELECT DISTINCT prefix FROM {ITEMS}")
+        namespaces = [split_namespace(r[0]) for r in rows]
+        for condition in op.match_conditions or ():
+            namespaces = [ns for ns in namespaces if _matches(condition, ns)]
+        if op.max_depth is not None:
+            namespaces = list({ns[: op.max_depth] for ns in namespaces})
+        namespaces.sort()
+        return namespaces[op.offset : op.offset + op.limit]
+
+    def flush_flow(self) -> Flow[None]:
+        """Write buffered access counts now (the store does this on close)."""
+        if self.access.counts:
+            yield Transaction(self.access.flush_flow(self.dialect))
+
+
+def _matches(condition: Any, namespace: tuple[str, ...]) -> bool:
+    path = tuple(condition.path)
+    if len(namespace) < len(path):
+        return False
+    if condition.match_type == "prefix":
+        pairs = zip(namespace, path, strict=False)
+    elif condition.match_type == "suffix":
+        pairs = zip(reversed(namespace), reversed(path), strict=False)
+    else:
+        raise InvalidNamespaceError(
+            f"match_type must be 'prefix' or 'suffix', got {condition.match_type!r}."
+        )
+    return all(p == "*" or n == p for n, p in pairs)

@@ -1,0 +1,186 @@
+"""The event log: every change of a memory, written in the same transaction as the change.
+
+An event has a sequence number, a time, a type, the memory's scope, kind, id, namespace
+and key, the memory's snapshot before and after, metadata, a correlation id and an
+actor. Snapshots hold every column a memory has, so replaying events alone rebuilds
+memory as it was at any instant (see :func:`replay_snapshots`).
+
+Who and why come from the caller's context:
+
+    >>> with event_context(actor="consolidator", correlation_id="run-42"):
+    ...     current_event_context()
+    EventContext(actor='consolidator', correlation_id='run-42')
+"""
+
+from __future__ import annotations
+
+import contextvars
+import uuid
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any, NamedTuple
+
+from langmem_tiers.sql.dialect import EVENTS, ITEMS, Dialect
+from langmem_tiers.sql.flow import Flow, Sql, SqlMany
+
+__all__ = [
+    "SNAPSHOT_COLUMNS",
+    "EventContext",
+    "EventRow",
+    "current_event_context",
+    "event_context",
+    "replay_snapshots",
+    "snapshot_flow",
+    "write_events_flow",
+]
+
+# Columns of a memory kept in an event's snapshot, in this order.
+SNAPSHOT_COLUMNS: tuple[str, ...] = (
+    "id",
+    "prefix",
+    "key",
+    "scope",
+    "kind",
+    "value",
+    "status",
+    "confidence",
+    "importance",
+    "version",
+    "valid_from",
+    "valid_until",
+    "event_at",
+    "session_id",
+    "actor",
+    "action_type",
+    "subject",
+    "category",
+    "proc_key",
+    "reinforcement_count",
+    "last_used_at",
+    "consolidated_into_id",
+    "created_at",
+    "updated_at",
+)
+
+_EVENT_COLUMNS = (
+    "at, type, scope, kind, memory_id, prefix, key, before, after, metadata, correlation_id, actor"
+)
+
+
+class EventContext(NamedTuple):
+    """Who made a change, and which larger operation it belongs to."""
+
+    actor: str | None
+    correlation_id: str | None
+
+
+_NO_CONTEXT = EventContext(None, None)
+_CONTEXT: contextvars.ContextVar[EventContext] = contextvars.ContextVar(
+    "langmem_tiers_event_context", default=_NO_CONTEXT
+)
+
+
+@contextmanager
+def event_context(
+    *, actor: str | None = None, correlation_id: str | None = None
+) -> Iterator[EventContext]:
+    """Stamp the events of changes made inside the block with an actor and a correlation id.
+
+    ``correlation_id=None`` inside a block that has none makes a new one.
+    """
+    outer = _CONTEXT.get()
+    ctx = EventContext(
+        actor if actor is not None else outer.actor,
+        correlation_id or outer.correlation_id or uuid.uuid4().hex,
+    )
+    token = _CONTEXT.set(ctx)
+    try:
+        yield ctx
+    finally:
+        _CONTEXT.reset(token)
+
+
+def current_event_context() -> EventContext:
+    """The actor and correlation id of the current context."""
+    return _CONTEXT.get()
+
+
+class EventRow(NamedTuple):
+    """One event to write."""
+
+    type: str
+    scope: str
+    kind: str | None
+    memory_id: str
+    prefix: str
+    key: str
+    before: dict[str, Any] | None
+    after: dict[str, Any] | None
+    metadata: dict[str, Any]
+
+
+def snapshot(dialect: Dialect, row: Sequence[Any]) -> dict[str, Any]:
+    """A JSON-safe dict of a memory row selected as ``SNAPSHOT_COLUMNS``."""
+    out: dict[str, Any] = {}
+    for name, raw in zip(SNAPSHOT_COLUMNS, row, strict=True):
+        if name == "value":
+            out[name] = dialect.json_value(raw)
+        elif name.endswith(("_at", "_from", "_until")) and raw is not None:
+            parsed = dialect.ts_value(raw)
+            out[name] = parsed.isoformat() if isinstance(parsed, datetime) else raw
+        else:
+            out[name] = raw
+    return out
+
+
+def snapshot_flow(dialect: Dialect, ids: Sequence[str]) -> Flow[dict[str, dict[str, Any]]]:
+    """Current snapshots of the memories with these ids (missing ids are left out)."""
+    if not ids:
+        return {}
+    marks = ", ".join("?" for _ in ids)
+    rows = yield Sql(
+        f"SELECT {', '.join(SNAPSHOT_COLUMNS)} FROM {ITEMS} WHERE id IN ({marks})", list(ids)
+    )
+    return {row[0]: snapshot(dialect, row) for row in rows}
+
+
+def write_events_flow(dialect: Dialect, events: Iterable[EventRow], at: datetime) -> Flow[None]:
+    """Append events (inside the caller's transaction)."""
+    ctx = current_event_context()
+    rows = [
+        (
+            dialect.ts_param(at),
+            e.type,
+            e.scope,
+            e.kind,
+            e.memory_id,
+            e.prefix,
+            e.key,
+            None if e.before is None else dialect.json_param(e.before),
+            None if e.after is None else dialect.json_param(e.after),
+            dialect.json_param(e.metadata),
+            ctx.correlation_id,
+            ctx.actor,
+        )
+        for e in events
+    ]
+    if rows:
+        marks = ", ".join("?" for _ in range(12))
+        yield SqlMany(f"INSERT INTO {EVENTS} ({_EVENT_COLUMNS}) VALUES ({marks})", rows)
+
+
+def replay_snapshots(
+    events: Iterable[tuple[str, Mapping[str, Any] | None, str]],
+) -> dict[str, dict[str, Any]]:
+    """Memories by id after applying ``(memory_id, after, type)`` events in order.
+
+    An event whose ``after`` is None removed the memory (a hard delete).
+    """
+    state: dict[str, dict[str, Any]] = {}
+    for memory_id, after, _type in events:
+        if after is None:
+            state.pop(memory_id, None)
+        else:
+            state[memory_id] = dict(after)
+    return state

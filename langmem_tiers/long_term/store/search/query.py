@@ -1,0 +1,450 @@
+"""One search of the store: BM25 with feedback over the filtered set, dense candidates, fusion,
+hybrid ranking.
+
+:func:`prepare_search` validates a ``SearchOp`` into SQL conditions (pure).
+:class:`StoreSearch` runs it inside the caller's transaction:
+
+1. BM25 over the filtered set (one round trip for the set's statistics and the query terms'
+   postings, one more for pseudo-relevance feedback);
+2. dense candidates from the vector index, which also scores the lexical candidates;
+3. fusion of both into one relevance, then the hybrid rank with recency, frequency (access
+   counts, buffered ones included) and confidence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Sequence
+from datetime import datetime
+from typing import Any, NamedTuple
+
+from langgraph.store.base import Item, SearchItem, SearchOp
+
+from langmem_tiers.config import Settings
+from langmem_tiers.errors import InvalidContentError, ValidationError
+from langmem_tiers.long_term.store.access import AccessBuffer
+from langmem_tiers.long_term.store.filters import compile_filter, validate_filter
+from langmem_tiers.long_term.store.records import (
+    join_namespace,
+    split_namespace,
+    utf8_error,
+    validate_namespace,
+)
+from langmem_tiers.long_term.store.search import bm25
+from langmem_tiers.long_term.store.search.fusion import fuse
+from langmem_tiers.long_term.store.search.ranking import Candidate, rank
+from langmem_tiers.long_term.store.vectors import VectorIndex
+from langmem_tiers.sql.dialect import ITEMS, TERMS, Dialect
+from langmem_tiers.sql.flow import Flow, Sql
+
+__all__ = [
+    "ITEM_COLS",
+    "Postings",
+    "PreparedSearch",
+    "RankedItem",
+    "StoreSearch",
+    "check_page",
+    "item_from_row",
+    "prepare_search",
+]
+
+MAX_QUERY_CHARS = 10_000
+_MAX_PAGE = 2**31  # what every database here can bind as a LIMIT/OFFSET
+
+#: The item columns every read selects, in the order :func:`item_from_row` expects.
+ITEM_COLS = "i.prefix, i.key, i.value, i.created_at, i.updated_at, i.id"
+
+
+class RankedItem(SearchItem):
+    """A search result with the components of its hybrid score.
+
+    ``score`` is the combined score; ``scores`` maps ``semantic``, ``recency``,
+    ``frequency`` and ``confidence`` to their values in [0, 1].
+    """
+
+    __slots__ = ("scores",)
+
+    def __init__(
+        self,
+        namespace: tuple[str, ...],
+        key: str,
+        value: dict[str, Any],
+        created_at: datetime,
+        updated_at: datetime,
+        score: float,
+        scores: dict[str, float],
+    ) -> None:
+        super().__init__(namespace, key, value, created_at, updated_at, score)
+        self.scores = scores
+
+    def dict(self) -> dict[str, Any]:
+        out = super().dict()
+        out["scores"] = dict(self.scores)
+        return out
+
+
+class Postings(NamedTuple):
+    """Term frequencies of some terms within a search's filtered set, and the set's size."""
+
+    n_docs: int
+    avgdl: float
+    tf: dict[str, dict[str, int]]  # term -> item id -> frequency
+    doc_len: dict[str, int]  # item id -> number of terms
+    members: set[str] | None = None  # every item of the set, when asked for
+
+
+class PreparedSearch(NamedTuple):
+    """A validated search: its scope, its SQL condition on items (alias ``i``), its page."""
+
+    prefix: tuple[str, ...]
+    where: str
+    params: list[Any]
+    value_filtered: bool
+    limit: int
+    offset: int
+    query: str | None
+
+
+def item_from_row(dialect: Dialect, row: Sequence[Any]) -> Item:
+    """An :class:`Item` from a row selected with :data:`ITEM_COLS`."""
+    return Item(
+        value=dialect.json_value(row[2]),
+        key=row[1],
+        namespace=split_namespace(row[0]),
+        created_at=dialect.ts_value(row[3]),  # type: ignore[arg-type]
+        updated_at=dialect.ts_value(row[4]),  # type: ignore[arg-type]
+    )
+
+
+def check_page(limit: Any, offset: Any) -> tuple[int, int]:
+    """``(limit, offset)`` as ints; a ValidationError naming the one that is not."""
+    for name, value in (("limit", limit), ("offset", offset)):
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < _MAX_PAGE:
+            raise ValidationError(
+                f"{name} must be a whole number from 0 to {_MAX_PAGE - 1}, got {value!r}."
+            )
+    return int(limit), int(offset)
+
+
+def prepare_search(
+    op: SearchOp,
+    dialect: Dialect,
+    *,
+    statuses: Sequence[str] | None = ("active",),
+    where: str | None = None,
+    params: Sequence[Any] = (),
+) -> PreparedSearch:
+    prefix = tuple(op.namespace_prefix)
+    validate_namespace(prefix, field="namespace_prefix", prefix=True)
+    limit, offset = check_page(op.limit, op.offset)
+    if op.query is not None:
+        if not isinstance(op.query, str):
+            raise InvalidContentError(f"query must be a string, got {op.query!r}.")
+        if "\x00" in op.query:
+            raise InvalidContentError("query contains a NUL byte (\\x00); remove it.")
+        if len(op.query) > MAX_QUERY_CHARS:
+            raise InvalidContentError(
+                f"query is {len(op.query)} characters; the limit is {MAX_QUERY_CHARS}."
+            )
+        refusal = utf8_error(op.query, "query")
+        if refusal is not None:
+            raise InvalidContentError(refusal)
+    conditions = validate_filter(op.filter)
+    where_parts: list[str] = []
+    bound: list[Any] = []
+    if statuses is not None and tuple(statuses) == ("active",):
+        where_parts.append("i.status = 'active'")
+    elif statuses is not None:
+        if not statuses:
+            raise ValidationError("statuses must name at least one status, got none.")
+        where_parts.append(f"i.status IN ({', '.join('?' for _ in statuses)})")
+        bound.extend(statuses)
+    if where:
+        where_parts.append(f"({where})")
+        bound.extend(params)
+    if prefix:
+        joined = join_namespace(prefix)
+        # Items in the namespace itself or below it: '/' sorts right after '.'.
+        where_parts.append("(i.prefix = ? OR (i.prefix > ? AND i.prefix < ?))")
+        bound.extend([joined, joined + ".", joined + "/"])
+    filter_sql, filter_params = compile_filter(conditions, dialect)
+    where_parts.append(filter_sql)
+    bound.extend(filter_params)
+    return PreparedSearch(
+        prefix,
+        " AND ".join(where_parts),
+        bound,
+        bool(conditions),
+        limit,
+        offset,
+        op.query if op.query and op.query.strip() else None,
+    )
+
+
+class StoreSearch:
+    """Runs prepared searches over the items table, the terms table and a vector index."""
+
+    def __init__(
+        self,
+        dialect: Dialect,
+        index: VectorIndex,
+        settings: Settings,
+        access: AccessBuffer,
+        *,
+        dense_weight: float = 1.0,
+    ) -> None:
+        self.dialect = dialect
+        self.index = index
+        self.settings = settings
+        self.access = access
+        self.dense_weight = dense_weight
+
+    def nearest_flow(
+        self,
+        vector: Sequence[float],
+        where: str,
+        params: Sequence[Any],
+        k: int,
+        *,
+        prefix: str,
+        value_filtered: bool = False,
+        candidates: int | None = None,
+        include: Sequence[str] = (),
+        members: Collection[str] | None = None,
+    ) -> Flow[dict[str, float]]:
+        """The ``k`` items most similar to ``vector`` among items matching ``where``.
+
+        ``candidates``, when known, is how many items match ``where`` (lets an index pick
+        an exact scan for small scopes). ``include`` are items known to match ``where``
+        whose similarity is wanted too (those with vectors are added to the result).
+        ``members``, when known, are all the items matching ``where`` (an index that
+        scores every item can then skip evaluating ``where``).
+
+        An index outside the database (Qdrant) filters by namespace only; the SQL
+        condition (statuses, scope, ...) is checked afterwards, so items it drops would
+        shorten the list. Ask the index for more until ``k`` items pass or it has no more.
+        """
+        if self.index.in_database:
+            return (
+                yield from self.index.search_flow(
+                    vector,
+                    where,
+                    params,
+                    k,
+                    prefix=prefix,
+                    value_filtered=value_filtered,
+                    candidates=candidates,
+                    include=include,
+                    members=members,
+                )
+            )
+        hits = yield from self.index.search_flow(
+            vector, where, params, k, prefix=prefix, value_filtered=value_filtered
+        )
+        if not value_filtered:
+            ask = k
+            passing = yield from self.passing_flow(hits, where, params)
+            while len(passing) < k and ask < 256 * k:
+                ask *= 4
+                more = yield from self.index.search_flow(vector, where, params, ask, prefix=prefix)
+                exhausted = len(more) <= len(hits)
+                hits = more
+                passing = yield from self.passing_flow(hits, where, params)
+                if exhausted:
+                    break  # the index has nothing more under this prefix
+            best = sorted(passing, key=lambda i: (-hits[i], i))[:k]
+            hits = {i: hits[i] for i in best}
+        missing = [i for i in include if i not in hits]
+        if missing:
+            hits.update((yield from self.index.score_flow(vector, missing)))
+        return hits
+
+    def passing_flow(self, ids: Iterable[str], where: str, params: Sequence[Any]) -> Flow[set[str]]:
+        ids = list(ids)
+        if not ids:
+            return set()
+        marks = ", ".join("?" for _ in ids)
+        rows = yield Sql(
+            f"SELECT i.id FROM {ITEMS} i WHERE i.id IN ({marks}) AND {where}", [*ids, *params]
+        )
+        return {r[0] for r in rows}
+
+    def list_flow(self, search: PreparedSearch) -> Flow[list[SearchItem]]:
+        rows = yield Sql(
+            f"SELECT {ITEM_COLS} FROM {ITEMS} i WHERE {search.where}"
+            " ORDER BY i.updated_at DESC, i.prefix, i.key LIMIT ? OFFSET ?",
+            [*search.params, search.limit, search.offset],
+        )
+        out = []
+        for row in rows:
+            item = item_from_row(self.dialect, row)
+            out.append(
+                SearchItem(item.namespace, item.key, item.value, item.created_at, item.updated_at)
+            )
+        return out
+
+    def postings_flow(
+        self,
+        search: PreparedSearch,
+        terms: Iterable[str],
+        *,
+        like_items: Sequence[str] = (),
+        members: bool = False,
+    ) -> Flow[Postings]:
+        """The filtered set's statistics and the postings of ``terms`` within it, one statement.
+
+        With ``members``, also every item of the set (for an index that scores them all).
+        With ``like_items``, the terms are instead those of these items (less ``terms``):
+        what pseudo-relevance feedback needs, the feedback items' full term frequencies and
+        the document frequencies of their terms, in the same single round trip.
+        """
+        wanted = sorted(set(terms))
+        scope = (
+            f"WITH c AS MATERIALIZED (SELECT i.id, i.doc_len FROM {ITEMS} i WHERE {search.where})"
+        )
+        marks = ", ".join("?" for _ in wanted)
+        if like_items:
+            exclude = f" AND x.term NOT IN ({marks})" if wanted else ""
+            rows = yield Sql(
+                f"{scope}, f AS MATERIALIZED (SELECT DISTINCT x.term FROM {TERMS} x"
+                f" WHERE x.item_id IN ({', '.join('?' for _ in like_items)}){exclude})"
+                f" {self.dialect.scope_postings_sql(TERMS, '(SELECT f.term FROM f)')}",
+                [*search.params, *like_items, *wanted],
+            )
+        else:
+            parts = [
+                # Items without terms have no postings; they are not BM25 documents either.
+                "SELECT NULL, NULL, count(CASE WHEN c.doc_len > 0 THEN 1 END),"
+                " CAST(avg(CASE WHEN c.doc_len > 0 THEN c.doc_len END) AS DOUBLE PRECISION)"
+                " FROM c"
+            ]
+            if members:
+                parts.append("SELECT c.id, NULL, NULL, NULL FROM c")
+            if wanted:
+                parts.append(self.dialect.scope_postings_sql(TERMS, f"({marks})"))
+            rows = yield Sql(f"{scope} {' UNION ALL '.join(parts)}", [*search.params, *wanted])
+        n_docs, avgdl = 0, 0.0
+        tf: dict[str, dict[str, int]] = {}
+        doc_len: dict[str, int] = {}
+        found: set[str] | None = set() if members else None
+        for item, term, count, length in rows:
+            if item is None:
+                n_docs, avgdl = int(count or 0), float(length or 0.0)
+            elif term is None:
+                assert found is not None
+                found.add(item)
+            else:
+                tf.setdefault(term, {})[item] = int(count)
+                doc_len[item] = int(length)
+        return Postings(n_docs, avgdl, tf, doc_len, found)
+
+    def lexical_flow(
+        self, query: str, search: PreparedSearch
+    ) -> Flow[tuple[dict[str, float], Postings]]:
+        """BM25 with pseudo-relevance feedback: expand the query with its best hits' terms.
+
+        Returns the BM25 score of every item of the filtered set that has a term of the
+        expanded query (the others score 0) and the first read of the set (its statistics,
+        and its members when the vector index wants them). Two round trips at most: the
+        query's postings with the statistics, then the feedback items' terms.
+        """
+        weights = bm25.query_weights(bm25.analyze_query(query))
+        found = yield from self.postings_flow(
+            search, weights, members=self.index.in_database and self.index.scans_members
+        )
+        if not weights or found.n_docs == 0 or found.avgdl <= 0:
+            return {}, found
+        first = bm25.score_postings(weights, found.n_docs, found.avgdl, found.tf, found.doc_len)
+        if found.n_docs >= bm25.PRF_MIN_DOCS:
+            best = sorted(first.items(), key=lambda kv: (-kv[1], kv[0]))[: bm25.PRF_DOCS]
+            feedback = [(i, s) for i, s in best if s > 0]
+        else:
+            feedback = []
+        if not feedback:
+            return first, found
+        ids = [i for i, _ in feedback]
+        more = yield from self.postings_flow(search, weights, like_items=ids)
+        tf = {**found.tf, **more.tf}
+        doc_len = {**found.doc_len, **more.doc_len}
+        tfs: dict[str, dict[str, int]] = {i: {} for i in ids}
+        for term, by_item in tf.items():
+            for item in ids:
+                if item in by_item:
+                    tfs[item][term] = by_item[item]
+        expanded = bm25.expand_query(
+            weights,
+            [tfs[i] for i in ids],
+            [s for _, s in feedback],
+            doc_frequencies={term: len(by_item) for term, by_item in tf.items()},
+            n_docs=found.n_docs,
+        )
+        return bm25.score_postings(expanded, found.n_docs, found.avgdl, tf, doc_len), found
+
+    def ranked_flow(
+        self, search: PreparedSearch, vector: list[float], now: datetime
+    ) -> Flow[tuple[list[SearchItem], list[str]]]:
+        assert search.query is not None
+        want = search.offset + search.limit
+        if want == 0:
+            return [], []
+        pool = want * self.settings.candidate_multiplier
+        scores, found = yield from self.lexical_flow(search.query, search)
+        lex = dict(sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:pool])
+        # Complete both score maps over the union, so fusion compares like with like: the
+        # index scores the lexical candidates in the same call, and every item's BM25 is
+        # already known.
+        dense = yield from self.nearest_flow(
+            vector,
+            search.where,
+            search.params,
+            pool,
+            prefix=join_namespace(search.prefix),
+            value_filtered=search.value_filtered,
+            candidates=found.n_docs or None,
+            include=list(lex),
+            members=found.members,
+        )
+        lex.update((i, scores[i]) for i in dense if i in scores)
+        ids = sorted(set(dense) | set(lex))
+        if not ids:
+            return [], []
+        marks = ", ".join("?" for _ in ids)
+        rows = yield Sql(
+            f"SELECT {ITEM_COLS}, i.event_at, i.access_count, i.confidence"
+            f" FROM {ITEMS} i WHERE i.id IN ({marks}) AND {search.where}",
+            [*ids, *search.params],
+        )
+        relevance = fuse(dense, lex, weight=self.dense_weight)
+        by_id = {row[5]: row for row in rows}
+        candidates = [
+            Candidate(
+                id=item_id,
+                relevance=relevance.get(item_id, 0.0),
+                time=self.dialect.ts_value(row[6]) or self.dialect.ts_value(row[4]),  # type: ignore[arg-type]
+                access_count=int(row[7]) + self.access.pending(item_id),
+                confidence=float(row[8]),
+            )
+            for item_id, row in by_id.items()
+        ]
+        ranked = rank(
+            candidates,
+            self.settings.weights,
+            self.settings.recency_half_life_days,
+            now,
+            self.settings.ranking,
+        )
+        page = ranked[search.offset : search.offset + search.limit]
+        out: list[SearchItem] = []
+        for r in page:
+            item = item_from_row(self.dialect, by_id[r.id])
+            out.append(
+                RankedItem(
+                    item.namespace,
+                    item.key,
+                    item.value,
+                    item.created_at,
+                    item.updated_at,
+                    r.score,
+                    r.components._asdict(),
+                )
+            )
+        return out, [r.id for r in page]

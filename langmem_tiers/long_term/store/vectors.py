@@ -1,0 +1,458 @@
+"""Vector indexes of the long-term store, as flows (see flow.py).
+
+Three implementations of one small interface:
+
+* :class:`SqliteVectorIndex`: float32 blobs in the SQLite file, exact cosine search in
+  process with numpy. No extension to load, works on every Python.
+* :class:`PgVectorIndex`: a pgvector column with an HNSW index. Filtered searches turn on
+  pgvector's iterative scan, so a search filtered to one scope still returns ``k`` rows.
+* :class:`QdrantIndex`: a Qdrant collection (a server, or qdrant-client's local mode);
+  the payload carries every namespace prefix of an item, so scope filtering happens
+  inside Qdrant.
+
+Vectors are stored unit-normalised, so cosine similarity is a dot product. An item may
+have several vectors (one per indexed field); its similarity is the best of them.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Collection, Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from langmem_tiers.sql.dialect import ITEMS, VECTORS, Dialect
+from langmem_tiers.sql.flow import Flow, InsertRows, QdrantCall, Sql
+
+__all__ = [
+    "PgVectorIndex",
+    "QdrantIndex",
+    "SqliteVectorIndex",
+    "VectorIndex",
+    "VectorRow",
+    "normalize",
+]
+
+
+class VectorRow(NamedTuple):
+    item_id: str
+    field: str
+    prefix: str
+    vector: list[float]
+
+
+def normalize(vector: Sequence[float]) -> list[float]:
+    """The unit vector along ``vector`` (a zero vector stays zero)."""
+    arr = np.asarray(vector, dtype=np.float64)
+    norm = float(np.linalg.norm(arr))
+    return (arr / norm).tolist() if norm > 0 else arr.tolist()  # type: ignore[no-any-return]
+
+
+def _under_prefix(column: str, prefix: str) -> tuple[str, list[str]]:
+    """Rows whose namespace ``column`` is ``prefix`` or below it (all rows for ``""``).
+
+    Below means ``prefix`` plus ``.`` and more labels; ``/`` sorts right after ``.``.
+    """
+    if not prefix:
+        return "1 = 1", []
+    return f"({column} = ? OR ({column} > ? AND {column} < ?))", [
+        prefix,
+        prefix + ".",
+        prefix + "/",
+    ]
+
+
+def _best_per_item(pairs: Sequence[tuple[str, float]]) -> dict[str, float]:
+    best: dict[str, float] = {}
+    for item_id, sim in pairs:
+        sim = float(sim)
+        if item_id not in best or sim > best[item_id]:
+            best[item_id] = sim
+    return best
+
+
+class VectorIndex:
+    """How vectors are written and searched. ``in_database``: writes join the SQL transaction."""
+
+    in_database = True
+    #: The index scores every item of the filtered set in process, so it is given the
+    #: set's members when the caller has them (see :meth:`search_flow`).
+    scans_members = False
+
+    def __init__(self, dialect: Dialect) -> None:
+        self.dialect = dialect
+
+    def setup_flow(self, dims: int) -> Flow[None]:
+        for statement in self.dialect.vector_migrations(dims):
+            yield Sql(statement)
+
+    def write_flow(self, rows: Sequence[VectorRow], item_ids: Sequence[str]) -> Flow[None]:
+        """Replace all vectors of ``item_ids`` with ``rows`` (which may add other items)."""
+        if item_ids:
+            marks = ", ".join("?" for _ in item_ids)
+            yield Sql(f"DELETE FROM {VECTORS} WHERE item_id IN ({marks})", list(item_ids))
+        if rows:
+            yield InsertRows(
+                VECTORS,
+                ("item_id", "field", "prefix", "embedding"),
+                [
+                    (r.item_id, r.field, r.prefix, self.dialect.vector_param(normalize(r.vector)))
+                    for r in rows
+                ],
+            )
+
+    def delete_flow(self, item_ids: Sequence[str]) -> Flow[None]:
+        """Vectors in the database go with their items (ON DELETE CASCADE)."""
+        return
+        yield  # pragma: no cover - makes this a generator
+
+    def search_flow(
+        self,
+        vector: Sequence[float],
+        where: str,
+        params: Sequence[Any],
+        k: int | None,
+        *,
+        prefix: str,
+        value_filtered: bool = False,
+        candidates: int | None = None,
+        include: Sequence[str] = (),
+        members: Collection[str] | None = None,
+    ) -> Flow[dict[str, float]]:
+        """Best cosine similarity per item among items matching ``where`` (top ``k``).
+
+        ``include``: items known to match ``where`` whose similarity is wanted as well;
+        those with vectors are added to the result (an index answers them in the same
+        round trip where it can). ``members``: every item matching ``where``, when the
+        caller knows them; an index that :attr:`scans_members` reads their vectors
+        without evaluating ``where`` again, others need not look at it.
+        """
+        raise NotImplementedError
+
+    def score_flow(
+        self, vector: Sequence[float], item_ids: Sequence[str]
+    ) -> Flow[dict[str, float]]:
+        """Cosine similarity of the given items (those that have vectors)."""
+        raise NotImplementedError
+
+
+class SqliteVectorIndex(VectorIndex):
+    """Exact search over float32 blobs, scored in process."""
+
+    scans_members = True
+
+    def _score_rows(
+        self,
+        rows: Sequence[tuple[Any, ...]],
+        vector: Sequence[float],
+        k: int | None,
+        include: Sequence[str] = (),
+    ) -> dict[str, float]:
+        if not rows:
+            return {}
+        query = np.asarray(normalize(vector), dtype=np.float32)
+        matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype="<f4").reshape(len(rows), -1)
+        sims = (matrix @ query).tolist()
+        best = _best_per_item([(r[0], s) for r, s in zip(rows, sims, strict=True)])
+        if k is None or len(best) <= k:
+            return best
+        top = dict(sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))[:k])
+        top.update((i, best[i]) for i in include if i in best)
+        return top
+
+    def search_flow(
+        self,
+        vector: Sequence[float],
+        where: str,
+        params: Sequence[Any],
+        k: int | None,
+        *,
+        prefix: str,
+        value_filtered: bool = False,
+        candidates: int | None = None,
+        include: Sequence[str] = (),
+        members: Collection[str] | None = None,
+    ) -> Flow[dict[str, float]]:
+        if members is not None:
+            # The namespace's vectors through their own prefix index, kept when their item
+            # is a member: no second look-up of every item's row.
+            under, under_params = _under_prefix("prefix", prefix)
+            found = yield Sql(
+                f"SELECT item_id, embedding FROM {VECTORS} WHERE {under}", under_params
+            )
+            rows = [r for r in found if r[0] in members]
+        else:
+            rows = yield Sql(
+                f"SELECT v.item_id, v.embedding FROM {VECTORS} v JOIN {ITEMS} i"
+                f" ON i.id = v.item_id WHERE {where}",
+                params,
+            )
+        # Every item of the set is scored anyway: the included ones cost nothing more.
+        return self._score_rows(rows, vector, k, include)
+
+    def score_flow(
+        self, vector: Sequence[float], item_ids: Sequence[str]
+    ) -> Flow[dict[str, float]]:
+        if not item_ids:
+            return {}
+        marks = ", ".join("?" for _ in item_ids)
+        rows = yield Sql(
+            f"SELECT item_id, embedding FROM {VECTORS} WHERE item_id IN ({marks})", list(item_ids)
+        )
+        return self._score_rows(rows, vector, None)
+
+
+class PgVectorIndex(VectorIndex):
+    """pgvector HNSW with iterative scans for filtered queries."""
+
+    def __init__(
+        self, dialect: Dialect, *, ef_search: int = 100, exact_below: int = 50_000
+    ) -> None:
+        super().__init__(dialect)
+        self.ef_search = ef_search
+        self.exact_below = exact_below
+
+    def search_flow(
+        self,
+        vector: Sequence[float],
+        where: str,
+        params: Sequence[Any],
+        k: int | None,
+        *,
+        prefix: str,
+        value_filtered: bool = False,
+        candidates: int | None = None,
+        include: Sequence[str] = (),
+        members: Collection[str] | None = None,
+    ) -> Flow[dict[str, float]]:
+        literal = self.dialect.vector_param(normalize(vector))
+        limit = k if k is not None else 1_000_000
+        # The included items are scored in the same statement (a second branch).
+        extra, extra_params = "", []
+        if candidates is not None and candidates <= self.exact_below:
+            # A scope of a few thousand items is scored exactly faster than HNSW can walk
+            # past the other scopes' vectors (and exact recall is 1.0).
+            if include:
+                extra, extra_params = (
+                    " UNION ALL SELECT item_id, 1 - dist FROM c WHERE item_id = ANY(?)",
+                    [list(include)],
+                )
+            rows = yield Sql(
+                f"WITH c AS MATERIALIZED (SELECT v.item_id, v.embedding <=> ?::vector AS dist"
+                f" FROM {VECTORS} v JOIN {ITEMS} i ON i.id = v.item_id WHERE {where})"
+                f" (SELECT item_id, 1 - dist FROM c ORDER BY dist LIMIT ?){extra}",
+                [literal, *params, limit, *extra_params],
+            )
+            return _best_per_item([(r[0], r[1]) for r in rows])
+        # Without iterative scans, HNSW returns ef_search rows and the scope filter is
+        # applied afterwards, so a filtered search could come back short.
+        yield Sql(
+            "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),"
+            " set_config('hnsw.ef_search', ?, true)",
+            [str(max(self.ef_search, 2 * limit))],
+        )
+        if include:
+            extra, extra_params = (
+                f" UNION ALL SELECT item_id, 1 - (embedding <=> ?::vector) FROM {VECTORS}"
+                " WHERE item_id = ANY(?)",
+                [literal, list(include)],
+            )
+        rows = yield Sql(
+            f"(SELECT v.item_id, 1 - (v.embedding <=> ?::vector) AS sim FROM {VECTORS} v"
+            f" JOIN {ITEMS} i ON i.id = v.item_id WHERE {where}"
+            f" ORDER BY v.embedding <=> ?::vector LIMIT ?){extra}",
+            [literal, *params, literal, limit, *extra_params],
+        )
+        return _best_per_item([(r[0], r[1]) for r in rows])
+
+    def score_flow(
+        self, vector: Sequence[float], item_ids: Sequence[str]
+    ) -> Flow[dict[str, float]]:
+        if not item_ids:
+            return {}
+        literal = self.dialect.vector_param(normalize(vector))
+        rows = yield Sql(
+            f"SELECT item_id, 1 - (embedding <=> ?::vector) FROM {VECTORS} WHERE item_id = ANY(?)",
+            [literal, list(item_ids)],
+        )
+        return _best_per_item([(r[0], r[1]) for r in rows])
+
+
+_POINT_NAMESPACE = uuid.UUID("0b6c2f1e-8d4a-4f57-9e3b-5a2d7c9e1f04")
+
+
+def _point_id(item_id: str, field: str) -> str:
+    return str(uuid.uuid5(_POINT_NAMESPACE, item_id + "\x1f" + field))
+
+
+def _prefixes(prefix: str) -> list[str]:
+    labels = prefix.split(".")
+    return [".".join(labels[: i + 1]) for i in range(len(labels))]
+
+
+class QdrantIndex(VectorIndex):
+    """Vectors in a Qdrant collection; structured data stays in SQL."""
+
+    in_database = False
+
+    def __init__(self, dialect: Dialect, collection: str, *, payload_indexes: bool = True) -> None:
+        super().__init__(dialect)
+        self.collection = collection
+        # qdrant-client's local mode has no payload indexes (and warns when asked for one).
+        self.payload_indexes = payload_indexes
+
+    def setup_flow(self, dims: int) -> Flow[None]:
+        from qdrant_client import models
+
+        exists = yield QdrantCall("collection_exists", {"collection_name": self.collection})
+        if not exists:
+            yield QdrantCall(
+                "create_collection",
+                {
+                    "collection_name": self.collection,
+                    "vectors_config": models.VectorParams(
+                        size=int(dims), distance=models.Distance.COSINE
+                    ),
+                },
+            )
+            for name in ("prefixes", "item_id") if self.payload_indexes else ():
+                yield QdrantCall(
+                    "create_payload_index",
+                    {
+                        "collection_name": self.collection,
+                        "field_name": name,
+                        "field_schema": models.PayloadSchemaType.KEYWORD,
+                    },
+                )
+
+    def _item_filter(self, item_ids: Sequence[str]) -> Any:
+        from qdrant_client import models
+
+        return models.Filter(
+            must=[models.FieldCondition(key="item_id", match=models.MatchAny(any=list(item_ids)))]
+        )
+
+    def write_flow(self, rows: Sequence[VectorRow], item_ids: Sequence[str]) -> Flow[None]:
+        from qdrant_client import models
+
+        keep = {_point_id(r.item_id, r.field) for r in rows}
+        gone: list[Any]
+        if item_ids:
+            # Drop vectors of fields the new version no longer has.
+            stale = yield from self._point_ids(item_ids)
+            gone = [p for p in stale if p not in keep]
+            if gone:
+                yield QdrantCall(
+                    "delete",
+                    {
+                        "collection_name": self.collection,
+                        "points_selector": models.PointIdsList(points=gone),
+                    },
+                )
+        if rows:
+            yield QdrantCall(
+                "upsert",
+                {
+                    "collection_name": self.collection,
+                    "points": [
+                        models.PointStruct(
+                            id=_point_id(r.item_id, r.field),
+                            vector=normalize(r.vector),
+                            payload={
+                                "item_id": r.item_id,
+                                "field": r.field,
+                                "prefixes": _prefixes(r.prefix),
+                            },
+                        )
+                        for r in rows
+                    ],
+                },
+            )
+
+    def _point_ids(self, item_ids: Sequence[str]) -> Flow[list[str]]:
+        found: list[str] = []
+        offset = None
+        while True:
+            points, offset = yield QdrantCall(
+                "scroll",
+                {
+                    "collection_name": self.collection,
+                    "scroll_filter": self._item_filter(item_ids),
+                    "limit": 1000,
+                    "offset": offset,
+                    "with_payload": False,
+                    "with_vectors": False,
+                },
+            )
+            found.extend(str(p.id) for p in points)
+            if offset is None:
+                return found
+
+    def delete_flow(self, item_ids: Sequence[str]) -> Flow[None]:
+        from qdrant_client import models
+
+        if item_ids:
+            yield QdrantCall(
+                "delete",
+                {
+                    "collection_name": self.collection,
+                    "points_selector": models.FilterSelector(filter=self._item_filter(item_ids)),
+                },
+            )
+
+    def _query(
+        self, vector: Sequence[float], query_filter: Any, limit: int
+    ) -> Flow[dict[str, float]]:
+        response = yield QdrantCall(
+            "query_points",
+            {
+                "collection_name": self.collection,
+                "query": normalize(vector),
+                "query_filter": query_filter,
+                "limit": limit,
+                "with_payload": ["item_id"],
+            },
+        )
+        return _best_per_item([(p.payload["item_id"], p.score) for p in response.points])
+
+    def search_flow(
+        self,
+        vector: Sequence[float],
+        where: str,
+        params: Sequence[Any],
+        k: int | None,
+        *,
+        prefix: str,
+        value_filtered: bool = False,
+        candidates: int | None = None,
+        include: Sequence[str] = (),
+        members: Collection[str] | None = None,
+    ) -> Flow[dict[str, float]]:
+        from qdrant_client import models
+
+        conditions: list[Any] = []
+        limit = k if k is not None else 10_000
+        if value_filtered:
+            # Value filters live in SQL: restrict Qdrant to the items that pass them.
+            rows = yield Sql(f"SELECT i.id FROM {ITEMS} i WHERE {where}", params)
+            ids = [r[0] for r in rows]
+            if not ids:
+                return {}  # nothing passes the filter, so nothing is included either
+            conditions.append(models.FieldCondition(key="item_id", match=models.MatchAny(any=ids)))
+        if prefix:
+            conditions.append(
+                models.FieldCondition(key="prefixes", match=models.MatchValue(value=prefix))
+            )
+        hits = yield from self._query(vector, models.Filter(must=conditions), limit)
+        missing = [i for i in include if i not in hits]
+        if missing:
+            hits.update((yield from self.score_flow(vector, missing)))
+        return hits
+
+    def score_flow(
+        self, vector: Sequence[float], item_ids: Sequence[str]
+    ) -> Flow[dict[str, float]]:
+        if not item_ids:
+            return {}
+        return (yield from self._query(vector, self._item_filter(item_ids), len(item_ids) * 4))

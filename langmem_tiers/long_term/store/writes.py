@@ -1,0 +1,197 @@
+"""Writes of the store: items, their terms and vectors, and one event per change.
+
+A batch's puts and deletes are written in the caller's transaction: the items, then their
+BM25 terms and (in-database) vectors, then the columns a :class:`WriteNote` sets, and last
+one event per changed item with its before and after snapshots.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any, NamedTuple
+
+from langgraph.store.base import PutOp
+
+from langmem_tiers.long_term.store.events import EventRow, snapshot_flow, write_events_flow
+from langmem_tiers.long_term.store.records import (
+    ItemRecord,
+    item_id,
+    join_namespace,
+    texts_to_index,
+    validate_key,
+    validate_namespace,
+    validate_value,
+)
+from langmem_tiers.long_term.store.search import bm25
+from langmem_tiers.long_term.store.vectors import VectorIndex, VectorRow
+from langmem_tiers.sql.dialect import ITEMS, TERMS, Dialect, item_columns
+from langmem_tiers.sql.flow import Flow, InsertRows, Sql, SqlMany
+
+__all__ = ["ENGINE_COLUMNS", "PreparedPut", "StoreWriter", "WriteNote", "prepare_put"]
+
+# Memory columns a value does not carry, kept by the memory engine: name -> is a timestamp.
+ENGINE_COLUMNS: dict[str, bool] = {
+    "version": False,
+    "reinforcement_count": False,
+    "last_used_at": True,
+    "consolidated_into_id": False,
+}
+
+
+class WriteNote(NamedTuple):
+    """What a caller adds to the put of one item (see ``StoreCore.batch_flow``).
+
+    ``event_type`` and ``metadata`` replace the event's defaults (``memory.created`` /
+    ``memory.updated``, ``{}``); ``columns`` sets :data:`ENGINE_COLUMNS` in the same
+    transaction, before the event's snapshot is taken.
+    """
+
+    event_type: str | None = None
+    metadata: dict[str, Any] | None = None
+    columns: dict[str, Any] | None = None
+
+
+class PreparedPut(NamedTuple):
+    """A validated put (``record`` None: a delete) with its texts to embed and its terms."""
+
+    record: ItemRecord | None
+    namespace: tuple[str, ...]
+    key: str
+    texts: list[tuple[str, str]]  # (field, text) to embed
+    terms: dict[str, int]
+    doc_len: int
+
+
+def prepare_put(op: PutOp, *, fields: Sequence[str] | None, max_chars: int) -> PreparedPut:
+    """Validate ``op`` and analyse its text (pure: no I/O)."""
+    validate_namespace(op.namespace)
+    key = validate_key(op.key)
+    if op.value is None:
+        return PreparedPut(None, op.namespace, key, [], {}, 0)
+    record = validate_value(op.namespace, key, op.value, max_chars=max_chars)
+    if op.index is False:
+        return PreparedPut(record, op.namespace, key, [], {}, 0)
+    texts = texts_to_index(record, list(op.index) if isinstance(op.index, list) else fields)
+    terms = bm25.analyze(" ".join(text for _, text in texts))
+    return PreparedPut(record, op.namespace, key, texts, bm25.term_frequencies(terms), len(terms))
+
+
+class StoreWriter:
+    """Writes prepared puts with their index rows and events, inside a transaction."""
+
+    def __init__(self, dialect: Dialect, index: VectorIndex) -> None:
+        self.dialect = dialect
+        self.index = index
+
+    def write_flow(
+        self,
+        puts: list[PreparedPut],
+        rows: list[VectorRow],
+        now: datetime,
+        notes: Mapping[str, WriteNote],
+    ) -> Flow[None]:
+        d = self.dialect
+        all_ids = [item_id(p.namespace, p.key) for p in puts]
+        lock = d.lock_items_sql()
+        if lock and all_ids:
+            # Concurrent writers of one item take turns, so each event's "before" is the
+            # previous event's "after" (READ COMMITTED alone lets both read the old row).
+            yield Sql(lock, [sorted(set(all_ids))])
+        before = yield from snapshot_flow(d, all_ids)
+        for p in puts:
+            if p.record is None:
+                yield Sql(
+                    f"DELETE FROM {ITEMS} WHERE prefix = ? AND key = ?",
+                    [join_namespace(p.namespace), p.key],
+                )
+        upserts = [p for p in puts if p.record is not None]
+        ids = [p.record.id for p in upserts if p.record is not None]
+        if upserts:
+            yield SqlMany(d.upsert_items_sql(), [self._item_row(p, now) for p in upserts])
+            # Terms and vectors belong to their item (foreign keys): a new item has none.
+            yield from self._index_flow(upserts, rows, [i for i in ids if i in before])
+        for note_id, note in notes.items():
+            if note.columns and note_id in ids:
+                names = sorted(note.columns)
+                yield Sql(
+                    f"UPDATE {ITEMS} SET {', '.join(f'{n} = ?' for n in names)} WHERE id = ?",
+                    [
+                        *(
+                            d.ts_param(note.columns[n]) if ENGINE_COLUMNS[n] else note.columns[n]
+                            for n in names
+                        ),
+                        note_id,
+                    ],
+                )
+        after = yield from snapshot_flow(d, ids)
+        events = []
+        for memory_id in all_ids:
+            old, new = before.get(memory_id), after.get(memory_id)
+            if old is None and new is None:
+                continue  # deleting what was not there changes nothing
+            kind = "deleted" if new is None else "created" if old is None else "updated"
+            base = new or old
+            assert base is not None
+            note = notes.get(memory_id, WriteNote())
+            events.append(
+                EventRow(
+                    note.event_type or f"memory.{kind}",
+                    base["scope"],
+                    base["kind"],
+                    memory_id,
+                    base["prefix"],
+                    base["key"],
+                    old,
+                    new,
+                    dict(note.metadata or {}),
+                )
+            )
+        yield from write_events_flow(d, events, now)
+
+    def _index_flow(
+        self, upserts: list[PreparedPut], rows: list[VectorRow], replaced: list[str]
+    ) -> Flow[None]:
+        """Write the terms and in-database vectors of ``upserts``; ``replaced``: items that had some."""
+        if replaced:
+            marks = ", ".join("?" for _ in replaced)
+            yield Sql(f"DELETE FROM {TERMS} WHERE item_id IN ({marks})", replaced)
+        term_rows = [
+            (term, p.record.id, tf)
+            for p in upserts
+            if p.record is not None
+            for term, tf in p.terms.items()
+        ]
+        if term_rows:
+            yield InsertRows(TERMS, ("term", "item_id", "tf"), term_rows)
+        if self.index.in_database:
+            yield from self.index.write_flow(rows, replaced)
+
+    def _item_row(self, p: PreparedPut, now: datetime) -> tuple[Any, ...]:
+        d = self.dialect
+        r = p.record
+        assert r is not None
+        values = {
+            "id": r.id,
+            "prefix": r.prefix,
+            "key": r.key,
+            "scope": r.scope,
+            "kind": r.kind,
+            "value": d.json_param(r.value),
+            "created_at": d.ts_param(now),
+            "updated_at": d.ts_param(now),
+            "event_at": d.ts_param(r.event_at),
+            "session_id": r.session_id,
+            "actor": r.actor,
+            "action_type": r.action_type,
+            "subject": r.subject,
+            "category": r.category,
+            "valid_from": d.ts_param(r.valid_from),
+            "valid_until": d.ts_param(r.valid_until),
+            "proc_key": r.proc_key,
+            "confidence": r.confidence,
+            "importance": r.importance,
+            "status": r.status,
+            "doc_len": p.doc_len,
+        }
+        return tuple(values[c] for c in item_columns)

@@ -1,0 +1,274 @@
+"""The I/O seam: how each backend executes the requests of a flow.
+
+* :class:`SqliteIO`: one ``sqlite3`` connection guarded by a lock; transactions are
+  ``BEGIN IMMEDIATE`` so concurrent writers queue instead of failing late.
+* :class:`PostgresIO` / :class:`AsyncPostgresIO`: psycopg 3 connections or pools; a
+  transaction takes one connection for the whole flow. SQL is written with ``?`` and
+  converted to psycopg's ``%s`` here.
+
+Embedding and Qdrant requests are the same for every SQL engine and live in the mixins.
+Database errors become :class:`~langmem_tiers.errors.BackendError` at the store's edge.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import sqlite3
+import threading
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from typing import Any, TypeVar
+
+from langchain_core.embeddings import Embeddings
+
+from langmem_tiers.sql.flow import (
+    Embed,
+    Flow,
+    InsertRows,
+    QdrantCall,
+    Sql,
+    SqlMany,
+    arun,
+    run,
+)
+
+__all__ = ["AsyncPostgresIO", "PostgresIO", "SqliteIO", "to_psycopg"]
+
+T = TypeVar("T")
+
+
+def _insert_sql(request: InsertRows) -> str:
+    """The one-row INSERT statement of ``request`` (``?`` placeholders)."""
+    marks = ", ".join("?" for _ in request.columns)
+    return f"INSERT INTO {request.table} ({', '.join(request.columns)}) VALUES ({marks})"
+
+
+def _copy_sql(request: InsertRows) -> str:
+    """The COPY statement that loads the rows of ``request`` on PostgreSQL."""
+    return f"COPY {request.table} ({', '.join(request.columns)}) FROM STDIN"
+
+
+@functools.lru_cache(maxsize=512)
+def to_psycopg(text: str) -> str:
+    """``?`` placeholders to psycopg's ``%s`` (literal ``%`` doubled)."""
+    return text.replace("%", "%%").replace("?", "%s")
+
+
+class _SharedIO:
+    def __init__(self, embeddings: Embeddings | None, qdrant: Any | None) -> None:
+        self.embeddings = embeddings
+        self.qdrant_client = qdrant
+
+    def embed(self, request: Embed) -> list[list[float]]:
+        if self.embeddings is None:
+            raise RuntimeError("no embeddings configured")
+        if request.query:
+            return [self.embeddings.embed_query(t) for t in request.texts]
+        return self.embeddings.embed_documents(list(request.texts))
+
+    def qdrant(self, request: QdrantCall) -> Any:
+        if self.qdrant_client is None:
+            raise RuntimeError("no Qdrant client configured")
+        return getattr(self.qdrant_client, request.method)(**request.kwargs)
+
+
+class SqliteIO(_SharedIO):
+    """Blocking I/O on one SQLite connection (shared by threads, serialised by a lock)."""
+
+    def __init__(
+        self, conn: sqlite3.Connection, embeddings: Embeddings | None, qdrant: Any | None = None
+    ) -> None:
+        super().__init__(embeddings, qdrant)
+        self.conn = conn
+        self.lock = threading.RLock()
+        self._depth = 0  # transaction nesting, guarded by the lock
+
+    @staticmethod
+    def configure(conn: sqlite3.Connection) -> None:
+        """Pragmas the store relies on: WAL for concurrent readers, FKs for cascades."""
+        conn.isolation_level = None  # transactions are explicit
+        conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute("PRAGMA busy_timeout = 30000")
+        mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
+        if str(mode).lower() != "memory":
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+
+    def sql(self, request: Sql) -> list[tuple[Any, ...]]:
+        with self.lock:
+            return self.conn.execute(request.text, tuple(request.params)).fetchall()
+
+    def sql_many(self, request: SqlMany) -> None:
+        with self.lock:
+            self.conn.executemany(request.text, [tuple(r) for r in request.rows])
+
+    def insert_rows(self, request: InsertRows) -> None:
+        # In process, a prepared statement run per row is already the bulk path.
+        with self.lock:
+            self.conn.executemany(_insert_sql(request), [tuple(r) for r in request.rows])
+
+    def transaction(self, flow: Flow[T]) -> T:
+        """One transaction; a nested one is a savepoint, so flows compose."""
+        with self.lock:
+            depth = self._depth
+            begin, commit, rollback = (
+                ("BEGIN IMMEDIATE", "COMMIT", "ROLLBACK")
+                if depth == 0
+                else (f"SAVEPOINT sp{depth}", f"RELEASE sp{depth}", f"ROLLBACK TO sp{depth}")
+            )
+            self.conn.execute(begin)
+            self._depth += 1
+            try:
+                result = run(flow, self)
+            except BaseException:
+                self.conn.execute(rollback)
+                if depth:
+                    self.conn.execute(f"RELEASE sp{depth}")
+                raise
+            finally:
+                self._depth -= 1
+            self.conn.execute(commit)
+            return result
+
+
+class _PgConnIO(_SharedIO):
+    """Requests on one connection already inside a transaction."""
+
+    def __init__(self, conn: Any, embeddings: Embeddings | None, qdrant: Any | None) -> None:
+        super().__init__(embeddings, qdrant)
+        self.conn = conn
+
+    def sql(self, request: Sql) -> list[tuple[Any, ...]]:
+        cur = self.conn.execute(to_psycopg(request.text), list(request.params), prepare=False)
+        return cur.fetchall() if cur.description is not None else []
+
+    def sql_many(self, request: SqlMany) -> None:
+        with self.conn.cursor() as cur:
+            cur.executemany(to_psycopg(request.text), [list(r) for r in request.rows])
+
+    def insert_rows(self, request: InsertRows) -> None:
+        # COPY streams every row in one statement: several times faster than a
+        # pipelined INSERT per row.
+        with self.conn.cursor() as cur, cur.copy(_copy_sql(request)) as copy:
+            for row in request.rows:
+                copy.write_row(row)
+
+    def transaction(self, flow: Flow[T]) -> T:
+        with self.conn.transaction():
+            return run(flow, self)
+
+
+class PostgresIO(_SharedIO):
+    """Blocking I/O on a psycopg connection or pool."""
+
+    def __init__(self, conn: Any, embeddings: Embeddings | None, qdrant: Any | None = None) -> None:
+        super().__init__(embeddings, qdrant)
+        self.conn = conn
+        self._lock = threading.RLock()  # a lone connection is not shared by threads at once
+
+    @contextmanager
+    def _connection(self) -> Iterator[Any]:
+        if hasattr(self.conn, "connection"):  # a pool
+            with self.conn.connection() as conn:
+                yield conn
+        else:
+            with self._lock:
+                yield self.conn
+
+    def sql(self, request: Sql) -> list[tuple[Any, ...]]:
+        with self._connection() as conn:
+            return _PgConnIO(conn, self.embeddings, self.qdrant_client).sql(request)
+
+    def sql_many(self, request: SqlMany) -> None:
+        with self._connection() as conn, conn.transaction():
+            _PgConnIO(conn, self.embeddings, self.qdrant_client).sql_many(request)
+
+    def insert_rows(self, request: InsertRows) -> None:
+        with self._connection() as conn, conn.transaction():
+            _PgConnIO(conn, self.embeddings, self.qdrant_client).insert_rows(request)
+
+    def transaction(self, flow: Flow[T]) -> T:
+        with self._connection() as conn, conn.transaction():
+            return run(flow, _PgConnIO(conn, self.embeddings, self.qdrant_client))
+
+
+class _AsyncShared:
+    def __init__(self, embeddings: Embeddings | None, qdrant: Any | None) -> None:
+        self.embeddings = embeddings
+        self.qdrant_client = qdrant
+
+    async def embed(self, request: Embed) -> list[list[float]]:
+        if self.embeddings is None:
+            raise RuntimeError("no embeddings configured")
+        if request.query:
+            return list(
+                await asyncio.gather(*(self.embeddings.aembed_query(t) for t in request.texts))
+            )
+        return await self.embeddings.aembed_documents(list(request.texts))
+
+    async def qdrant(self, request: QdrantCall) -> Any:
+        if self.qdrant_client is None:
+            raise RuntimeError("no Qdrant client configured")
+        method = getattr(self.qdrant_client, request.method)
+        if asyncio.iscoroutinefunction(method):
+            return await method(**request.kwargs)
+        # A sync client (qdrant-client's local mode is one): keep the loop free.
+        return await asyncio.to_thread(method, **request.kwargs)
+
+
+class _AsyncPgConnIO(_AsyncShared):
+    def __init__(self, conn: Any, embeddings: Embeddings | None, qdrant: Any | None) -> None:
+        super().__init__(embeddings, qdrant)
+        self.conn = conn
+
+    async def sql(self, request: Sql) -> list[tuple[Any, ...]]:
+        cur = await self.conn.execute(to_psycopg(request.text), list(request.params), prepare=False)
+        return await cur.fetchall() if cur.description is not None else []
+
+    async def sql_many(self, request: SqlMany) -> None:
+        async with self.conn.cursor() as cur:
+            await cur.executemany(to_psycopg(request.text), [list(r) for r in request.rows])
+
+    async def insert_rows(self, request: InsertRows) -> None:
+        async with self.conn.cursor() as cur, cur.copy(_copy_sql(request)) as copy:
+            for row in request.rows:
+                await copy.write_row(row)
+
+    async def transaction(self, flow: Flow[T]) -> T:
+        async with self.conn.transaction():
+            return await arun(flow, self)
+
+
+class AsyncPostgresIO(_AsyncShared):
+    """Awaitable I/O on a psycopg async connection or async pool."""
+
+    def __init__(self, conn: Any, embeddings: Embeddings | None, qdrant: Any | None = None) -> None:
+        super().__init__(embeddings, qdrant)
+        self.conn = conn
+        self._lock = asyncio.Lock()
+
+    @asynccontextmanager
+    async def _connection(self) -> AsyncIterator[Any]:
+        if hasattr(self.conn, "connection"):
+            async with self.conn.connection() as conn:
+                yield conn
+        else:
+            async with self._lock:
+                yield self.conn
+
+    async def sql(self, request: Sql) -> list[tuple[Any, ...]]:
+        async with self._connection() as conn:
+            return await _AsyncPgConnIO(conn, self.embeddings, self.qdrant_client).sql(request)
+
+    async def sql_many(self, request: SqlMany) -> None:
+        async with self._connection() as conn, conn.transaction():
+            await _AsyncPgConnIO(conn, self.embeddings, self.qdrant_client).sql_many(request)
+
+    async def insert_rows(self, request: InsertRows) -> None:
+        async with self._connection() as conn, conn.transaction():
+            await _AsyncPgConnIO(conn, self.embeddings, self.qdrant_client).insert_rows(request)
+
+    async def transaction(self, flow: Flow[T]) -> T:
+        async with self._connection() as conn, conn.transaction():
+            return await arun(flow, _AsyncPgConnIO(conn, self.embeddings, self.qdrant_client))

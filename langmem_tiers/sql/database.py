@@ -1,0 +1,219 @@
+"""One database handle for everything that keeps rows: the store and the SQL message log.
+
+:class:`Database` takes what the user gives (an ``sqlite3.Connection``, a psycopg
+connection or pool, sync or async), picks the dialect and the I/O, runs flows with the
+sync or async driver, maps driver errors to :class:`~langmem_tiers.errors.BackendError`,
+and applies the schema migrations. :func:`open_connection` opens a connection from a URL.
+
+Example:
+    >>> db = Database(open_connection("sqlite:///:memory:"))
+    >>> db.run(migrate_flow(db.dialect))
+    >>> db.run(current_version_flow(db.dialect)) >= 1
+    True
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from pathlib import Path
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
+
+from langchain_core.embeddings import Embeddings
+
+from langmem_tiers.config import default_data_dir
+from langmem_tiers.errors import (
+    BackendError,
+    ConfigurationError,
+    LangmemTiersError,
+    MissingDependencyError,
+)
+from langmem_tiers.sql.backends import AsyncPostgresIO, PostgresIO, SqliteIO
+from langmem_tiers.sql.dialect import (
+    Dialect,
+    PostgresDialect,
+    SqliteDialect,
+    current_version_flow,
+    migrate_flow,
+)
+from langmem_tiers.sql.flow import Flow, arun, run
+
+__all__ = [
+    "Database",
+    "current_version_flow",
+    "migrate_flow",
+    "open_async_connection",
+    "open_connection",
+    "parse_url",
+]
+
+T = TypeVar("T")
+
+
+class Database:
+    """A connection (or pool) with its dialect and its sync/async drivers."""
+
+    def __init__(
+        self, conn: Any, *, embeddings: Embeddings | None = None, qdrant: Any | None = None
+    ) -> None:
+        self.conn = conn
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.dialect: Dialect
+        self.sync_io: Any = None
+        self.async_io: Any = None
+        if isinstance(conn, sqlite3.Connection):
+            SqliteIO.configure(conn)
+            self.dialect = SqliteDialect()
+            self.sync_io = SqliteIO(conn, embeddings, qdrant)
+            return
+        if type(conn).__module__.startswith(("psycopg", "psycopg_pool")):
+            self.dialect = PostgresDialect()
+            if type(conn).__name__.startswith("Async"):
+                self.async_io = AsyncPostgresIO(conn, embeddings, qdrant)
+            else:
+                self.sync_io = PostgresIO(conn, embeddings, qdrant)
+            return
+        raise ConfigurationError(
+            f"conn must be a sqlite3.Connection or a psycopg connection or pool, got "
+            f"{type(conn).__name__}; or open one from a URL (from_url)."
+        )
+
+    @property
+    def is_async(self) -> bool:
+        """Whether the connection is an async one (sync calls then go through its loop)."""
+        return self.async_io is not None
+
+    def run(self, flow: Flow[T]) -> T:
+        """Drive a flow with blocking I/O."""
+        if self.sync_io is None:
+            return self._run_on_loop(flow)
+        try:
+            return run(flow, self.sync_io)
+        except LangmemTiersError:
+            raise
+        except Exception as err:
+            raise backend_error(err) from err
+
+    async def arun(self, flow: Flow[T]) -> T:
+        """Drive a flow with awaitable I/O (a worker thread for sync connections)."""
+        if self.async_io is None:
+            # sqlite3 and sync psycopg block: run the same flow in a worker thread.
+            return await asyncio.to_thread(self.run, flow)
+        self._loop = asyncio.get_running_loop()
+        try:
+            return await arun(flow, self.async_io)
+        except LangmemTiersError:
+            raise
+        except Exception as err:
+            raise backend_error(err) from err
+
+    def _run_on_loop(self, flow: Flow[T]) -> T:
+        loop = self._loop
+        if loop is None or not loop.is_running():
+            raise ConfigurationError(
+                "this was opened with an async connection; use the async methods "
+                "(aput, asearch, ...) or open it with a sync connection."
+            )
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            raise ConfigurationError(
+                "sync methods cannot run on the event loop of an async connection; "
+                "use the async methods (aput, asearch, ...)."
+            )
+        return asyncio.run_coroutine_threadsafe(self.arun(flow), loop).result()
+
+
+def backend_error(err: Exception) -> Exception:
+    """Driver errors become BackendError; programming errors stay what they are."""
+    db_error = isinstance(err, sqlite3.Error) or type(err).__module__.startswith(
+        ("psycopg", "qdrant_client", "grpc", "httpx", "httpcore")
+    )
+    if isinstance(err, (ValueError, TypeError, LookupError)) and not db_error:
+        return err
+    return BackendError(f"the database failed: {type(err).__name__}: {err}")
+
+
+# -- opening from a URL --------------------------------------------------------------------
+
+
+def parse_url(url: str | None) -> tuple[str, str]:
+    """``("sqlite", path)`` or ``("postgres", url)``; ``None`` is the embedded default file."""
+    if url is None:
+        directory = default_data_dir()
+        directory.mkdir(parents=True, exist_ok=True)
+        return "sqlite", str(directory / "memory.db")
+    if url.startswith("sqlite://"):
+        path = url[len("sqlite://") :]
+        if path.startswith("/"):
+            path = path[1:]
+        if not path:
+            raise ConfigurationError(
+                f"url {url!r} names no file; use sqlite:///path/to/memory.db or sqlite:///:memory:."
+            )
+        return "sqlite", path
+    scheme = urlsplit(url).scheme
+    if scheme in ("postgresql", "postgres"):
+        return "postgres", url
+    raise ConfigurationError(
+        f"url {url!r} has an unknown scheme {scheme!r}; use sqlite:///path.db, "
+        "postgresql://user@host:5432/db, or leave it out for the embedded default."
+    )
+
+
+def open_connection(url: str | None, *, pool_size: int = 4) -> Any:
+    """A blocking connection for ``url``: an sqlite3 connection or a psycopg pool (owned by the caller)."""
+    kind, target = parse_url(url)
+    if kind == "sqlite":
+        return _open_sqlite(target)
+    pool_cls = _psycopg_pool("ConnectionPool")
+    return pool_cls(
+        target,
+        min_size=1,
+        max_size=pool_size,
+        kwargs={"autocommit": True},
+        open=True,
+        check=pool_cls.check_connection,
+    )
+
+
+async def open_async_connection(url: str | None, *, pool_size: int = 4) -> Any:
+    """Async twin of :func:`open_connection`: PostgreSQL gets an async pool."""
+    kind, target = parse_url(url)
+    if kind == "sqlite":
+        return await asyncio.to_thread(_open_sqlite, target)
+    pool_cls = _psycopg_pool("AsyncConnectionPool")
+    pool = pool_cls(
+        target,
+        min_size=1,
+        max_size=pool_size,
+        kwargs={"autocommit": True},
+        open=False,
+        check=pool_cls.check_connection,
+    )
+    await pool.open()
+    return pool
+
+
+async def aclose(resource: Any) -> None:
+    """Close a sync or async resource."""
+    result = resource.close()
+    if asyncio.iscoroutine(result):
+        await result
+
+
+def _open_sqlite(path: str) -> sqlite3.Connection:
+    if path != ":memory:":
+        Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    return sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+
+
+def _psycopg_pool(name: str) -> Any:
+    try:
+        import psycopg_pool
+    except ImportError as err:
+        raise MissingDependencyError("The PostgreSQL backend", "postgres", "psycopg-pool") from err
+    return getattr(psycopg_pool, name)

@@ -1,0 +1,533 @@
+"""SQL for the long-term store: schema migrations and the query builders of each dialect.
+
+SQL is written once with ``?`` placeholders; the PostgreSQL executor turns them into
+``%s``. The two dialects differ only in column types, JSON access and parameter
+adaptation, which live in the small :class:`SqliteDialect` / :class:`PostgresDialect`.
+Values are always bound parameters; the only identifiers built into SQL are the fixed
+table names below and validated JSON paths.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from typing import Any
+
+from langmem_tiers.errors import MigrationError
+from langmem_tiers.sql.flow import Flow, Sql
+
+__all__ = [
+    "Dialect",
+    "PostgresDialect",
+    "SqliteDialect",
+    "current_version_flow",
+    "item_columns",
+    "migrate_flow",
+]
+
+ITEMS = "lmt_items"
+TERMS = "lmt_terms"
+VECTORS = "lmt_vectors"
+META = "lmt_meta"
+MIGRATIONS = "lmt_migrations"
+STM_SESSIONS = "lmt_stm_sessions"
+STM_MESSAGES = "lmt_stm_messages"
+STM_LEASES = "lmt_stm_leases"
+EVENTS = "lmt_events"
+API_KEYS = "lmt_api_keys"
+VERSIONS = "lmt_versions"
+
+# Columns filled from a memory's value (see records.py), in insert order.
+item_columns: tuple[str, ...] = (
+    "id",
+    "prefix",
+    "key",
+    "scope",
+    "kind",
+    "value",
+    "created_at",
+    "updated_at",
+    "event_at",
+    "session_id",
+    "actor",
+    "action_type",
+    "subject",
+    "category",
+    "valid_from",
+    "valid_until",
+    "proc_key",
+    "confidence",
+    "importance",
+    "status",
+    "doc_len",
+)
+
+# Columns an update must not overwrite: creation time and usage statistics.
+_KEEP_ON_UPDATE = {"id", "prefix", "key", "created_at"}
+
+
+class Dialect:
+    """What differs between SQL engines, plus the query builders they share."""
+
+    name: str = "sql"
+    json_type = "TEXT"
+    ts_type = "TEXT"
+    serial_key = "INTEGER PRIMARY KEY AUTOINCREMENT"
+
+    # -- parameter adaptation ------------------------------------------------------
+    def json_param(self, value: Any) -> Any:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+    def ts_param(self, value: datetime | None) -> Any:
+        if value is None:
+            return None
+        return value.astimezone(timezone.utc).isoformat(timespec="microseconds")
+
+    def ts_value(self, raw: Any) -> datetime | None:
+        if raw is None:
+            return None
+        if isinstance(raw, datetime):
+            return raw if raw.tzinfo else raw.replace(tzinfo=timezone.utc)
+        return datetime.fromisoformat(str(raw))
+
+    def json_value(self, raw: Any) -> Any:
+        return json.loads(raw) if isinstance(raw, (str, bytes)) else raw
+
+    def vector_param(self, vector: Sequence[float]) -> Any:
+        return struct.pack(f"<{len(vector)}f", *vector)
+
+    # -- JSON filters --------------------------------------------------------------
+    def json_extract(self, path: Sequence[str]) -> tuple[str, list[Any]]:
+        """SQL that yields the value at ``path`` inside ``value``, comparable to params."""
+        raise NotImplementedError
+
+    def json_compare(self, path: Sequence[str], op: str, operand: Any) -> tuple[str, list[Any]]:
+        """A WHERE clause comparing the value at ``path`` with ``operand``."""
+        raise NotImplementedError
+
+    # -- schema ----------------------------------------------------------------------
+    def migrations(self) -> list[list[str]]:
+        """Append-only list of migrations; migration ``i`` brings the schema to version ``i+1``.
+
+        Never edit or reorder an entry: add a new one.
+        """
+        j, ts = self.json_type, self.ts_type
+        return [
+            [
+                f"""CREATE TABLE {ITEMS} (
+                    id TEXT PRIMARY KEY,
+                    prefix TEXT NOT NULL,
+                    key TEXT NOT NULL,
+                    scope TEXT NOT NULL,
+                    kind TEXT,
+                    value {j} NOT NULL,
+                    created_at {ts} NOT NULL,
+                    updated_at {ts} NOT NULL,
+                    event_at {ts},
+                    session_id TEXT,
+                    actor TEXT,
+                    action_type TEXT,
+                    subject TEXT,
+                    category TEXT,
+                    version INTEGER NOT NULL DEFAULT 1,
+                    valid_from {ts},
+                    valid_until {ts},
+                    proc_key TEXT,
+                    reinforcement_count INTEGER NOT NULL DEFAULT 0,
+                    last_used_at {ts},
+                    confidence DOUBLE PRECISION NOT NULL DEFAULT 1.0,
+                    importance DOUBLE PRECISION NOT NULL DEFAULT 1.0,
+                    access_count BIGINT NOT NULL DEFAULT 0,
+                    last_accessed_at {ts},
+                    status TEXT NOT NULL DEFAULT 'active',
+                    consolidated_into_id TEXT,
+                    doc_len INTEGER NOT NULL DEFAULT 0,
+                    UNIQUE (prefix, key)
+                )""",
+                f"CREATE INDEX {ITEMS}_prefix_updated ON {ITEMS} (prefix, updated_at)",
+                f"CREATE INDEX {ITEMS}_scope_kind ON {ITEMS} (scope, kind, status)",
+                f"CREATE INDEX {ITEMS}_session ON {ITEMS} (scope, session_id)"
+                " WHERE session_id IS NOT NULL",
+                f"CREATE INDEX {ITEMS}_proc_key ON {ITEMS} (scope, proc_key)"
+                " WHERE proc_key IS NOT NULL",
+                f"""CREATE TABLE {TERMS} (
+                    term TEXT NOT NULL,
+                    item_id TEXT NOT NULL REFERENCES {ITEMS} (id) ON DELETE CASCADE,
+                    tf INTEGER NOT NULL,
+                    PRIMARY KEY (term, item_id)
+                )""",
+                f"CREATE INDEX {TERMS}_item ON {TERMS} (item_id)",
+                f"CREATE TABLE {META} (name TEXT PRIMARY KEY, value TEXT NOT NULL)",
+            ],
+            [
+                # Short-term memory: the id counter per session and the messages with tiers.
+                f"""CREATE TABLE {STM_SESSIONS} (
+                    session_id TEXT PRIMARY KEY,
+                    last_seq BIGINT NOT NULL DEFAULT 0
+                )""",
+                f"""CREATE TABLE {STM_MESSAGES} (
+                    session_id TEXT NOT NULL,
+                    seq BIGINT NOT NULL,
+                    role TEXT NOT NULL,
+                    content {j} NOT NULL,
+                    tier1 TEXT,
+                    tier2 TEXT,
+                    required_tier_level INTEGER NOT NULL DEFAULT 1,
+                    created_at TEXT NOT NULL,
+                    extra {j} NOT NULL,
+                    PRIMARY KEY (session_id, seq)
+                )""",
+            ],
+            [
+                # The event log: one row per change of a memory, in the change's transaction.
+                f"""CREATE TABLE {EVENTS} (
+                    seq {self.serial_key},
+                    at {ts} NOT NULL,
+                    type TEXT NOT NULL,
+                    scope TEXT NOT NULL,
+                    kind TEXT,
+                    memory_id TEXT NOT NULL,
+                    prefix TEXT NOT NULL,
+                    key TEXT NOT NULL,
+                    before {j},
+                    after {j},
+                    metadata {j} NOT NULL,
+                    correlation_id TEXT,
+                    actor TEXT
+                )""",
+                f"CREATE INDEX {EVENTS}_scope_seq ON {EVENTS} (scope, seq)",
+                f"CREATE INDEX {EVENTS}_memory_seq ON {EVENTS} (memory_id, seq)",
+            ],
+            [
+                # API keys of the HTTP server: only a hash of each key is kept. A key is
+                # bound to one scope, or is an admin key (scope NULL).
+                f"""CREATE TABLE {API_KEYS} (
+                    id TEXT PRIMARY KEY,
+                    key_hash TEXT NOT NULL,
+                    scope TEXT,
+                    is_admin INTEGER NOT NULL DEFAULT 0,
+                    name TEXT,
+                    created_at {ts} NOT NULL,
+                    last_used_at {ts},
+                    revoked_at {ts}
+                )""",
+                f"CREATE INDEX {API_KEYS}_scope ON {API_KEYS} (scope)",
+            ],
+            [
+                # Versions of semantic memories (the memory engine): one row per version,
+                # the content and value as they were, why it changed, and when it held.
+                f"""CREATE TABLE {VERSIONS} (
+                    memory_id TEXT NOT NULL REFERENCES {ITEMS} (id) ON DELETE CASCADE,
+                    version INTEGER NOT NULL,
+                    scope TEXT NOT NULL,
+                    content TEXT NOT NULL,
+                    value {j} NOT NULL,
+                    confidence DOUBLE PRECISION NOT NULL,
+                    valid_from {ts},
+                    valid_until {ts},
+                    reason TEXT,
+                    created_at {ts} NOT NULL,
+                    PRIMARY KEY (memory_id, version)
+                )""",
+                f"CREATE INDEX {VERSIONS}_scope ON {VERSIONS} (scope, memory_id)",
+                # Consolidation looks for a scope's episodes not consolidated yet.
+                f"CREATE INDEX {ITEMS}_unconsolidated ON {ITEMS} (scope, kind)"
+                " WHERE consolidated_into_id IS NULL",
+            ],
+            [
+                # BM25 reads the terms of one scope's items: drive it from the items, with
+                # an index that answers (item, term) -> tf without touching the table.
+                f"CREATE INDEX {TERMS}_item_term ON {TERMS} (item_id, term, tf)",
+                f"DROP INDEX {TERMS}_item",
+            ],
+            [
+                # Short-term memory: one consolidation lease per session, so concurrent
+                # writers summarise each overflowing window once (short_term/log.py ClaimOp).
+                f"""CREATE TABLE {STM_LEASES} (
+                    session_id TEXT PRIMARY KEY,
+                    owner TEXT NOT NULL,
+                    expires_at DOUBLE PRECISION NOT NULL
+                )""",
+            ],
+            [
+                # Short-term memory: a session's count of changes other than appends, so a
+                # log that caches the window reads only the rows appended since, unless
+                # something was removed or changed (short_term/sql_log.py).
+                f"ALTER TABLE {STM_SESSIONS} ADD COLUMN changes BIGINT NOT NULL DEFAULT 0",
+            ],
+        ]
+
+    def migration_lock_sql(self) -> str | None:
+        """A statement that serialises concurrent migrations (None: the engine already does)."""
+        return None
+
+    def lock_items_sql(self) -> str | None:
+        """A statement taking transaction locks on item ids (one ``?``: the id list).
+
+        None when transactions are already serial (SQLite's ``BEGIN IMMEDIATE``).
+        """
+        return None
+
+    #: Appended to a SELECT that reads rows the transaction will change: row locks where
+    #: writers run concurrently (SQLite's write transaction already serialises them).
+    for_update: str = ""
+
+    def scope_postings_sql(self, terms_table: str, term_set: str) -> str:
+        """The terms rows (``t``) of the items of CTE ``c`` whose term is ``IN term_set``.
+
+        Each item's rows are read whole through the (item_id, term, tf) index and filtered
+        after: a scope is small while a frequent term has rows in every scope, and one
+        range read per item beats a probe per item and term once feedback brings dozens of
+        terms. SQLite keeps the written order of a CROSS JOIN, and a unary ``+`` keeps the
+        term out of the index look-up.
+        """
+        return (
+            "SELECT t.item_id, t.term, t.tf, c.doc_len FROM c CROSS JOIN"
+            f" {terms_table} t WHERE t.item_id = c.id AND +t.term IN {term_set}"
+        )
+
+    def vector_migrations(self, dims: int) -> list[str]:
+        """Statements that create the vector table for ``dims``-dimensional vectors."""
+        return [
+            f"""CREATE TABLE {VECTORS} (
+                item_id TEXT NOT NULL REFERENCES {ITEMS} (id) ON DELETE CASCADE,
+                field TEXT NOT NULL,
+                prefix TEXT NOT NULL,
+                embedding BLOB NOT NULL,
+                PRIMARY KEY (item_id, field)
+            )""",
+            f"CREATE INDEX {VECTORS}_prefix ON {VECTORS} (prefix)",
+        ]
+
+    # -- statements --------------------------------------------------------------------
+    def upsert_items_sql(self) -> str:
+        cols = ", ".join(item_columns)
+        marks = ", ".join(self.placeholder(c) for c in item_columns)
+        updates = ", ".join(f"{c} = excluded.{c}" for c in item_columns if c not in _KEEP_ON_UPDATE)
+        return (
+            f"INSERT INTO {ITEMS} ({cols}) VALUES ({marks}) "
+            # The id is derived from (prefix, key), so it is the one arbiter both conflicts share.
+            f"ON CONFLICT (id) DO UPDATE SET {updates}"
+        )
+
+    def placeholder(self, column: str) -> str:
+        return "?"
+
+    def create_migrations_table(self) -> str:
+        return (
+            f"CREATE TABLE IF NOT EXISTS {MIGRATIONS} "
+            f"(version INTEGER PRIMARY KEY, applied_at {self.ts_type} NOT NULL)"
+        )
+
+    def now(self) -> datetime:
+        return datetime.now(timezone.utc)
+
+
+def _sqlite_path(path: Sequence[str]) -> str:
+    return "$" + "".join('."' + p.replace("\\", "\\\\").replace('"', '\\"') + '"' for p in path)
+
+
+def _path_can_spell(key: str) -> bool:
+    """Whether a JSON path label matches ``key`` literally on every SQLite version.
+
+    A quoted label ends at the first ``"`` whatever precedes it, and before 3.45 a label
+    is compared with the key's escaped JSON text, so a control character (stored as
+    ``\\t``, ``\\u001f``...) never matches; json_each compares decoded keys instead.
+    """
+    return '"' not in key and all(c >= " " for c in key)
+
+
+def _sqlite_lookup(path: Sequence[str]) -> tuple[str, str, list[Any]]:
+    """SQL for the value at ``path`` and for its JSON type; both take the same params.
+
+    Keys a path can spell keep json_extract/json_type; a key it cannot is found by its
+    decoded text in json_each, and the keys after it are looked up in what that yields.
+    The document is passed to json_each through a subquery in FROM: an unqualified
+    ``value`` in a table function's arguments would name json_each's own column.
+    """
+    doc, params = "value", []
+    start = 0
+    for i, key in enumerate(path):
+        if _path_can_spell(key):
+            continue
+        params.extend([_sqlite_path(path[start:i]), key])
+        member = f"FROM (SELECT {doc} AS doc) AS d, json_each(d.doc, ?) AS e WHERE e.key = ?"
+        if i == len(path) - 1:
+            return f"(SELECT e.value {member})", f"(SELECT e.type {member})", params
+        # Only an object has keys to descend into; any other value has none (NULL).
+        doc = f"(SELECT e.value {member} AND e.type = 'object')"
+        start = i + 1
+    params.append(_sqlite_path(path[start:]))
+    return f"json_extract({doc}, ?)", f"json_type({doc}, ?)", params
+
+
+class SqliteDialect(Dialect):
+    """SQLite: JSON as text, timestamps as ISO-8601 text in UTC, vectors as float32 blobs."""
+
+    name = "sqlite"
+
+    def json_extract(self, path: Sequence[str]) -> tuple[str, list[Any]]:
+        expr, _, params = _sqlite_lookup(path)
+        return expr, params
+
+    def json_compare(self, path: Sequence[str], op: str, operand: Any) -> tuple[str, list[Any]]:
+        expr, typed, params = _sqlite_lookup(path)
+        if isinstance(operand, (dict, list)):
+            literal = json.dumps(operand, ensure_ascii=False, separators=(",", ":"))
+            if op == "$eq":
+                return f"({expr} = json(?) AND {typed} IN ('object', 'array'))", [
+                    *params,
+                    literal,
+                    *params,
+                ]
+            return f"(({expr} IS NOT json(?)) OR {typed} NOT IN ('object', 'array'))", [
+                *params,
+                literal,
+                *params,
+            ]
+        if isinstance(operand, bool):
+            # JSON true/false come out of json_extract as 1/0; check the JSON type too.
+            kind = "true" if operand else "false"
+            if op == "$eq":
+                return f"({typed} = ?)", [*params, kind]
+            return f"({typed} IS NOT ?)", [*params, kind]
+        if operand is None:
+            if op == "$eq":
+                return f"({typed} = 'null')", params
+            return f"({typed} IS NOT 'null')", params
+        sql_op = _COMPARATORS[op]
+        if op in ("$eq", "$ne"):
+            # Strings only equal strings, numbers only numbers, as in JSON.
+            type_ok = "('text')" if isinstance(operand, str) else "('integer', 'real')"
+            if op == "$eq":
+                return f"({expr} = ? AND {typed} IN {type_ok})", [*params, operand, *params]
+            return f"({expr} IS NOT ? OR {typed} NOT IN {type_ok} OR {typed} IS NULL)", [
+                *params,
+                operand,
+                *params,
+                *params,
+            ]
+        if isinstance(operand, str):
+            return f"({typed} = 'text' AND {expr} {sql_op} ?)", [*params, *params, operand]
+        return f"({typed} IN ('integer', 'real') AND {expr} {sql_op} ?)", [
+            *params,
+            *params,
+            operand,
+        ]
+
+
+_COMPARATORS = {"$eq": "=", "$ne": "<>", "$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
+
+
+class PostgresDialect(Dialect):
+    """PostgreSQL: JSONB values, TIMESTAMPTZ times, pgvector vectors."""
+
+    name = "postgres"
+    json_type = "JSONB"
+    ts_type = "TIMESTAMPTZ"
+    serial_key = "BIGSERIAL PRIMARY KEY"
+
+    def json_param(self, value: Any) -> Any:
+        from psycopg.types.json import Jsonb
+
+        return Jsonb(value)
+
+    def ts_param(self, value: datetime | None) -> Any:
+        return value
+
+    def json_value(self, raw: Any) -> Any:
+        return raw  # psycopg already decodes JSONB (a JSON string comes back as str)
+
+    def vector_param(self, vector: Sequence[float]) -> Any:
+        return "[" + ",".join(repr(float(x)) for x in vector) + "]"
+
+    def placeholder(self, column: str) -> str:
+        return "?::vector" if column == "embedding" else "?"
+
+    def migration_lock_sql(self) -> str | None:
+        return "SELECT pg_advisory_xact_lock(hashtext('langmem_tiers.migrations'))"
+
+    for_update = " FOR UPDATE"
+
+    def scope_postings_sql(self, terms_table: str, term_set: str) -> str:
+        # A LATERAL subquery fenced by OFFSET 0 keeps the per-item range read whatever the
+        # planner's statistics say (see the base method).
+        return (
+            "SELECT t.item_id, t.term, t.tf, c.doc_len FROM c CROSS JOIN LATERAL"
+            f" (SELECT t.item_id, t.term, t.tf FROM {terms_table} t WHERE t.item_id = c.id"
+            f" OFFSET 0) t WHERE t.term IN {term_set}"
+        )
+
+    def lock_items_sql(self) -> str | None:
+        # Sorted, so two transactions locking overlapping sets cannot deadlock.
+        return (
+            "SELECT count(pg_advisory_xact_lock(hashtextextended(x, 7)))"
+            " FROM (SELECT DISTINCT unnest(?::text[]) AS x ORDER BY 1) AS ids"
+        )
+
+    def vector_migrations(self, dims: int) -> list[str]:
+        return [
+            f"""CREATE TABLE {VECTORS} (
+                item_id TEXT NOT NULL REFERENCES {ITEMS} (id) ON DELETE CASCADE,
+                field TEXT NOT NULL,
+                prefix TEXT NOT NULL,
+                embedding vector({int(dims)}) NOT NULL,
+                PRIMARY KEY (item_id, field)
+            )""",
+            f"CREATE INDEX {VECTORS}_prefix ON {VECTORS} (prefix)",
+            f"CREATE INDEX {VECTORS}_hnsw ON {VECTORS} USING hnsw (embedding vector_cosine_ops)",
+        ]
+
+    def json_extract(self, path: Sequence[str]) -> tuple[str, list[Any]]:
+        return "(value #> ?::text[])", [list(path)]
+
+    def json_compare(self, path: Sequence[str], op: str, operand: Any) -> tuple[str, list[Any]]:
+        expr, params = self.json_extract(path)
+        literal = json.dumps(operand, ensure_ascii=False)
+        if op == "$eq":
+            return f"({expr} = ?::jsonb)", [*params, literal]
+        if op == "$ne":
+            return f"({expr} IS DISTINCT FROM ?::jsonb)", [*params, literal]
+        kind = "string" if isinstance(operand, str) else "number"
+        return f"(jsonb_typeof({expr}) = ? AND {expr} {_COMPARATORS[op]} ?::jsonb)", [
+            *params,
+            kind,
+            *params,
+            literal,
+        ]
+
+
+def current_version_flow(dialect: Dialect) -> Flow[int]:
+    """The schema version applied (0 for an empty database)."""
+    yield Sql(dialect.create_migrations_table())
+    rows = yield Sql(f"SELECT max(version) FROM {MIGRATIONS}")
+    return int(rows[0][0] or 0)
+
+
+def migrate_flow(dialect: Dialect) -> Flow[None]:
+    """Apply the missing migrations, in order, each recorded with its version (idempotent).
+
+    Runs inside one transaction; on PostgreSQL an advisory lock makes concurrent
+    ``setup()`` calls wait for each other instead of racing.
+    """
+    lock = dialect.migration_lock_sql()
+    if lock:
+        yield Sql(lock)
+    current = yield from current_version_flow(dialect)
+    migrations = dialect.migrations()
+    if current > len(migrations):
+        raise MigrationError(
+            f"the database schema is at version {current}, newer than this package knows "
+            f"({len(migrations)}); upgrade langmem-tiers."
+        )
+    for version, statements in enumerate(migrations, start=1):
+        if version <= current:
+            continue
+        for statement in statements:
+            yield Sql(statement)
+        yield Sql(
+            f"INSERT INTO {MIGRATIONS} (version, applied_at) VALUES (?, ?)",
+            [version, dialect.ts_param(dialect.now())],
+        )
