@@ -315,12 +315,13 @@ def _dense_stage(store: Any) -> DenseStage:
     settings are transaction-local), returning item ids best first.
     """
     from langmem_tiers.long_term.store.records import join_namespace
+    from langmem_tiers.long_term.store.search.query import prepare_search
     from langmem_tiers.sql.flow import Transaction
 
     core = getattr(store, "core", None) or store._core
 
     def search(namespace: tuple[str, ...], vector: list[float], k: int) -> list[str]:
-        prepared = core._prepare_search(SearchOp(namespace, query="q", limit=LIMIT))
+        prepared = prepare_search(SearchOp(namespace, query="q", limit=LIMIT), core.dialect)
         inner = core.index.search_flow(
             vector,
             prepared.where,

@@ -3,8 +3,9 @@
 A graph node that does I/O (the short-term memory, the store, the model) is written as
 a generator that ``yield``s a :class:`Call` naming a sync method and its async twin, and
 receives the result. :func:`drive` performs calls with the sync method, :func:`adrive`
-awaits the async twin, so ``invoke`` and ``ainvoke`` run the same logic. A call that
-raises is thrown back into the generator at its ``yield``, where the flow decides.
+awaits the async twin (both through :mod:`langmem_tiers.effects`), so ``invoke`` and
+``ainvoke`` run the same logic. A call that raises is thrown back into the generator at
+its ``yield``, where the flow decides.
 
 Example:
     >>> import asyncio
@@ -24,6 +25,8 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Generator, Mapping
 from typing import Any, NamedTuple, TypeVar
+
+from langmem_tiers import effects
 
 __all__ = ["Call", "Flow", "adrive", "drive", "twin"]
 
@@ -50,31 +53,9 @@ def twin(obj: Any, name: str, *args: Any, **kwargs: Any) -> Call:
 
 def drive(flow: Flow[T]) -> T:
     """Run ``flow`` to its end with the sync methods; answers what it returns."""
-    result: Any = None
-    error: BaseException | None = None
-    while True:
-        try:
-            call = flow.throw(error) if error is not None else flow.send(result)
-        except StopIteration as stop:
-            value: T = stop.value
-            return value
-        try:
-            result, error = call.sync(*call.args, **(call.kwargs or {})), None
-        except Exception as err:  # the flow decides what a failure means
-            result, error = None, err
+    return effects.drive(flow, {Call: lambda c: c.sync(*c.args, **(c.kwargs or {}))})
 
 
 async def adrive(flow: Flow[T]) -> T:
     """Async twin of :func:`drive`: the same flow, each call awaited."""
-    result: Any = None
-    error: BaseException | None = None
-    while True:
-        try:
-            call = flow.throw(error) if error is not None else flow.send(result)
-        except StopIteration as stop:
-            value: T = stop.value
-            return value
-        try:
-            result, error = await call.async_(*call.args, **(call.kwargs or {})), None
-        except Exception as err:  # the flow decides what a failure means
-            result, error = None, err
+    return await effects.adrive(flow, {Call: lambda c: c.async_(*c.args, **(c.kwargs or {}))})

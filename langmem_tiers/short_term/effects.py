@@ -3,7 +3,7 @@
 Short-term memory's operations (add, consolidate, build the context) are generators that
 ``yield`` the I/O they need as an effect and receive its result; they never call a log, a
 store or a model themselves. :func:`run_sync` performs effects with the sync APIs and
-:func:`run_async` with the async twins, so the logic between the I/O exists exactly once.
+:func:`run_async` with the async twins (through :mod:`langmem_tiers.effects`), so the logic between the I/O exists exactly once.
 A failed effect is thrown back into the flow at its ``yield``, where the flow can handle it.
 
 Example:
@@ -23,6 +23,7 @@ from typing import Any, NamedTuple, TypeVar
 from langchain_core.messages import BaseMessage
 from langgraph.store.base import BaseStore, Op
 
+from langmem_tiers.effects import adrive, drive
 from langmem_tiers.errors import ConfigurationError
 from langmem_tiers.short_term.log import LogOp, MessageLog
 from langmem_tiers.tiers.base import Summarizer, Tierer
@@ -40,6 +41,7 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+_T = TypeVar("_T")
 
 
 class LogCall(NamedTuple):
@@ -86,65 +88,35 @@ def _missing(what: str) -> ConfigurationError:
     return ConfigurationError(f"this operation needs a {what}, and none was configured.")
 
 
-def _perform(effect: Effect, runtime: Runtime) -> Any:
-    if isinstance(effect, LogCall):
-        return runtime.log.batch(effect.ops)
-    if isinstance(effect, StoreCall):
-        if runtime.store is None:
-            raise _missing("store")
-        return runtime.store.batch(effect.ops)
-    if isinstance(effect, TierCall):
-        if runtime.tierer is None:
-            raise _missing("tierer")
-        return runtime.tierer.tier(effect.messages)
-    if runtime.summarizer is None:
-        raise _missing("summarizer")
-    return runtime.summarizer.summarize(effect.messages)
-
-
-async def _aperform(effect: Effect, runtime: Runtime) -> Any:
-    if isinstance(effect, LogCall):
-        return await runtime.log.abatch(effect.ops)
-    if isinstance(effect, StoreCall):
-        if runtime.store is None:
-            raise _missing("store")
-        return await runtime.store.abatch(effect.ops)
-    if isinstance(effect, TierCall):
-        if runtime.tierer is None:
-            raise _missing("tierer")
-        return await runtime.tierer.atier(effect.messages)
-    if runtime.summarizer is None:
-        raise _missing("summarizer")
-    return await runtime.summarizer.asummarize(effect.messages)
+def _needs(what: str, value: _T | None) -> _T:
+    if value is None:
+        raise _missing(what)
+    return value
 
 
 def run_sync(flow: Flow[T], runtime: Runtime) -> T:
     """Drive ``flow`` to its end with the sync APIs; answers what it returns."""
-    result: Any = None
-    error: BaseException | None = None
-    while True:
-        try:
-            effect = flow.throw(error) if error is not None else flow.send(result)
-        except StopIteration as stop:
-            value: T = stop.value
-            return value
-        try:
-            result, error = _perform(effect, runtime), None
-        except Exception as err:  # handed to the flow, which decides
-            result, error = None, err
+    return drive(
+        flow,
+        {
+            LogCall: lambda e: runtime.log.batch(e.ops),
+            StoreCall: lambda e: _needs("store", runtime.store).batch(e.ops),
+            TierCall: lambda e: _needs("tierer", runtime.tierer).tier(e.messages),
+            SummarizeCall: lambda e: _needs("summarizer", runtime.summarizer).summarize(e.messages),
+        },
+    )
 
 
 async def run_async(flow: Flow[T], runtime: Runtime) -> T:
     """Async twin of :func:`run_sync`: the same flow, effects awaited."""
-    result: Any = None
-    error: BaseException | None = None
-    while True:
-        try:
-            effect = flow.throw(error) if error is not None else flow.send(result)
-        except StopIteration as stop:
-            value: T = stop.value
-            return value
-        try:
-            result, error = await _aperform(effect, runtime), None
-        except Exception as err:  # handed to the flow, which decides
-            result, error = None, err
+    return await adrive(
+        flow,
+        {
+            LogCall: lambda e: runtime.log.abatch(e.ops),
+            StoreCall: lambda e: _needs("store", runtime.store).abatch(e.ops),
+            TierCall: lambda e: _needs("tierer", runtime.tierer).atier(e.messages),
+            SummarizeCall: lambda e: _needs("summarizer", runtime.summarizer).asummarize(
+                e.messages
+            ),
+        },
+    )

@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Generator, Sequence
 from typing import Any, NamedTuple, Protocol, TypeVar
 
+from langmem_tiers.effects import adrive, drive
+
 __all__ = [
     "AsyncIO",
     "Embed",
@@ -112,61 +114,29 @@ class AsyncIO(Protocol):
 
 def run(flow: Flow[T], io: SyncIO) -> T:
     """Drive a flow to its end with blocking I/O."""
-    try:
-        request = next(flow)
-        while True:
-            try:
-                result = _dispatch(request, io)
-            except BaseException as err:
-                request = flow.throw(err)
-            else:
-                request = flow.send(result)
-    except StopIteration as stop:
-        return stop.value  # type: ignore[no-any-return]
+    return drive(
+        flow,
+        {
+            Sql: io.sql,
+            SqlMany: io.sql_many,
+            InsertRows: io.insert_rows,
+            Embed: io.embed,
+            QdrantCall: io.qdrant,
+            Transaction: lambda request: io.transaction(request.flow),
+        },
+    )
 
 
 async def arun(flow: Flow[T], io: AsyncIO) -> T:
     """Drive a flow to its end with awaitable I/O."""
-    try:
-        request = next(flow)
-        while True:
-            try:
-                result = await _adispatch(request, io)
-            except BaseException as err:
-                request = flow.throw(err)
-            else:
-                request = flow.send(result)
-    except StopIteration as stop:
-        return stop.value  # type: ignore[no-any-return]
-
-
-def _dispatch(request: Request, io: SyncIO) -> Any:
-    if isinstance(request, Sql):
-        return io.sql(request)
-    if isinstance(request, SqlMany):
-        return io.sql_many(request)
-    if isinstance(request, InsertRows):
-        return io.insert_rows(request)
-    if isinstance(request, Embed):
-        return io.embed(request)
-    if isinstance(request, QdrantCall):
-        return io.qdrant(request)
-    if isinstance(request, Transaction):
-        return io.transaction(request.flow)
-    raise TypeError(f"unknown flow request {request!r}")
-
-
-async def _adispatch(request: Request, io: AsyncIO) -> Any:
-    if isinstance(request, Sql):
-        return await io.sql(request)
-    if isinstance(request, SqlMany):
-        return await io.sql_many(request)
-    if isinstance(request, InsertRows):
-        return await io.insert_rows(request)
-    if isinstance(request, Embed):
-        return await io.embed(request)
-    if isinstance(request, QdrantCall):
-        return await io.qdrant(request)
-    if isinstance(request, Transaction):
-        return await io.transaction(request.flow)
-    raise TypeError(f"unknown flow request {request!r}")
+    return await adrive(
+        flow,
+        {
+            Sql: io.sql,
+            SqlMany: io.sql_many,
+            InsertRows: io.insert_rows,
+            Embed: io.embed,
+            QdrantCall: io.qdrant,
+            Transaction: lambda request: io.transaction(request.flow),
+        },
+    )

@@ -33,6 +33,8 @@ from typing import Any, NamedTuple, TypeVar
 
 from langchain_core.messages import BaseMessage
 
+from langmem_tiers import effects
+from langmem_tiers.errors import ConfigurationError
 from langmem_tiers.long_term.engine.conflicts import ContradictionChecker, Merger, Statement
 from langmem_tiers.sql.flow import Flow
 from langmem_tiers.tiers.base import Summarizer
@@ -40,6 +42,7 @@ from langmem_tiers.tiers.base import Summarizer
 __all__ = ["Combine", "Db", "Judge", "Services", "Step", "Steps", "Summarize", "adrive", "drive"]
 
 T = TypeVar("T")
+_T = TypeVar("_T")
 
 
 class Db(NamedTuple):
@@ -81,61 +84,33 @@ class Services(NamedTuple):
     merger: Merger | None
 
 
-def _perform(step: Step, services: Services) -> Any:
-    if isinstance(step, Db):
-        return services.db.run(step.flow)
-    if isinstance(step, Judge):
-        assert services.checker is not None
-        return services.checker.check(step.new, step.existing)
-    if isinstance(step, Summarize):
-        assert services.summarizer is not None
-        return services.summarizer.summarize(step.messages)
-    if isinstance(step, Combine):
-        assert services.merger is not None
-        return services.merger.merge(step.old, step.new)
-    raise TypeError(f"unknown engine step {step!r}")
-
-
-async def _aperform(step: Step, services: Services) -> Any:
-    if isinstance(step, Db):
-        return await services.db.arun(step.flow)
-    if isinstance(step, Judge):
-        assert services.checker is not None
-        return await services.checker.acheck(step.new, step.existing)
-    if isinstance(step, Summarize):
-        assert services.summarizer is not None
-        return await services.summarizer.asummarize(step.messages)
-    if isinstance(step, Combine):
-        assert services.merger is not None
-        return await services.merger.amerge(step.old, step.new)
-    raise TypeError(f"unknown engine step {step!r}")
+def _needs(what: str, value: _T | None) -> _T:
+    if value is None:
+        raise ConfigurationError(f"this engine operation needs a {what}, and none was given.")
+    return value
 
 
 def drive(steps: Steps[T], services: Services) -> T:
     """Run an operation to its end with blocking calls."""
-    try:
-        step = next(steps)
-        while True:
-            try:
-                result = _perform(step, services)
-            except Exception as err:  # the operation decides (a retry, or it re-raises)
-                step = steps.throw(err)
-            else:
-                step = steps.send(result)
-    except StopIteration as stop:
-        return stop.value  # type: ignore[no-any-return]
+    return effects.drive(
+        steps,
+        {
+            Db: lambda s: services.db.run(s.flow),
+            Judge: lambda s: _needs("checker", services.checker).check(s.new, s.existing),
+            Summarize: lambda s: _needs("summarizer", services.summarizer).summarize(s.messages),
+            Combine: lambda s: _needs("merger", services.merger).merge(s.old, s.new),
+        },
+    )
 
 
 async def adrive(steps: Steps[T], services: Services) -> T:
     """Async twin of :func:`drive`: the same operation, each step awaited."""
-    try:
-        step = next(steps)
-        while True:
-            try:
-                result = await _aperform(step, services)
-            except Exception as err:  # the operation decides (a retry, or it re-raises)
-                step = steps.throw(err)
-            else:
-                step = steps.send(result)
-    except StopIteration as stop:
-        return stop.value  # type: ignore[no-any-return]
+    return await effects.adrive(
+        steps,
+        {
+            Db: lambda s: services.db.arun(s.flow),
+            Judge: lambda s: _needs("checker", services.checker).acheck(s.new, s.existing),
+            Summarize: lambda s: _needs("summarizer", services.summarizer).asummarize(s.messages),
+            Combine: lambda s: _needs("merger", services.merger).amerge(s.old, s.new),
+        },
+    )
