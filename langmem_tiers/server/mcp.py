@@ -105,12 +105,12 @@ KindName = Literal["fact", "preference", "event", "semantic", "procedural", "epi
 StrategyName = Literal["supersede", "keep_both", "reject_new", "merge"]
 
 
-def _sdk() -> Any:
+def _require_sdk() -> None:
+    """MissingDependencyError naming the extra when the ``mcp`` SDK is not installed."""
     try:
-        import mcp.server.mcpserver as sdk
+        import mcp.server.mcpserver  # noqa: F401
     except ImportError as err:
         raise MissingDependencyError("The MCP server", "mcp", "mcp") from err
-    return sdk
 
 
 # -- authentication over HTTP ------------------------------------------------------------
@@ -227,9 +227,11 @@ def build_mcp_server(
         MissingDependencyError: the ``mcp`` extra is not installed.
         ConfigurationError: both or neither of ``scope`` and ``keys``, or an invalid scope.
     """
-    sdk = _sdk()
+    _require_sdk()
     from mcp.server.auth.settings import AuthSettings
+    from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
+    from pydantic import AnyHttpUrl
 
     if (scope is None) == (keys is None):
         raise ConfigurationError(
@@ -242,9 +244,9 @@ def build_mcp_server(
     if keys is not None:
         auth = {
             "token_verifier": ApiKeyVerifier(keys),
-            "auth": AuthSettings(issuer_url=issuer_url, resource_server_url=None),
+            "auth": AuthSettings(issuer_url=AnyHttpUrl(issuer_url), resource_server_url=None),
         }
-    server = sdk.MCPServer(
+    server: MCPServer[Any] = MCPServer(
         name,
         instructions=(
             "Long-term memory of one agent or user. remember stores facts, preferences "
@@ -450,7 +452,7 @@ def build_mcp_server(
             }
         )
 
-    return server  # type: ignore[no-any-return]
+    return server
 
 
 def _json(value: Any) -> str:
@@ -480,7 +482,7 @@ async def serve_stdio(
 ) -> None:
     """Serve ``scope``'s memory over stdio until the client closes the connection."""
     settings = settings or Settings.from_env()
-    _sdk()  # the missing extra is reported before the database is opened
+    _require_sdk()  # the missing extra is reported before the database is opened
     _check_scope(scope)
 
     async def run(store: TieredMemoryStore, engine: MemoryEngine) -> None:
@@ -500,7 +502,7 @@ async def serve_http(
 ) -> None:
     """Serve memory over streamable HTTP at ``http://host:port/mcp``; callers send API keys."""
     settings = settings or Settings.from_env()
-    _sdk()
+    _require_sdk()
     try:
         import uvicorn
     except ImportError as err:  # a dependency of the mcp SDK, so rarely missing

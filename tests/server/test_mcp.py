@@ -252,7 +252,7 @@ def test_a_missing_extra_names_the_install_command(monkeypatch: pytest.MonkeyPat
     # A None entry makes the import fail as if the SDK were not installed.
     monkeypatch.setitem(sys.modules, "mcp.server.mcpserver", None)
     with pytest.raises(MissingDependencyError, match=r"pip install 'langmem-tiers\[mcp\]'"):
-        mcp_server._sdk()
+        mcp_server._require_sdk()
 
 
 def test_importing_the_package_does_not_import_the_sdk() -> None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Generator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
@@ -137,7 +137,7 @@ class TieredMemoryRetriever(BaseRetriever):
         try:
             op = next(flow)
             while True:
-                op = flow.send(store.batch([op])[0])
+                op = flow.send(cast(list[SearchItem], store.batch([op])[0]))
         except StopIteration as done:
             documents: list[Document] = done.value
             return documents
@@ -150,7 +150,7 @@ class TieredMemoryRetriever(BaseRetriever):
         try:
             op = next(flow)
             while True:
-                op = flow.send((await store.abatch([op]))[0])
+                op = flow.send(cast(list[SearchItem], (await store.abatch([op]))[0]))
         except StopIteration as done:
             documents: list[Document] = done.value
             return documents
