@@ -381,6 +381,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--port", type=_port, default=8765, help="port with --http (default %(default)s)"
     )
     p.add_argument(
+        "--model", default=None, help="chat model for conflict checks (default: offline)"
+    )
+    p.add_argument(
         "--log-level", default="warning", help="uvicorn log level with --http (default %(default)s)"
     )
     return parser

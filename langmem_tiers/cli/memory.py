@@ -307,7 +307,13 @@ def mcp(args: argparse.Namespace) -> int:
                 "(create one with: langmem-tiers keys create --scope ID)"
             )
         asyncio.run(
-            serve_http(host=args.host, port=args.port, settings=settings, log_level=args.log_level)
+            serve_http(
+                host=args.host,
+                port=args.port,
+                settings=settings,
+                model=args.model,
+                log_level=args.log_level,
+            )
         )
         return 0
     if args.scope is None:
@@ -315,5 +321,5 @@ def mcp(args: argparse.Namespace) -> int:
             "--scope is required over stdio: name the agent or user whose memory to serve "
             "(or use --http with API keys)"
         )
-    asyncio.run(serve_stdio(args.scope, settings=settings))
+    asyncio.run(serve_stdio(args.scope, settings=settings, model=args.model))
     return 0

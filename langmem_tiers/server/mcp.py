@@ -53,6 +53,7 @@ import json
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
+from langchain_core.language_models import BaseChatModel
 from pydantic import Field
 
 from langmem_tiers.config import Settings
@@ -471,16 +472,32 @@ def _check_scope(scope: str) -> None:
 async def _with_engine(
     url: str | None,
     settings: Settings,
+    model: BaseChatModel | str | None,
     run: Callable[[TieredMemoryStore, MemoryEngine], Awaitable[None]],
 ) -> None:
+    # The engine checks contradictions offline without a model; the graphs' offline chat
+    # model answers questions and would not help it.
+    chat_model = None
+    if model is not None and model != "offline":
+        from langmem_tiers.graph.models import resolve_chat_model
+
+        chat_model = resolve_chat_model(model)
     async with TieredMemoryStore.afrom_url(url, settings=settings) as store:
-        await run(store, MemoryEngine(store, settings=settings))
+        await run(store, MemoryEngine(store, model=chat_model, settings=settings))
 
 
 async def serve_stdio(
-    scope: str, *, url: str | None = None, settings: Settings | None = None
+    scope: str,
+    *,
+    url: str | None = None,
+    settings: Settings | None = None,
+    model: BaseChatModel | str | None = None,
 ) -> None:
-    """Serve ``scope``'s memory over stdio until the client closes the connection."""
+    """Serve ``scope``'s memory over stdio until the client closes the connection.
+
+    ``model`` (a chat model or provider string) checks contradictions and merges facts;
+    ``None`` keeps the engine offline.
+    """
     settings = settings or Settings.from_env()
     _require_sdk()  # the missing extra is reported before the database is opened
     _check_scope(scope)
@@ -488,7 +505,7 @@ async def serve_stdio(
     async def run(store: TieredMemoryStore, engine: MemoryEngine) -> None:
         await build_mcp_server(engine, scope=scope).run_stdio_async()
 
-    await _with_engine(url if url is not None else settings.url, settings, run)
+    await _with_engine(url if url is not None else settings.url, settings, model, run)
 
 
 async def serve_http(
@@ -498,9 +515,13 @@ async def serve_http(
     path: str = "/mcp",
     url: str | None = None,
     settings: Settings | None = None,
+    model: BaseChatModel | str | None = None,
     log_level: str = "warning",
 ) -> None:
-    """Serve memory over streamable HTTP at ``http://host:port/mcp``; callers send API keys."""
+    """Serve memory over streamable HTTP at ``http://host:port/mcp``; callers send API keys.
+
+    ``model`` as in :func:`serve_stdio`.
+    """
     settings = settings or Settings.from_env()
     _require_sdk()
     try:
@@ -516,4 +537,4 @@ async def serve_http(
         config = uvicorn.Config(app, host=host, port=port, log_level=log_level)
         await uvicorn.Server(config).serve()
 
-    await _with_engine(url if url is not None else settings.url, settings, run)
+    await _with_engine(url if url is not None else settings.url, settings, model, run)

@@ -160,10 +160,21 @@ async def _remember_recall_forget_history(alice: Client) -> None:
     assert preferences["drink"]["reinforcement_count"] == 2
 
     paris_id = paris["memory"]["id"]
-    await alice.call("remember", content="Alice lives in Paris, near the Louvre")
-    history = await alice.call("history", memory_id=berlin["memory"]["id"])
-    assert history["memory"]["status"] == "superseded"
-    assert [v["content"] for v in history["versions"]] == ["Alice lives in Berlin"]
+    # merge: the existing fact gets a new version instead of a second fact
+    merged = await alice.call(
+        "remember", content="Alice lives in Lyon", subject="Alice", strategy="merge"
+    )
+    assert merged["action"] == "merged"
+    assert merged["memory"]["id"] == paris_id
+    assert merged["memory"]["version"] == 2
+    history = await alice.call("history", memory_id=paris_id)
+    assert [v["version"] for v in history["versions"]] == [1, 2]
+    assert history["versions"][0]["content"] == "Alice lives in Paris"
+    assert history["versions"][-1]["content"] == history["memory"]["content"]
+    assert "Lyon" in history["memory"]["content"]
+    superseded = await alice.call("history", memory_id=berlin["memory"]["id"])
+    assert superseded["memory"]["status"] == "superseded"
+    assert [v["content"] for v in superseded["versions"]] == ["Alice lives in Berlin"]
 
     gone = await alice.call("forget", memory_id=paris_id)
     assert gone["memory"]["status"] == "deleted"
@@ -229,6 +240,10 @@ async def test_stdio_scopes_are_isolated(tmp_path: Path, transcript: Transcript)
     async with stdio_session(url, "alice@example.com", transcript) as alice:
         facts = await alice.resource("memory://facts")
         assert [f["id"] for f in facts] == [secret_id]  # bob's forget changed nothing
+        hard = await alice.call("forget", memory_id=secret_id, hard=True)
+        assert hard["memory"] is None
+        assert await alice.resource("memory://facts") == []
+        assert secret_id in await alice.error("history", memory_id=secret_id)
 
 
 def test_cli_refuses_missing_scope_and_scope_over_http(
