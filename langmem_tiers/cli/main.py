@@ -361,7 +361,42 @@ def build_parser() -> argparse.ArgumentParser:
         "--model", default=None, help="chat model for conflict checks (default: offline)"
     )
     p.add_argument("--log-level", default="info", help="uvicorn log level (default %(default)s)")
+
+    p = add(
+        "mcp",
+        memory.mcp,
+        "run the MCP server (needs the 'mcp' extra)",
+        "Serves long-term memory to MCP clients: tools remember, recall, forget and history, "
+        "resources memory://facts and memory://preferences. Over stdio (the default) for the "
+        "one scope of --scope; with --http over streamable HTTP at http://HOST:PORT/mcp, "
+        "where each caller sends an API key (Authorization: Bearer <key>, see 'keys create') "
+        "and works in the key's scope.",
+    )
+    p.add_argument("--scope", default=None, help="the agent or user id (stdio; required there)")
+    p.add_argument("--http", action="store_true", help="serve streamable HTTP instead of stdio")
+    p.add_argument(
+        "--host", default="127.0.0.1", help="interface with --http (default %(default)s)"
+    )
+    p.add_argument(
+        "--port", type=_port, default=8765, help="port with --http (default %(default)s)"
+    )
+    p.add_argument(
+        "--model", default=None, help="chat model for conflict checks (default: offline)"
+    )
+    p.add_argument(
+        "--log-level", default="warning", help="uvicorn log level with --http (default %(default)s)"
+    )
     return parser
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from err
+    if not 0 < value < 65536:
+        raise argparse.ArgumentTypeError(f"must be 1-65535, got {value}")
+    return value
 
 
 def _configure_logging(verbose: int) -> None:

@@ -1,5 +1,5 @@
 """Commands over long-term memory and the server: search, context, consolidate, decay, forget,
-replay, timeline, stats, keys and serve.
+replay, timeline, stats, keys, serve and mcp.
 
 Each opens the store of ``--url``, calls the memory engine (or the key table), prints a
 human table, or JSON with ``--json``.
@@ -25,6 +25,7 @@ __all__ = [
     "decay",
     "forget",
     "keys",
+    "mcp",
     "replay",
     "search",
     "serve",
@@ -289,4 +290,36 @@ def serve(args: argparse.Namespace) -> int:
         max_body_bytes=args.max_body_bytes or DEFAULT_MAX_BODY_BYTES,
     )
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level)
+    return 0
+
+
+def mcp(args: argparse.Namespace) -> int:
+    """``mcp --scope ID`` (stdio) or ``mcp --http``: the MCP server."""
+    import asyncio
+
+    from langmem_tiers.server.mcp import serve_http, serve_stdio
+
+    settings = settings_for(args)
+    if args.http:
+        if args.scope is not None:
+            raise CommandError(
+                "--scope is for stdio; over --http each API key carries its scope "
+                "(create one with: langmem-tiers keys create --scope ID)"
+            )
+        asyncio.run(
+            serve_http(
+                host=args.host,
+                port=args.port,
+                settings=settings,
+                model=args.model,
+                log_level=args.log_level,
+            )
+        )
+        return 0
+    if args.scope is None:
+        raise CommandError(
+            "--scope is required over stdio: name the agent or user whose memory to serve "
+            "(or use --http with API keys)"
+        )
+    asyncio.run(serve_stdio(args.scope, settings=settings, model=args.model))
     return 0

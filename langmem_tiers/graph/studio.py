@@ -1,7 +1,10 @@
 """Graphs built from settings, for LangGraph Studio (``langgraph dev``) and deployments.
 
 ``graphs/`` at the repository root holds the entry points ``langgraph.json`` serves; they
-call :func:`studio_chat_graph` and :func:`studio_consolidation_graph`, which read:
+call :func:`studio_chat_graph` and :func:`studio_consolidation_graph`, and
+``graphs/store.py`` gives the server :func:`studio_store`, the very store the graphs use,
+so Studio's memory view and the SDK's ``client.store`` calls see what the graphs wrote.
+They read:
 
 =================================  ===============================================  =============
 variable                           what                                             default
@@ -50,7 +53,13 @@ from langmem_tiers.short_term.log import MessageLog
 from langmem_tiers.short_term.presets import get_preset
 from langmem_tiers.short_term.sql_log import SqlMessageLog
 
-__all__ = ["StudioOptions", "studio_chat_graph", "studio_consolidation_graph", "studio_options"]
+__all__ = [
+    "StudioOptions",
+    "studio_chat_graph",
+    "studio_consolidation_graph",
+    "studio_options",
+    "studio_store",
+]
 
 
 class StudioOptions(NamedTuple):
@@ -87,6 +96,14 @@ def _store(settings: Settings) -> TieredMemoryStore:
             )
             _STORES[settings.url] = store
         return store
+
+
+def studio_store(environ: Mapping[str, str] | None = None) -> TieredMemoryStore:
+    """The store of ``LANGMEM_TIERS_URL``: the same object the Studio graphs write to.
+
+    ``langgraph.json`` names it as the server's store (``"store": {"path": ...}``).
+    """
+    return _store(studio_options(environ).settings)
 
 
 def _log(store: TieredMemoryStore, preset: str) -> MessageLog | None:

@@ -55,13 +55,29 @@ def _user_turn(text: str) -> Any:  # the SDK's Input type: JSON
     }
 
 
-def test_langgraph_json_serves_both_graphs() -> None:
+def test_langgraph_json_serves_both_graphs_and_their_store() -> None:
     config = json.loads((ROOT / "langgraph.json").read_text())
     assert config["dependencies"] == ["."]
     assert config["graphs"] == {
         "tiered_chat": "./graphs/tiered_chat.py:graph",
         "consolidation": "./graphs/consolidation.py:graph",
     }
+    assert config["store"] == {"path": "./graphs/store.py:store"}
+
+
+def test_the_server_store_is_the_graphs_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from langgraph.store.base import BaseStore
+
+    monkeypatch.setenv("LANGMEM_TIERS_URL", f"sqlite:///{tmp_path / 'studio.db'}")
+    store = _load("store").store
+    assert isinstance(store, BaseStore)
+    chat = _load("tiered_chat").graph
+    chat.invoke({"messages": [("user", TURNS[1])], "session_id": "s1", "user_id": "u1"})
+    assert [item.value["content"] for item in store.search(("u1", "procedural"))] == [
+        "The user prefers tea."
+    ]
 
 
 def test_options_from_the_environment() -> None:
@@ -206,8 +222,30 @@ def test_langgraph_dev_serves_the_tiered_chat(
         next_turn = _run(client, thread["thread_id"], "And my name?", log_path)
         first = next_turn["context"][0]["data"]
         assert first["content"] == f"[m1|t3] {FACTS}"  # the upgrade was kept
+
+        # The server's store is the graphs' store: what the graph wrote is read back
+        # through the SDK (as Studio's memory view reads it), hybrid-ranked.
+        written = client.store.search_items(["u1"], limit=20)["items"]
+        assert {tuple(item["namespace"]) for item in written} == {
+            ("u1", "semantic"),
+            ("u1", "procedural"),
+        }
+        assert "The user prefers tea." in [item["value"]["content"] for item in written]
+        assert FACTS in [item["value"]["content"] for item in written]
+        ranked = client.store.search_items(["u1"], query="what does the user drink?", limit=1)
+        assert ranked["items"][0]["value"]["content"] == "The user prefers tea."
+        namespaces = client.store.list_namespaces(prefix=["u1"])["namespaces"]
+        assert sorted(map(tuple, namespaces)) == [("u1", "procedural"), ("u1", "semantic")]
+        # ... and what the SDK writes is memory the graphs' store holds.
+        client.store.put_item(["u1", "semantic"], "note-1", {"content": "Jordan likes sailing"})
     finally:
         _stop(process)
     records = _stored(f"sqlite:///{database}", "studio-1")
     assert [r.text for r in records][:6:2] == TURNS
     assert records[0].required_tier_level == 3
+    from langmem_tiers import TieredMemoryStore
+
+    with TieredMemoryStore.from_url(f"sqlite:///{database}") as store:
+        note = store.get(("u1", "semantic"), "note-1")
+        assert note is not None
+        assert note.value["content"] == "Jordan likes sailing"

@@ -36,6 +36,7 @@ from langmem_tiers.errors import (
 )
 from langmem_tiers.long_term.store.core import RankedItem, StoreCore
 from langmem_tiers.long_term.store.records import validate_namespace
+from langmem_tiers.long_term.store.retriever import TieredMemoryRetriever
 from langmem_tiers.long_term.store.search.fusion import dense_weight_for
 from langmem_tiers.long_term.store.vectors import (
     PgVectorIndex,
@@ -374,6 +375,10 @@ class TieredMemoryStore(BaseStore):
         """Async twin of :meth:`delete`."""
         validate_namespace(namespace)
         await super().adelete(namespace, key)
+
+    def as_retriever(self, scope: str | tuple[str, ...], **options: Any) -> TieredMemoryRetriever:
+        """A LangChain retriever over ``scope`` (``kinds``, ``filter``, ``k``, ``min_score``)."""
+        return TieredMemoryRetriever(store=self, scope=scope, **options)
 
     # -- the BaseStore seam ----------------------------------------------------------------
     def batch(self, ops: Iterable[Op]) -> list[Result]:

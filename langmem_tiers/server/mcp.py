@@ -1,0 +1,540 @@
+"""The MCP server: any MCP client remembers and recalls through the memory engine.
+
+Install the extra (``pip install 'langmem-tiers[mcp]'``) and run it over stdio for one
+scope, which is how desktop clients and agent frameworks launch a local server::
+
+    $ langmem-tiers mcp --scope alice --url sqlite:///memory.db
+
+or over streamable HTTP, where each caller sends an API key of the HTTP server
+(``Authorization: Bearer <key>``) and works in the scope the key is bound to::
+
+    $ langmem-tiers keys create --scope alice
+    $ langmem-tiers mcp --http --host 127.0.0.1 --port 8765
+
+==============  ===================================================================
+tool            does
+==============  ===================================================================
+``remember``    store a fact (duplicates, conflicts, versions), a preference
+                (key -> value, reinforced when repeated) or an event
+``recall``      hybrid search, each result with its score and the score's components
+``forget``      soft delete (status ``deleted``) or, with ``hard``, remove the rows
+``history``     every version of a fact, oldest first, and its current state
+==============  ===================================================================
+
+Resources: ``memory://facts`` (the scope's current facts) and ``memory://preferences``
+(its preferences, key -> value), both JSON.
+
+Every write goes through :class:`~langmem_tiers.long_term.engine.engine.MemoryEngine`, so an MCP
+client gets the same duplicate checks, conflict resolution, versions and event log as
+the HTTP API and the graphs. Bad arguments give a tool error (``isError``) whose text
+names the field; nothing is stored then.
+
+The ``mcp`` SDK is imported only when a server is built, so ``import langmem_tiers``
+does not need it.
+
+Example:
+    >>> import asyncio
+    >>> from langmem_tiers import TieredMemoryStore
+    >>> from langmem_tiers.long_term.engine.engine import MemoryEngine
+    >>> async def main():
+    ...     async with TieredMemoryStore.afrom_url("sqlite:///:memory:") as store:
+    ...         server = build_mcp_server(MemoryEngine(store), scope="alice")
+    ...         await server.call_tool("remember", {"content": "Alice lives in Oslo"})
+    ...         found = await server.call_tool("recall", {"query": "where does Alice live?"})
+    ...         return found.structured_content["results"][0]["content"]
+    >>> asyncio.run(main())
+    'Alice lives in Oslo'
+"""
+
+# No ``from __future__ import annotations``: the SDK reads the tools' annotations to build
+# their input schemas, and the names they use are imported inside build_mcp_server.
+
+import json
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
+
+from langchain_core.language_models import BaseChatModel
+from pydantic import Field
+
+from langmem_tiers.config import Settings
+from langmem_tiers.errors import (
+    ConfigurationError,
+    LangmemTiersError,
+    MissingDependencyError,
+)
+from langmem_tiers.long_term.engine.engine import MemoryEngine
+from langmem_tiers.long_term.engine.models import Memory, ScoredMemory
+from langmem_tiers.long_term.store.store import TieredMemoryStore
+from langmem_tiers.server.keys import ApiKeys
+
+if TYPE_CHECKING:
+    from mcp.server.auth.provider import AccessToken
+    from mcp.server.mcpserver import MCPServer
+
+__all__ = [
+    "FACTS_URI",
+    "KIND_NAMES",
+    "PREFERENCES_URI",
+    "ApiKeyVerifier",
+    "build_mcp_server",
+    "serve_http",
+    "serve_stdio",
+]
+
+FACTS_URI = "memory://facts"
+PREFERENCES_URI = "memory://preferences"
+
+KIND_NAMES: Mapping[str, str] = {
+    "fact": "semantic",
+    "preference": "procedural",
+    "event": "episodic",
+    "semantic": "semantic",
+    "procedural": "procedural",
+    "episodic": "episodic",
+}
+"""What each ``kind`` argument means in the engine (the engine's own names work too)."""
+
+_FRIENDLY = {"semantic": "fact", "procedural": "preference", "episodic": "event"}
+_RESOURCE_LIMIT = 1000
+# Claims of the access token an API key becomes.
+_SCOPE_CLAIM = "langmem_tiers_scope"
+_ADMIN_CLAIM = "langmem_tiers_admin"
+
+T = TypeVar("T")
+
+KindName = Literal["fact", "preference", "event", "semantic", "procedural", "episodic"]
+StrategyName = Literal["supersede", "keep_both", "reject_new", "merge"]
+
+
+def _require_sdk() -> None:
+    """MissingDependencyError naming the extra when the ``mcp`` SDK is not installed."""
+    try:
+        import mcp.server.mcpserver  # noqa: F401
+    except ImportError as err:
+        raise MissingDependencyError("The MCP server", "mcp", "mcp") from err
+
+
+# -- authentication over HTTP ------------------------------------------------------------
+
+
+class ApiKeyVerifier:
+    """The SDK's token verifier over the HTTP server's API keys (``server/keys.py``).
+
+    A valid, unrevoked key becomes an access token whose claims carry the key's scope;
+    anything else is refused (401 from the SDK's bearer middleware).
+    """
+
+    def __init__(self, keys: ApiKeys) -> None:
+        self.keys = keys
+
+    async def verify_token(self, token: str) -> "AccessToken | None":
+        """The access token of an API key, or None when the key is not valid."""
+        from mcp.server.auth.provider import AccessToken
+
+        record = await self.keys.averify(token)
+        if record is None:
+            return None
+        return AccessToken(
+            token=token,
+            client_id=record.id,
+            scopes=[],
+            subject=record.scope,
+            claims={_SCOPE_CLAIM: record.scope, _ADMIN_CLAIM: record.is_admin},
+        )
+
+
+def _scope_of_caller(fixed: str | None) -> str:
+    """The scope this request works in: the server's, or the caller's API key's."""
+    if fixed is not None:
+        return fixed
+    from mcp.server.auth.middleware.auth_context import get_access_token
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    token = get_access_token()
+    claims = token.claims if token is not None and token.claims else {}
+    scope = claims.get(_SCOPE_CLAIM)
+    if isinstance(scope, str):
+        return scope
+    if claims.get(_ADMIN_CLAIM):
+        raise ToolError(
+            "an admin API key names no scope, and the MCP server works in one scope per key: "
+            "create a key bound to the agent or user with: langmem-tiers keys create --scope ID"
+        )
+    # Only reachable when the server was built with neither a scope nor key checks.
+    raise ToolError("this server has no scope: start it with --scope ID, or use API keys.")
+
+
+# -- what the tools answer -----------------------------------------------------------------
+
+
+def _memory(memory: Memory) -> dict[str, Any]:
+    """A memory as the tools show it: the fields that are set, and the kind's friendly name."""
+    data = {k: v for k, v in memory.to_dict().items() if v is not None}
+    for noisy in ("score", "scores", "namespace", "last_accessed_at", "access_count"):
+        data.pop(noisy, None)
+    data["kind"] = _FRIENDLY.get(memory.kind, memory.kind)
+    if memory.kind != "procedural":
+        data.pop("reinforcement_count", None)
+    return data
+
+
+def _scored(item: ScoredMemory) -> dict[str, Any]:
+    data = _memory(item)
+    data["score"] = round(item.score, 6)
+    data["scores"] = {k: round(v, 6) for k, v in item.scores.items()}
+    return data
+
+
+def _kinds(kinds: list[KindName] | None) -> list[str] | None:
+    if not kinds:
+        return None
+    return list(dict.fromkeys(KIND_NAMES[k] for k in kinds))
+
+
+async def _engine_call(call: Awaitable[T]) -> T:
+    """Run an engine call; its refusals (bad input, unknown id) become tool errors."""
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    try:
+        return await call
+    except LangmemTiersError as err:
+        # The engine's messages name the argument, the value and the fix; the SDK
+        # prefixes the tool's name.
+        raise ToolError(str(err)) from err
+
+
+# -- the server ------------------------------------------------------------------------------
+
+
+def build_mcp_server(
+    engine: MemoryEngine,
+    *,
+    scope: str | None = None,
+    keys: ApiKeys | None = None,
+    issuer_url: str = "http://127.0.0.1",
+    name: str = "langmem-tiers",
+) -> "MCPServer[Any]":
+    """An MCP server (the SDK's ``MCPServer``) over ``engine``, for one scope or per key.
+
+    Args:
+        engine: the memory engine every tool calls.
+        scope: the agent or user id every call works in (stdio).
+        keys: the API keys of the HTTP server; each caller works in its key's scope
+            (streamable HTTP). Exactly one of ``scope`` and ``keys``.
+        issuer_url: the server's own base URL, named in its auth metadata (with ``keys``).
+        name: the server's name shown to clients.
+
+    Raises:
+        MissingDependencyError: the ``mcp`` extra is not installed.
+        ConfigurationError: both or neither of ``scope`` and ``keys``, or an invalid scope.
+    """
+    _require_sdk()
+    from mcp.server.auth.settings import AuthSettings
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+    from pydantic import AnyHttpUrl
+
+    if (scope is None) == (keys is None):
+        raise ConfigurationError(
+            "pass exactly one of scope= (one agent or user, for stdio) and keys= "
+            f"(each API key's scope, for HTTP); got scope={scope!r}, keys={keys!r}."
+        )
+    if scope is not None:
+        _check_scope(scope)
+    auth: dict[str, Any] = {}
+    if keys is not None:
+        auth = {
+            "token_verifier": ApiKeyVerifier(keys),
+            "auth": AuthSettings(issuer_url=AnyHttpUrl(issuer_url), resource_server_url=None),
+        }
+    server: MCPServer[Any] = MCPServer(
+        name,
+        instructions=(
+            "Long-term memory of one agent or user. remember stores facts, preferences "
+            "(key -> value) and events; recall searches them; history shows how a fact "
+            "changed; forget removes one. Resources memory://facts and memory://preferences "
+            "list what is current."
+        ),
+        **auth,
+    )
+
+    @server.tool(title="Remember")
+    async def remember(
+        content: Annotated[
+            str, Field(min_length=1, description="The text to remember, in a sentence.")
+        ],
+        kind: Annotated[
+            KindName,
+            Field(
+                description="fact (checked for duplicates and contradictions, versioned), "
+                "preference (key -> value; repeating it reinforces it) or event "
+                "(something that happened, time-stamped)."
+            ),
+        ] = "fact",
+        key: Annotated[
+            str | None,
+            Field(
+                min_length=1,
+                max_length=512,
+                description="The preference's name, e.g. answer_language (preferences only).",
+            ),
+        ] = None,
+        value: Annotated[
+            Any,
+            Field(description="The preference's value, any JSON (default: the content)."),
+        ] = None,
+        subject: Annotated[
+            str | None,
+            Field(min_length=1, max_length=512, description="Who or what a fact is about."),
+        ] = None,
+        category: Annotated[str | None, Field(min_length=1, max_length=512)] = None,
+        confidence: Annotated[float, Field(ge=0.0, le=1.0)] = 1.0,
+        strategy: Annotated[
+            StrategyName | None,
+            Field(description="How a contradicted fact is resolved (default: the setting)."),
+        ] = None,
+        session_id: Annotated[
+            str | None, Field(min_length=1, max_length=512, description="An event's session.")
+        ] = None,
+    ) -> dict[str, Any]:
+        """Store a fact, a preference or an event in long-term memory.
+
+        A fact that repeats a stored one is not stored twice (action "duplicate"); one that
+        contradicts a stored fact supersedes it by default (action "superseded").
+        """
+        where = _scope_of_caller(scope)
+        engine_kind = KIND_NAMES[kind]
+        if engine_kind != "procedural":
+            for field, given in (("key", key), ("value", value)):
+                if given is not None:
+                    raise ToolError(
+                        f"{field} is only for kind 'preference', got kind {kind!r} "
+                        f"with {field}={given!r}; leave {field} out or use kind 'preference'."
+                    )
+        if engine_kind == "semantic":
+            result = await _engine_call(
+                engine.aadd_semantic(
+                    where,
+                    content,
+                    subject=subject,
+                    category=category,
+                    confidence=confidence,
+                    strategy=strategy,
+                ),
+            )
+            return {
+                "action": result.action,
+                "memory": _memory(result.memory),
+                "reason": result.reason,
+                "conflicts": [
+                    {
+                        "memory_id": c.memory.id,
+                        "content": c.memory.content,
+                        "similarity": round(c.similarity, 6),
+                        "conflict": c.conflict,
+                        "confidence": round(c.confidence, 6),
+                    }
+                    for c in result.conflicts
+                ],
+                "changed": [_memory(m) for m in result.changed],
+            }
+        if engine_kind == "procedural":
+            if key is None:
+                raise ToolError(
+                    "key is required for kind 'preference': name the preference, "
+                    "e.g. key='answer_language' with value='French'."
+                )
+            memory = await _engine_call(
+                engine.aset_procedural(
+                    where, key, value if value is not None else content, content=content
+                ),
+            )
+            action = "reinforced" if memory.reinforcement_count > 1 else "created"
+            return {"action": action, "memory": _memory(memory)}
+        memory = await _engine_call(engine.aadd_episodic(where, content, session_id=session_id))
+        return {"action": "created", "memory": _memory(memory)}
+
+    @server.tool(title="Recall")
+    async def recall(
+        query: Annotated[
+            str, Field(min_length=1, max_length=10_000, description="What to look for.")
+        ],
+        kinds: Annotated[
+            list[KindName] | None,
+            Field(description="Only these kinds (default: facts, preferences and events)."),
+        ] = None,
+        limit: Annotated[int, Field(ge=1, le=100, description="Results at most.")] = 5,
+        include_inactive: Annotated[
+            bool, Field(description="Also superseded, decayed and deleted memories.")
+        ] = False,
+    ) -> dict[str, Any]:
+        """Search long-term memory by the hybrid score (semantic, recency, frequency,
+        confidence); each result carries its score and the score's components."""
+        found = await _engine_call(
+            engine.aretrieve(
+                _scope_of_caller(scope),
+                query,
+                kinds=_kinds(kinds),
+                limit=limit,
+                include_inactive=include_inactive,
+            ),
+        )
+        return {"results": [_scored(item) for item in found]}
+
+    @server.tool(title="Forget")
+    async def forget(
+        memory_id: Annotated[
+            str, Field(min_length=1, max_length=256, description="The memory's id.")
+        ],
+        hard: Annotated[
+            bool,
+            Field(description="Remove the rows instead of marking the memory deleted."),
+        ] = False,
+    ) -> dict[str, Any]:
+        """Forget one memory: it leaves recall (its events stay in the log unless hard)."""
+        memory = await _engine_call(engine.aforget(_scope_of_caller(scope), memory_id, hard=hard))
+        return {
+            "memory_id": memory_id,
+            "hard": hard,
+            "memory": None if memory is None else _memory(memory),
+        }
+
+    @server.tool(title="History")
+    async def history(
+        memory_id: Annotated[
+            str, Field(min_length=1, max_length=256, description="The fact's id.")
+        ],
+    ) -> dict[str, Any]:
+        """Every version of a fact, oldest first, and the fact as it is now."""
+        where = _scope_of_caller(scope)
+        current = await _engine_call(engine.aget(where, memory_id))
+        if current is None:
+            raise ToolError(
+                f"memory_id {memory_id!r} names no memory of this scope; recall gives the ids."
+            )
+        versions = await _engine_call(engine.aevolution(where, memory_id))
+        return {
+            "memory": _memory(current),
+            "versions": [v.to_dict() for v in versions],
+        }
+
+    @server.resource(
+        FACTS_URI,
+        name="facts",
+        title="Current facts",
+        description="The scope's active facts, oldest first.",
+        mime_type="application/json",
+    )
+    async def facts() -> str:
+        memories = await engine.amemories(
+            _scope_of_caller(scope), kinds="semantic", limit=_RESOURCE_LIMIT
+        )
+        return _json([_memory(m) for m in memories])
+
+    @server.resource(
+        PREFERENCES_URI,
+        name="preferences",
+        title="Preferences",
+        description="The scope's active preferences: key -> value.",
+        mime_type="application/json",
+    )
+    async def preferences() -> str:
+        memories = await engine.amemories(
+            _scope_of_caller(scope), kinds="procedural", limit=_RESOURCE_LIMIT
+        )
+        return _json(
+            {
+                m.proc_key or m.key: {
+                    "value": m.value.get("value"),
+                    "reinforcement_count": m.reinforcement_count,
+                    "memory_id": m.id,
+                }
+                for m in memories
+            }
+        )
+
+    return server
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, indent=2, sort_keys=True)
+
+
+def _check_scope(scope: str) -> None:
+    from langmem_tiers.long_term.store.scope import encode_label
+
+    encode_label(scope)  # the engine's own rule, checked before the server starts
+
+
+# -- running it ------------------------------------------------------------------------------
+
+
+async def _with_engine(
+    url: str | None,
+    settings: Settings,
+    model: BaseChatModel | str | None,
+    run: Callable[[TieredMemoryStore, MemoryEngine], Awaitable[None]],
+) -> None:
+    # The engine checks contradictions offline without a model; the graphs' offline chat
+    # model answers questions and would not help it.
+    chat_model = None
+    if model is not None and model != "offline":
+        from langmem_tiers.graph.models import resolve_chat_model
+
+        chat_model = resolve_chat_model(model)
+    async with TieredMemoryStore.afrom_url(url, settings=settings) as store:
+        await run(store, MemoryEngine(store, model=chat_model, settings=settings))
+
+
+async def serve_stdio(
+    scope: str,
+    *,
+    url: str | None = None,
+    settings: Settings | None = None,
+    model: BaseChatModel | str | None = None,
+) -> None:
+    """Serve ``scope``'s memory over stdio until the client closes the connection.
+
+    ``model`` (a chat model or provider string) checks contradictions and merges facts;
+    ``None`` keeps the engine offline.
+    """
+    settings = settings or Settings.from_env()
+    _require_sdk()  # the missing extra is reported before the database is opened
+    _check_scope(scope)
+
+    async def run(store: TieredMemoryStore, engine: MemoryEngine) -> None:
+        await build_mcp_server(engine, scope=scope).run_stdio_async()
+
+    await _with_engine(url if url is not None else settings.url, settings, model, run)
+
+
+async def serve_http(
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    path: str = "/mcp",
+    url: str | None = None,
+    settings: Settings | None = None,
+    model: BaseChatModel | str | None = None,
+    log_level: str = "warning",
+) -> None:
+    """Serve memory over streamable HTTP at ``http://host:port/mcp``; callers send API keys.
+
+    ``model`` as in :func:`serve_stdio`.
+    """
+    settings = settings or Settings.from_env()
+    _require_sdk()
+    try:
+        import uvicorn
+    except ImportError as err:  # a dependency of the mcp SDK, so rarely missing
+        raise MissingDependencyError("The MCP server over HTTP", "mcp", "uvicorn") from err
+
+    async def run(store: TieredMemoryStore, engine: MemoryEngine) -> None:
+        server = build_mcp_server(
+            engine, keys=ApiKeys(store.db), issuer_url=f"http://{host}:{port}"
+        )
+        app = server.streamable_http_app(streamable_http_path=path, host=host)
+        config = uvicorn.Config(app, host=host, port=port, log_level=log_level)
+        await uvicorn.Server(config).serve()
+
+    await _with_engine(url if url is not None else settings.url, settings, model, run)
