@@ -18,10 +18,10 @@ from langmem_tiers.graph.prompts import (
     AGENT_MEMORY_PROMPT,
     CHAT_SYSTEM_PROMPT,
     FALLBACK_ANSWER,
-    REQUEST_TIER_TOOL,
-    SEARCH_EPISODIC_TOOL,
     MIDDLEWARE_MARKERS_PROMPT,
     MIDDLEWARE_TOOLS_PROMPT,
+    REQUEST_TIER_TOOL,
+    SEARCH_EPISODIC_TOOL,
     TOOLS_SYSTEM_PROMPT,
 )
 from langmem_tiers.graph.state import TieredChatInput, TieredChatState

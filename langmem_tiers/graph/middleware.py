@@ -55,12 +55,12 @@ import logging
 import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any, Literal, cast, get_args
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
 from langchain.agents.middleware.types import OmitFromSchema
 from langchain.tools import ToolRuntime
-from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, SystemMessage
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
@@ -321,7 +321,9 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any, Any]):
         """The system message and messages, trimmed (oldest first) to the budget."""
         view = [m for m in context if m.type != "system"]
         memory_text = "\n\n".join(m.text for m in context if m.type == "system")
-        parts = [request.system_message.text] if request.system_message is not None else []
+        parts: list[str] = []
+        if request.system_message is not None:
+            parts.append(str(request.system_message.text))
         parts.append(
             render_system_prompt(
                 self.prompt,
@@ -351,7 +353,7 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any, Any]):
     ) -> Flow[ModelResponse[Any]]:
         memory = self.memory(request.runtime.store if request.runtime is not None else None)
         session_id, user_id = self._ids(request.runtime, get_config())
-        saved: Mapping[str, str] = request.state.get(SAVED_KEY) or {}
+        saved: Mapping[str, str] = dict(request.state.get(SAVED_KEY) or {})  # type: ignore[call-overload]
         fresh = [m for m in request.messages if m.type != "system" and m.id not in saved]
         query = next((m.text for m in reversed(request.messages) if m.type == "human"), "")
         loaded = yield from memory.load_flow(session_id, user_id, query)
@@ -371,7 +373,9 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any, Any]):
             system, messages = self._prompt(
                 request, context, fresh, loaded.user_context, search_results, notices
             )
-            attempt = request.override(system_message=system, messages=messages, tools=tools)
+            attempt = request.override(
+                system_message=system, messages=cast("list[AnyMessage]", messages), tools=tools
+            )
             response: ModelResponse[Any] = yield Call(handler, handler, (attempt,))
             index = _last_ai(response)
             if self.mode != "markers" or index is None:
@@ -444,7 +448,9 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any, Any]):
             try:
                 outcome = yield from memory.save_flow(session_id, user_id, storable)
             except Exception as err:  # they stay in the state, unsaved: the next step retries
-                logger.warning("session %s: saving to short-term memory failed: %r", session_id, err)
+                logger.warning(
+                    "session %s: saving to short-term memory failed: %r", session_id, err
+                )
                 return None
             for error in outcome.errors:
                 logger.warning("session %s: %s", session_id, error)

@@ -293,9 +293,7 @@ def extract_memories(records: Sequence[MessageRecord], *, facts: bool = True) ->
                 preferences.setdefault(key, (fact.key, fact.value, []))[2].append(record.id)
         if plain and facts:
             fact_memories.append(
-                FactMemory(
-                    statements, ", ".join(f"{f.key}={f.value}" for f in plain), (record.id,)
-                )
+                FactMemory(statements, ", ".join(f"{f.key}={f.value}" for f in plain), (record.id,))
             )
     return ExtractedMemories(
         fact_memories,
@@ -590,9 +588,7 @@ class ChatMemory:
         keys = [p.memory_key for p in found.preferences]
         existing: list[Any] = []
         if keys:
-            existing = yield Call(
-                store.batch, store.abatch, ([GetOp(namespace, k) for k in keys],)
-            )
+            existing = yield Call(store.batch, store.abatch, ([GetOp(namespace, k) for k in keys],))
         for preference, item in zip(found.preferences, existing, strict=True):
             old = item.value if isinstance(item, Item) else {}
             count = int(old.get("reinforcement_count", 0)) + len(preference.message_ids)
