@@ -51,6 +51,7 @@ Example:
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -62,6 +63,7 @@ from langchain.agents.middleware.types import OmitFromSchema
 from langchain.tools import ToolRuntime
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, SystemMessage
 from langchain_core.tools import BaseTool, StructuredTool
+from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore
@@ -82,7 +84,7 @@ from langmem_tiers.short_term.log import MessageLog
 from langmem_tiers.short_term.presets import Preset
 from langmem_tiers.tiers.base import Summarizer, Tierer
 from langmem_tiers.tiers.markers import MAX_QUERY_CHARS, parse_markers
-from langmem_tiers.tiers.tokens import TokenCounter, count_message_tokens
+from langmem_tiers.tiers.tokens import TokenCounter, count_message_tokens, count_tokens
 
 __all__ = [
     "MEMORY_TOOL_NAMES",
@@ -158,6 +160,14 @@ def _memory_calls(messages: Sequence[BaseMessage]) -> int:
         for call in m.tool_calls
         if call["name"] in MEMORY_TOOL_NAMES
     )
+
+
+def _tool_tokens(tools: Sequence[Any], counter: TokenCounter | None) -> int:
+    """Tokens of the tools' JSON schemas (sent with every call that binds them)."""
+    if not tools:
+        return 0
+    schemas = [t if isinstance(t, dict) else convert_to_openai_tool(t) for t in tools]
+    return count_tokens(json.dumps(schemas, separators=(",", ":")), counter)
 
 
 def _last_ai(response: ModelResponse[Any]) -> int | None:
@@ -317,8 +327,12 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any, Any]):
         user_context: Sequence[str],
         search_results: Sequence[str],
         notices: Sequence[str],
+        tools: Sequence[Any],
     ) -> tuple[SystemMessage, list[BaseMessage]]:
-        """The system message and messages, trimmed (oldest first) to the budget."""
+        """The system message and messages, trimmed (oldest first) to the budget.
+
+        The budget covers what the provider is sent: the messages and the tools' schemas.
+        """
         view = [m for m in context if m.type != "system"]
         memory_text = "\n\n".join(m.text for m in context if m.type == "system")
         parts: list[str] = []
@@ -336,7 +350,9 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any, Any]):
         )
         system = SystemMessage("\n\n".join(p for p in parts if p))
         counter = self._token_counter
-        total = count_message_tokens([system, *view, *fresh], counter)
+        total = count_message_tokens([system, *view, *fresh], counter) + _tool_tokens(
+            tools, counter
+        )
         dropped = 0
         while total > self.token_budget and view:
             total -= count_message_tokens([view.pop(0)], counter)
@@ -371,7 +387,7 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any, Any]):
         drafts: list[str] = []
         while True:
             system, messages = self._prompt(
-                request, context, fresh, loaded.user_context, search_results, notices
+                request, context, fresh, loaded.user_context, search_results, notices, tools
             )
             attempt = request.override(
                 system_message=system, messages=cast("list[AnyMessage]", messages), tools=tools
