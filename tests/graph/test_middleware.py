@@ -21,7 +21,7 @@ from langmem_tiers.long_term.engine import MemoryEngine
 from langmem_tiers.short_term.log import InMemoryMessageLog
 from langmem_tiers.tiers.tokens import count_message_tokens
 
-from .fakes import FACTS, PromptRecorder, ToolCallingFake, tool_call
+from .fakes import FACTS, BrokenStore, PromptRecorder, ToolCallingFake, tool_call
 
 WORDS = [
     "amber",
@@ -326,6 +326,22 @@ async def test_any_base_store_works_with_plain_puts() -> None:
     agent.invoke({"messages": [("user", "I prefer tea.")]}, _config("t1", recorder))
     agent.invoke({"messages": [("user", "What do I prefer?")]}, _config("t2", recorder))
     assert "The user prefers tea." in recorder.text(1)
+
+
+async def test_long_term_memory_down_the_agent_still_answers_and_keeps_messages(
+    runner: str,
+) -> None:
+    store = BrokenStore(InMemoryStore())
+    middleware = TieredMemoryMiddleware(log=InMemoryMessageLog(), settings=Settings())
+    model = _model("Noted.", "Fine.")
+    agent = create_agent(model, middleware=[middleware], store=store)
+    recorder = PromptRecorder()
+    await _turn(agent, runner, "I prefer green tea.", _config("t1", recorder))
+    out = await _turn(agent, runner, "And coffee in the morning.", _config("t1", recorder))
+    assert out["messages"][-1].content == "Fine."
+    assert store.calls >= 2  # the searches and the writes failed
+    stored = [r.text for r in middleware.memory(store).memory("t1", "u1").records()]
+    assert stored == ["I prefer green tea.", "Noted.", "And coffee in the morning.", "Fine."]
 
 
 # -- configuration errors ----------------------------------------------------------------------
