@@ -56,7 +56,7 @@ import logging
 import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import Annotated, Any, Literal, cast, get_args
+from typing import TYPE_CHECKING, Annotated, Any, Literal, cast, get_args
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
 from langchain.agents.middleware.types import OmitFromSchema
@@ -85,6 +85,9 @@ from langmem_tiers.short_term.presets import Preset
 from langmem_tiers.tiers.base import Summarizer, Tierer
 from langmem_tiers.tiers.markers import MAX_QUERY_CHARS, parse_markers
 from langmem_tiers.tiers.tokens import TokenCounter, count_message_tokens, count_tokens
+
+if TYPE_CHECKING:
+    from langmem_tiers.long_term.engine import MemoryEngine
 
 __all__ = [
     "MEMORY_TOOL_NAMES",
@@ -189,7 +192,7 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any, Any]):
             ``markers`` (act on ``[REQUEST_TIER:...]`` / ``[SEARCH_EPISODIC:...]``).
         preset: the short-term memory preset (``tiered`` by default).
         settings: ``context_token_limit`` is the budget of the model's input (system
-            prompt and messages); ``max_regenerations`` bounds the requests of a turn;
+            prompt, messages and the bound tools' schemas); ``max_regenerations`` bounds the requests of a turn;
             ``user_context_k`` the memories shown. From the environment when ``None``.
         token_budget: overrides ``settings.context_token_limit``.
         system_prompt: the memory part of the system prompt (default
@@ -222,7 +225,7 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any, Any]):
         system_prompt: str | None = None,
         user_id_key: str = "user_id",
         memory: ChatMemory | None = None,
-        engine: Any | None = None,
+        engine: MemoryEngine | None = None,
         log: MessageLog | None = None,
         tierer: Tierer | None = None,
         summarizer: Summarizer | None = None,
@@ -558,7 +561,7 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any, Any]):
         ]
 
 
-def _engine_for(store: BaseStore) -> Any | None:
+def _engine_for(store: BaseStore) -> MemoryEngine | None:
     """A ``MemoryEngine`` over ``store`` when it is the package's store, else None."""
     from langmem_tiers.long_term.engine import MemoryEngine
     from langmem_tiers.long_term.store import TieredMemoryStore
