@@ -10,8 +10,8 @@ from langmem_tiers.graph.consolidation_graph import (
     build_consolidation_graph,
     consolidate_episodes,
 )
-from langmem_tiers.graph.models import resolve_chat_model
 from langmem_tiers.graph.middleware import TieredMemoryMiddleware
+from langmem_tiers.graph.models import resolve_chat_model
 from langmem_tiers.graph.nodes import ChatMemory
 from langmem_tiers.graph.offline_model import OfflineChatModel
 from langmem_tiers.graph.prompts import (

@@ -73,7 +73,7 @@ from langmem_tiers.config import Settings
 from langmem_tiers.errors import ConfigurationError
 from langmem_tiers.graph.chat import best_answer
 from langmem_tiers.graph.flows import Call, Flow, adrive, drive
-from langmem_tiers.graph.memory import ChatMemory
+from langmem_tiers.graph.nodes import ChatMemory
 from langmem_tiers.graph.prompts import (
     MIDDLEWARE_MARKERS_PROMPT,
     MIDDLEWARE_TOOLS_PROMPT,
@@ -87,7 +87,7 @@ from langmem_tiers.tiers.markers import MAX_QUERY_CHARS, parse_markers
 from langmem_tiers.tiers.tokens import TokenCounter, count_message_tokens, count_tokens
 
 if TYPE_CHECKING:
-    from langmem_tiers.long_term.engine import MemoryEngine
+    from langmem_tiers.long_term.engine.engine import MemoryEngine
 
 __all__ = [
     "MEMORY_TOOL_NAMES",
@@ -200,7 +200,7 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any, Any]):
             :data:`~langmem_tiers.graph.prompts.MIDDLEWARE_MARKERS_PROMPT`); it follows
             the agent's own system prompt.
         user_id_key: the field of the run's ``context`` (or ``configurable``) naming the user.
-        memory: a :class:`~langmem_tiers.graph.memory.ChatMemory` to share with graphs; its
+        memory: a :class:`~langmem_tiers.graph.nodes.ChatMemory` to share with graphs; its
             store, preset, settings, log and tierer are used, and the arguments of the same
             names here are ignored (``token_budget`` still bounds the prompt).
         engine: the ``MemoryEngine`` the user's facts go through (default: one over the
@@ -563,7 +563,7 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any, Any]):
 
 def _engine_for(store: BaseStore) -> MemoryEngine | None:
     """A ``MemoryEngine`` over ``store`` when it is the package's store, else None."""
-    from langmem_tiers.long_term.engine import MemoryEngine
-    from langmem_tiers.long_term.store import TieredMemoryStore
+    from langmem_tiers.long_term.engine.engine import MemoryEngine
+    from langmem_tiers.long_term.store.store import TieredMemoryStore
 
     return MemoryEngine(store) if isinstance(store, TieredMemoryStore) else None

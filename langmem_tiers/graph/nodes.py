@@ -68,7 +68,7 @@ from langmem_tiers.tiers.base import Summarizer, Tierer
 from langmem_tiers.tiers.tokens import TokenCounter
 
 if TYPE_CHECKING:
-    from langmem_tiers.long_term.engine import MemoryEngine
+    from langmem_tiers.long_term.engine.engine import MemoryEngine
 
 __all__ = [
     "ChatMemory",

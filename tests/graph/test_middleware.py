@@ -17,7 +17,7 @@ from langmem_tiers.config import Settings
 from langmem_tiers.errors import ConfigurationError, InvalidNamespaceError
 from langmem_tiers.graph import FALLBACK_ANSWER
 from langmem_tiers.graph.middleware import SAVED_KEY
-from langmem_tiers.long_term.engine import MemoryEngine
+from langmem_tiers.long_term.engine.engine import MemoryEngine
 from langmem_tiers.short_term.log import InMemoryMessageLog
 from langmem_tiers.tiers.tokens import count_message_tokens
 
