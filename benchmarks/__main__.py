@@ -84,6 +84,15 @@ def _locomo(name: str) -> Callable[[argparse.Namespace, Path], list[str]]:
     return arguments
 
 
+def _middleware(args: argparse.Namespace, out: Path) -> list[str]:
+    return [
+        *(["--quick"] if args.quick else []),
+        *_data(args),
+        "--out",
+        str(out / "middleware_vs_summarization.json"),
+    ]
+
+
 def _http_load(args: argparse.Namespace, out: Path) -> list[str]:
     # Full: 60 s per endpoint and backend; quick: 10 s each, so ``all --quick`` stays short.
     return [
@@ -108,6 +117,7 @@ BENCHMARKS: dict[str, Callable[[argparse.Namespace, Path], list[str]]] = {
     "locomo_retrieval": _locomo("locomo_retrieval"),
     "locomo_store": _locomo("locomo_store"),
     "tier_sizes": _tier_sizes,
+    "middleware_vs_summarization": _middleware,
     "http_load": _http_load,
 }
 

@@ -435,6 +435,21 @@ def _http_load(data: dict[str, Any]) -> list[str]:
     return out
 
 
+def _middleware_vs_summarization(data: dict[str, Any]) -> list[str]:
+    from benchmarks.middleware_vs_summarization import table
+
+    return [
+        "### TieredMemoryMiddleware beside SummarizationMiddleware (create_agent, LoCoMo)",
+        "",
+        "Each conversation replayed through two `create_agent` agents with the same replayed "
+        "answers. *Evidence reachable*: for summarisation, the turn is still in the agent's "
+        "state; for the tiered middleware, it is in the last prompt at some tier (the model "
+        "can ask for it by id) or in the top 10 of an episodic search for the question.",
+        "",
+        table(data),
+    ]
+
+
 _SECTIONS: list[tuple[str, Callable[[dict[str, Any]], list[str]]]] = [
     ("store_speed", _store_speed),
     ("stm_speed", _stm_speed),
@@ -442,6 +457,7 @@ _SECTIONS: list[tuple[str, Callable[[dict[str, Any]], list[str]]]] = [
     ("locomo_retrieval", _locomo_retrieval),
     ("locomo_store", _locomo_store),
     ("tier_sizes", _tier_sizes),
+    ("middleware_vs_summarization", _middleware_vs_summarization),
     ("http_load", _http_load),
 ]
 

@@ -11,6 +11,7 @@ Example:
 from langmem_tiers.config import RankingWeights, Settings
 from langmem_tiers.graph import (
     OfflineChatModel,
+    TieredMemoryMiddleware,
     build_consolidation_graph,
     build_tiered_chat_graph,
     memory_save_node,
@@ -32,6 +33,7 @@ __all__ = [
     "Settings",
     "ShortTermMemory",
     "TieredChatMessageHistory",
+    "TieredMemoryMiddleware",
     "TieredMemoryStore",
     "build_consolidation_graph",
     "build_memory",

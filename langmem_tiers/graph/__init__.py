@@ -10,6 +10,7 @@ from langmem_tiers.graph.consolidation_graph import (
     build_consolidation_graph,
     consolidate_episodes,
 )
+from langmem_tiers.graph.middleware import TieredMemoryMiddleware
 from langmem_tiers.graph.models import resolve_chat_model
 from langmem_tiers.graph.nodes import ChatMemory
 from langmem_tiers.graph.offline_model import OfflineChatModel
@@ -17,6 +18,8 @@ from langmem_tiers.graph.prompts import (
     AGENT_MEMORY_PROMPT,
     CHAT_SYSTEM_PROMPT,
     FALLBACK_ANSWER,
+    MIDDLEWARE_MARKERS_PROMPT,
+    MIDDLEWARE_TOOLS_PROMPT,
     REQUEST_TIER_TOOL,
     SEARCH_EPISODIC_TOOL,
     TOOLS_SYSTEM_PROMPT,
@@ -27,6 +30,8 @@ __all__ = [
     "AGENT_MEMORY_PROMPT",
     "CHAT_SYSTEM_PROMPT",
     "FALLBACK_ANSWER",
+    "MIDDLEWARE_MARKERS_PROMPT",
+    "MIDDLEWARE_TOOLS_PROMPT",
     "NODES",
     "REQUEST_TIER_TOOL",
     "SEARCH_EPISODIC_TOOL",
@@ -37,6 +42,7 @@ __all__ = [
     "OfflineChatModel",
     "TieredChatInput",
     "TieredChatState",
+    "TieredMemoryMiddleware",
     "aconsolidate_episodes",
     "best_answer",
     "build_consolidation_graph",

@@ -10,6 +10,11 @@ the preset's consolidation when its window rule fires, and marks the saved messa
 ``messages`` (``response_metadata["langmem_tiers"]["message_id"]``) so they are not saved
 twice. ``messages`` must use the ``add_messages`` reducer (as ``MessagesState`` does).
 
+These nodes are for graphs you build yourself. For ``langchain.agents.create_agent`` use
+:class:`~langmem_tiers.graph.middleware.TieredMemoryMiddleware`: ``create_agent`` ignores
+``llm_input_messages`` written by a ``before_model`` hook, so ``memory_view_node`` there
+would change nothing.
+
 Both nodes take the session from ``session_id`` in the state or the run's
 ``configurable`` (``session_id``, else ``thread_id``) and the user from ``user_id``
 likewise (else the session). Long-term memory failures are logged, never raised.

@@ -47,7 +47,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from langchain_core.messages import BaseMessage
 from langgraph.store.base import BaseStore, GetOp, Item, PutOp, SearchOp
@@ -67,14 +67,21 @@ from langmem_tiers.tiers import OfflineSummarizer, OfflineTierer, parse_tier1
 from langmem_tiers.tiers.base import Summarizer, Tierer
 from langmem_tiers.tiers.tokens import TokenCounter
 
+if TYPE_CHECKING:
+    from langmem_tiers.long_term.engine.engine import MemoryEngine
+
 __all__ = [
     "ChatMemory",
     "ConsolidationOutcome",
+    "ExtractedMemories",
+    "FactMemory",
     "LoadedMemory",
+    "PreferenceMemory",
     "SavedTurn",
     "SearchOutcome",
     "TierOutcome",
     "episode_line",
+    "extract_memories",
     "memory_line",
     "preference_sentence",
 ]
@@ -221,7 +228,80 @@ def _statements(text: str) -> str:
 
 def _from_session(item: Item, session_id: str) -> bool:
     value = item.value
-    return session_id in (value.get("session_id"), value.get("source_session_id"))
+    metadata = value.get("metadata")
+    # The engine keeps a memory's provenance under "metadata"; direct puts at the top.
+    nested = metadata.get("source_session_id") if isinstance(metadata, dict) else None
+    return session_id in (value.get("session_id"), value.get("source_session_id"), nested)
+
+
+class FactMemory(NamedTuple):
+    """What one user message stated, as a semantic memory."""
+
+    content: str
+    """The message's statements (its questions left out)."""
+    facts: str
+    """Its tier-1 facts, ``key=value, ...`` (preferences left out)."""
+    message_ids: tuple[str, ...]
+    """The short-term memory id of the message."""
+
+
+class PreferenceMemory(NamedTuple):
+    """A preference the user stated, as a procedural memory."""
+
+    memory_key: str
+    """``preference:<key>:<value slug>``: one memory per key and value."""
+    key: str
+    """``likes``, ``dislikes``, ``prefers`` or ``favorite_<thing>``."""
+    value: str
+    message_ids: tuple[str, ...]
+    """Every message that said it (each one reinforces it)."""
+
+
+class ExtractedMemories(NamedTuple):
+    """What :func:`extract_memories` found."""
+
+    facts: list[FactMemory]
+    preferences: list[PreferenceMemory]
+
+
+def extract_memories(records: Sequence[MessageRecord], *, facts: bool = True) -> ExtractedMemories:
+    """The user's facts and preferences stated in ``records`` (pure: no I/O).
+
+    Only user messages with tier-1 facts count (when tiering failed, the facts come when
+    it is retried, not guessed); questions state nothing. ``facts=False`` gives the
+    preferences only (for presets whose short-term memory stores facts itself).
+
+    >>> record = MessageRecord("m1", 1, "human", "I like jazz. My name is Jordan.",
+    ...                        "likes=jazz, user_name=Jordan", "")
+    >>> found = extract_memories([record])
+    >>> found.facts[0].facts, found.preferences[0].memory_key
+    ('user_name=Jordan', 'preference:likes:jazz')
+    """
+    fact_memories: list[FactMemory] = []
+    preferences: dict[str, tuple[str, str, list[str]]] = {}
+    for record in records:
+        if record.role != "human" or not record.tier1:
+            continue
+        statements = _statements(record.text)
+        if not statements:
+            continue
+        parsed = [f for f in parse_tier1(record.tier1) if f.key not in _NOT_FACTS]
+        plain = [f for f in parsed if not _is_preference(f.key)]
+        for fact in parsed:
+            if _is_preference(fact.key):
+                key = f"preference:{fact.key}:{_slug(fact.value)}"
+                preferences.setdefault(key, (fact.key, fact.value, []))[2].append(record.id)
+        if plain and facts:
+            fact_memories.append(
+                FactMemory(statements, ", ".join(f"{f.key}={f.value}" for f in plain), (record.id,))
+            )
+    return ExtractedMemories(
+        fact_memories,
+        [
+            PreferenceMemory(memory_key, key, value, tuple(ids))
+            for memory_key, (key, value, ids) in preferences.items()
+        ],
+    )
 
 
 def _view_memory_keys(context: Sequence[BaseMessage]) -> set[str]:
@@ -248,6 +328,9 @@ class ChatMemory:
         tierer / summarizer: default to the offline ones.
         token_counter: counts a text's tokens for the view's budget.
         recent_raw: the newest messages always shown raw.
+        engine: when given, the user's facts and preferences are written through its
+            pipeline (duplicates skipped, contradictions resolved, versions and events
+            kept) instead of plain store puts. It must run on the same store.
     """
 
     def __init__(
@@ -262,8 +345,10 @@ class ChatMemory:
         summarizer: Summarizer | None = None,
         token_counter: TokenCounter | None = None,
         recent_raw: int = 2,
+        engine: MemoryEngine | None = None,
     ) -> None:
         self.preset = get_preset(preset)
+        self.engine = engine
         self.settings = settings if settings is not None else Settings.from_env()
         self._store = store
         self.log = log if log is not None else self._default_log(directory)
@@ -440,58 +525,82 @@ class ChatMemory:
     def _remember_flow(
         self, records: Sequence[MessageRecord], *, session_id: str, scope: str
     ) -> Flow[None]:
-        facts_puts: list[PutOp] = []
-        preferences: dict[str, tuple[str, str, list[str]]] = {}
-        for record in records:
-            if record.role != "human" or not record.tier1:
-                continue  # tiering failed: the facts come when it is retried, not guessed
-            statements = _statements(record.text)
-            if not statements:
-                continue  # only questions: nothing the user stated
-            facts = [f for f in parse_tier1(record.tier1) if f.key not in _NOT_FACTS]
-            plain = [f for f in facts if not _is_preference(f.key)]
-            for fact in facts:
-                if _is_preference(fact.key):
-                    key = f"preference:{fact.key}:{_slug(fact.value)}"
-                    preferences.setdefault(key, (fact.key, fact.value, []))[2].append(record.id)
-            # The dual preset's short-term memory stores facts per user message itself.
-            if plain and self.preset.target != "user":
-                facts_puts.append(
-                    PutOp(
-                        namespace_for(scope, "semantic"),
-                        f"fact:{session_id}:{record.id}",
-                        {
-                            "content": statements,
-                            "facts": ", ".join(f"{f.key}={f.value}" for f in plain),
-                            "category": "user_fact",
-                            "source_session_id": session_id,
-                            "source_message_ids": [record.id],
-                        },
-                        index=["content"],
-                    )
-                )
-        if not facts_puts and not preferences:
+        # The dual preset's short-term memory stores facts per user message itself.
+        found = extract_memories(records, facts=self.preset.target != "user")
+        if not found.facts and not found.preferences:
             return None
+        if self.engine is not None:
+            yield from self._remember_with_engine(found, session_id=session_id, scope=scope)
+        else:
+            yield from self._remember_with_puts(found, session_id=session_id, scope=scope)
+        return None
+
+    def _remember_with_engine(
+        self, found: ExtractedMemories, *, session_id: str, scope: str
+    ) -> Flow[None]:
+        """Through the engine's write pipeline: duplicates, conflicts, versions, events."""
+        engine = self.engine
+        assert engine is not None
+        for fact in found.facts:
+            metadata = {
+                "facts": fact.facts,
+                "source_session_id": session_id,
+                "source_message_ids": list(fact.message_ids),
+            }
+            yield Call(
+                engine.add_semantic,
+                engine.aadd_semantic,
+                (scope, fact.content),
+                {"category": "user_fact", "metadata": metadata},
+            )
+        for preference in found.preferences:
+            # One call per mention: the engine counts each as a reinforcement.
+            for _ in preference.message_ids:
+                yield Call(
+                    engine.set_procedural,
+                    engine.aset_procedural,
+                    (scope, preference.memory_key, preference.value),
+                    {"content": preference_sentence(preference.key, preference.value)},
+                )
+        return None
+
+    def _remember_with_puts(
+        self, found: ExtractedMemories, *, session_id: str, scope: str
+    ) -> Flow[None]:
+        """Through the store's ``batch`` (any ``BaseStore``)."""
         store = self.store()
+        puts = [
+            PutOp(
+                namespace_for(scope, "semantic"),
+                f"fact:{session_id}:{fact.message_ids[0]}",
+                {
+                    "content": fact.content,
+                    "facts": fact.facts,
+                    "category": "user_fact",
+                    "source_session_id": session_id,
+                    "source_message_ids": list(fact.message_ids),
+                },
+                index=["content"],
+            )
+            for fact in found.facts
+        ]
         namespace = namespace_for(scope, "procedural")
-        keys = list(preferences)
-        found: list[Any] = []
+        keys = [p.memory_key for p in found.preferences]
+        existing: list[Any] = []
         if keys:
-            found = yield Call(store.batch, store.abatch, ([GetOp(namespace, k) for k in keys],))
-        puts = list(facts_puts)
-        for key, existing in zip(keys, found, strict=True):
-            fact_key, value, ids = preferences[key]
-            old = existing.value if isinstance(existing, Item) else {}
-            count = int(old.get("reinforcement_count", 0)) + len(ids)
+            existing = yield Call(store.batch, store.abatch, ([GetOp(namespace, k) for k in keys],))
+        for preference, item in zip(found.preferences, existing, strict=True):
+            old = item.value if isinstance(item, Item) else {}
+            count = int(old.get("reinforcement_count", 0)) + len(preference.message_ids)
             sessions = [s for s in old.get("source_session_ids", []) if s != session_id]
             puts.append(
                 PutOp(
                     namespace,
-                    key,
+                    preference.memory_key,
                     {
-                        "content": preference_sentence(fact_key, value),
-                        "key": fact_key,
-                        "value": value,
+                        "content": preference_sentence(preference.key, preference.value),
+                        "key": preference.key,
+                        "value": preference.value,
                         "reinforcement_count": count,
                         "source_session_ids": [*sessions, session_id],
                     },

@@ -34,6 +34,8 @@ __all__ = [
     "AGENT_MEMORY_PROMPT",
     "CHAT_SYSTEM_PROMPT",
     "FALLBACK_ANSWER",
+    "MIDDLEWARE_MARKERS_PROMPT",
+    "MIDDLEWARE_TOOLS_PROMPT",
     "NOTICES_HEADER",
     "REQUEST_TIER_TOOL",
     "SEARCH_EPISODIC_TOOL",
@@ -87,6 +89,37 @@ Earlier messages you need in full are in the memory; answer from what is shown.\
 {user_context}{memory}"""
 )
 """System prompt the pre-model memory node puts before an agent's messages."""
+
+_TIERED_LINES = """\
+To save space, earlier messages of this conversation are shown in short form. Each starts \
+with its id and the tier it is shown at, like [m12|t1]:
+- t1: key=value facts taken from the message,
+- t2: a one- or two-sentence summary of it,
+- t3: its full text.
+Messages without such a prefix are new in this turn and shown in full."""
+
+MIDDLEWARE_TOOLS_PROMPT = (
+    _TIERED_LINES
+    + """
+
+If you need more of an earlier message to answer, call the request_tier tool with its id \
+(level 3 is the full text, 2 the summary); it stays shown at that tier from then on. If \
+you need something said earlier that is not shown, call the search_episodic tool. Call \
+them only when what is shown is not enough.{user_context}{search_results}{notices}{memory}"""
+)
+"""Memory part of the system prompt ``TieredMemoryMiddleware`` adds (``mode="tools"``)."""
+
+MIDDLEWARE_MARKERS_PROMPT = (
+    _TIERED_LINES
+    + """
+
+If you need the full text of an earlier message to answer, write [REQUEST_TIER:3:<id>] \
+(for example [REQUEST_TIER:3:m12]; 2 instead of 3 asks for its summary). If you need \
+something said earlier that is not shown, write [SEARCH_EPISODIC: <what to look for>]. \
+You will be asked again with what you asked for; the user never sees these markers. Ask \
+only when what is shown is not enough.{user_context}{search_results}{notices}{memory}"""
+)
+"""Memory part of the system prompt ``TieredMemoryMiddleware`` adds (``mode="markers"``)."""
 
 USER_CONTEXT_HEADER = "What you know about the user from earlier conversations:"
 """First line of the ``{user_context}`` section."""

@@ -24,7 +24,13 @@ if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
 
 from benchmarks import __main__ as bench_cli  # noqa: E402
-from benchmarks import report, stm_speed, store_speed, token_savings  # noqa: E402
+from benchmarks import (  # noqa: E402
+    middleware_vs_summarization,
+    report,
+    stm_speed,
+    store_speed,
+    token_savings,
+)
 from benchmarks.fakes import SeededEmbeddings, SyntheticCorpus  # noqa: E402
 from benchmarks.http_load import LoadResult  # noqa: E402
 
@@ -97,7 +103,9 @@ def test_synthetic_corpus_clusters_queries_with_their_scope() -> None:
     assert float(np.max(own @ query)) > float(np.max(other @ query))
 
 
-@pytest.mark.parametrize("module", ["fakes", "report", "stm_speed", "token_savings"])
+@pytest.mark.parametrize(
+    "module", ["fakes", "report", "stm_speed", "token_savings", "middleware_vs_summarization"]
+)
 def test_docstring_examples_run(module: str) -> None:
     failures, _ = doctest.testmod(importlib.import_module(f"benchmarks.{module}"))
     assert failures == 0
@@ -252,6 +260,24 @@ def test_stm_speed_runs_the_postgres_systems(tmp_path: Path, postgres_url: str) 
 
 
 # -- token savings -------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_middleware_vs_summarization_on_a_tiny_conversation(tmp_path: Path) -> None:
+    data = _tiny_locomo(tmp_path / "locomo.json", turns=120)
+    out = tmp_path / "middleware_vs_summarization.json"
+    args = ["--data", str(data), "--budget", "600", "--out", str(out)]
+    results = middleware_vs_summarization.main(args)
+    assert json.loads(out.read_text()) == results
+    tiered, summarised = results["summary"]["tiered"], results["summary"]["summarization"]
+    # The same replayed conversation: one model call per invocation for both.
+    assert tiered["model_calls"] == summarised["model_calls"] == results["invokes"] == 60
+    assert tiered["prompt_tokens_max"] <= 600
+    assert summarised["helper_calls"] >= 1  # the history went over the trigger
+    assert tiered["evidence_turns"] == summarised["evidence_turns"] == 3
+    assert tiered["reachable_share"] == 1.0
+    assert summarised["reachable_share"] < 1.0  # Rex and pottery were summarised away
+    assert "TieredMemoryMiddleware" in report.render(tmp_path)
 
 
 @pytest.mark.slow
