@@ -24,9 +24,79 @@ def test_import_loads_no_optional_backend() -> None:
     assert out.strip() == "[]"
 
 
-def test_every_public_name_is_exported() -> None:
-    for name in langmem_tiers.__all__:
-        assert getattr(langmem_tiers, name) is not None
+PUBLIC_SURFACE = {
+    "BackendError",
+    "ConfigurationError",
+    "ConflictError",
+    "DimensionMismatchError",
+    "EmbeddingError",
+    "InMemoryMessageLog",
+    "InvalidContentError",
+    "InvalidFilterError",
+    "InvalidNamespaceError",
+    "InvalidTierError",
+    "JsonlMessageLog",
+    "LangmemTiersError",
+    "MemoryEngine",
+    "MigrationError",
+    "MissingDependencyError",
+    "ModelError",
+    "NotFoundError",
+    "OfflineChatModel",
+    "PRESETS",
+    "RankedItem",
+    "RankingWeights",
+    "Settings",
+    "ShortTermMemory",
+    "SqlMessageLog",
+    "TieredChatMessageHistory",
+    "TieredMemoryMiddleware",
+    "TieredMemoryStore",
+    "ValidationError",
+    "__version__",
+    "build_consolidation_graph",
+    "build_memory",
+    "build_tiered_chat_graph",
+    "decode_label",
+    "encode_label",
+    "event_context",
+    "memory_save_node",
+    "memory_view_node",
+    "namespace_for",
+}
+
+
+def test_all_is_the_pinned_public_surface() -> None:
+    assert set(langmem_tiers.__all__) == PUBLIC_SURFACE
+    assert len(langmem_tiers.__all__) == len(PUBLIC_SURFACE)
+
+
+def test_public_namespace_equals_all() -> None:
+    """Once every export is loaded, the package holds exactly ``__all__`` (and submodules)."""
+    code = (
+        "import types, langmem_tiers as p; "
+        "[getattr(p, n) for n in p.__all__]; "
+        "print(sorted(n for n, v in vars(p).items() "
+        "if not n.startswith('_') and not isinstance(v, types.ModuleType)))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert eval(out.stdout) == sorted(PUBLIC_SURFACE - {"__version__"})  # noqa: S307
+
+
+def test_import_is_cheap() -> None:
+    """``import langmem_tiers`` loads no LangGraph, LangChain or NumPy until a name is used."""
+    code = (
+        "import sys, langmem_tiers; "
+        "print(sorted({m.split('.')[0] for m in sys.modules} "
+        "& {'langgraph', 'langchain', 'langchain_core', 'numpy', 'pydantic'}))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_unknown_name_is_an_attribute_error() -> None:
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        _ = langmem_tiers.Nope  # type: ignore[attr-defined]
 
 
 def test_missing_extra_names_the_install_command() -> None:

@@ -23,6 +23,7 @@ from typing import Any, NoReturn, TextIO
 
 from langmem_tiers.config import Settings
 from langmem_tiers.errors import LangmemTiersError
+from langmem_tiers.long_term.engine.plain import plain
 
 __all__ = [
     "PROG",
@@ -99,21 +100,11 @@ def open_store(args: argparse.Namespace, settings: Settings | None = None) -> It
 
 
 def print_json(value: Any, out: TextIO | None = None) -> None:
-    """Print ``value`` as indented JSON (datetimes as ISO-8601)."""
+    """Print ``value`` as indented JSON (records as objects, datetimes as ISO-8601)."""
     print(
-        json.dumps(value, ensure_ascii=False, indent=2, default=_json_default),
+        json.dumps(plain(value), ensure_ascii=False, indent=2),
         file=out or sys.stdout,
     )
-
-
-def _json_default(value: Any) -> Any:
-    if isinstance(value, datetime):
-        return value.isoformat()
-    if hasattr(value, "to_dict"):
-        return value.to_dict()
-    if hasattr(value, "_asdict"):
-        return value._asdict()
-    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
 
 
 # -- the parser --------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from langmem_tiers.cli.main import CommandError, open_store, print_json, settings_for
+from langmem_tiers.long_term.engine.plain import plain
 
 __all__ = [
     "consolidate",
@@ -43,12 +44,6 @@ def _engine(args: argparse.Namespace) -> Iterator[Any]:
         yield MemoryEngine(store, settings=settings)
 
 
-def _plain(obj: Any) -> Any:
-    from langmem_tiers.server.routes import plain
-
-    return plain(obj)
-
-
 def _clip(text: Any, limit: int = 100) -> str:
     flat = " ".join(str(text or "").split())
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
@@ -68,7 +63,7 @@ def search(args: argparse.Namespace) -> int:
             args.scope, args.query, kinds=args.kind, limit=args.limit, include_inactive=args.all
         )
         if args.json:
-            print_json([_plain(item) for item in found])
+            print_json([plain(item) for item in found])
             return 0
         if not found:
             print(f"nothing found in scope {args.scope!r}")
@@ -123,12 +118,12 @@ def consolidate(args: argparse.Namespace) -> int:
         else:
             results = [engine.consolidate(args.scope, progress=progress)]
         if args.json:
-            print_json([_plain(r) for r in results])
+            print_json([plain(r) for r in results])
             return 0
         if not results:
             print("no scope is over the consolidation threshold")
         for result in results:
-            print(_summary_line("consolidated", _plain(result)))
+            print(_summary_line("consolidated", plain(result)))
     return 0
 
 
@@ -144,7 +139,7 @@ def _summary_line(verb: str, data: dict[str, Any]) -> str:
 def decay(args: argparse.Namespace) -> int:
     """``decay --scope ID``: lower importance of unused memories; mark decayed ones."""
     with _engine(args) as engine:
-        result = _plain(engine.decay(args.scope, now=args.now))
+        result = plain(engine.decay(args.scope, now=args.now))
     if args.json:
         print_json(result)
     else:
@@ -157,7 +152,7 @@ def forget(args: argparse.Namespace) -> int:
     with _engine(args) as engine:
         memory = engine.forget(args.scope, args.memory_id, hard=args.hard)
     if args.json:
-        print_json({"memory": None if memory is None else _plain(memory), "hard": args.hard})
+        print_json({"memory": None if memory is None else plain(memory), "hard": args.hard})
     elif memory is None:
         print(f"forgot (removed): {args.memory_id}")
     else:
@@ -170,7 +165,7 @@ def replay(args: argparse.Namespace) -> int:
     with _engine(args) as engine:
         memories = engine.replay(args.scope, args.at)
     if args.json:
-        print_json({"at": args.at, "memories": [_plain(m) for m in memories]})
+        print_json({"at": args.at, "memories": [plain(m) for m in memories]})
         return 0
     print(f"{len(memories)} memories of {args.scope!r} at {args.at.isoformat()}:")
     for memory in memories:
@@ -184,7 +179,7 @@ def timeline(args: argparse.Namespace) -> int:
         events = engine.timeline(
             args.scope, since=args.since, until=args.until, types=args.types, limit=args.limit
         )
-    rows = [_plain(e) for e in events]
+    rows = [plain(e) for e in events]
     if args.json:
         print_json(rows)
         return 0
@@ -203,7 +198,7 @@ def timeline(args: argparse.Namespace) -> int:
 def stats(args: argparse.Namespace) -> int:
     """``stats [--scope ID]``: counts of memories by kind and status."""
     with _engine(args) as engine:
-        data = _plain(engine.stats(args.scope))
+        data = plain(engine.stats(args.scope))
     if args.json:
         print_json(data)
         return 0

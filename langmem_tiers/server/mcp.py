@@ -35,7 +35,7 @@ does not need it.
 Example:
     >>> import asyncio
     >>> from langmem_tiers import TieredMemoryStore
-    >>> from langmem_tiers.long_term.engine.engine import MemoryEngine
+    >>> from langmem_tiers import MemoryEngine
     >>> async def main():
     ...     async with TieredMemoryStore.afrom_url("sqlite:///:memory:") as store:
     ...         server = build_mcp_server(MemoryEngine(store), scope="alice")

@@ -26,15 +26,14 @@ engine's ``NotFoundError``, answered 404.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Request
-from fastapi.encoders import jsonable_encoder
 from fastapi.responses import JSONResponse
 
 from langmem_tiers.errors import LangmemTiersError
+from langmem_tiers.long_term.engine.plain import plain
 from langmem_tiers.server.auth import Principal, require_admin, scope_for
 from langmem_tiers.server.errors import ApiError, ErrorResponses
 from langmem_tiers.server.models import (
@@ -63,26 +62,11 @@ from langmem_tiers.server.models import (
 from langmem_tiers.sql.dialect import MIGRATIONS
 from langmem_tiers.sql.flow import Flow, Sql
 
-__all__ = ["build_router", "plain"]
+__all__ = ["build_router"]
 
 logger = logging.getLogger("langmem_tiers.server")
 
 _STORED = {"created", "superseded", "kept_both", "merged"}
-
-
-def plain(obj: Any) -> Any:
-    """A JSON-safe form of an engine record (``to_dict``, named tuple, dataclass or dict)."""
-    if hasattr(obj, "to_dict"):
-        obj = obj.to_dict()
-    elif hasattr(obj, "_asdict"):
-        obj = obj._asdict()
-    elif dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        obj = {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
-    if isinstance(obj, dict):
-        return {str(k): plain(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple, set, frozenset)):
-        return [plain(v) for v in obj]
-    return jsonable_encoder(obj)
 
 
 def _memory(obj: Any) -> dict[str, Any]:
