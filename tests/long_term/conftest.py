@@ -22,7 +22,7 @@ from .fakes import default_index
 if TYPE_CHECKING:
     from conftest import Twin
 
-BACKENDS = ["reference", "sqlite", "postgres", "postgres+qdrant"]
+BACKENDS = ["reference", "sqlite", "sqlite+qdrant", "postgres", "postgres+qdrant"]
 
 # The root conftest is found through pytest, not by import: several test folders
 # have a module called "conftest" and which one sys.modules holds depends on order.
@@ -56,6 +56,9 @@ def make_store(
             store = InMemoryStore(index=config)
         elif backend == "sqlite":
             store = _open(stack, f"sqlite:///{tmp_path / f'store{len(opened)}.db'}", config)
+        elif backend == "sqlite+qdrant":
+            url = f"sqlite:///{tmp_path / f'store{len(opened)}.db'}"
+            store = _open(stack, url, config, qdrant=":memory:")
         elif backend == "postgres":
             assert new_schema is not None
             store = _open(stack, new_schema(), config)
