@@ -224,12 +224,12 @@ def build_memory(
     settings = settings if settings is not None else Settings.from_env()
     store = store if store is not None else default_store(settings)
     if log is None:
-        shared_conn = getattr(store, "conn", None)
-        if chosen.log == "sql" and shared_conn is not None:
-            # Messages go to the store's own database, on its connection.
+        if chosen.log == "sql" and getattr(store, "conn", None) is not None:
+            # Messages go to the store's own database: its Database object, so the store
+            # and every session's log share one owner of the connection.
             from langmem_tiers.short_term.sql_log import SqlMessageLog
 
-            log = SqlMessageLog(shared_conn)
+            log = SqlMessageLog(store)
         else:
             log = open_log(chosen.log, settings, directory=directory)
     return ShortTermMemory(

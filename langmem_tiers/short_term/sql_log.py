@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import threading
 import time
+import weakref
 from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any, NamedTuple
@@ -64,6 +65,7 @@ __all__ = ["SqlMessageLog", "open_message_log"]
 
 _COLUMNS = "seq, role, content, tier1, tier2, required_tier_level, created_at, extra"
 _CACHED_SESSIONS = 256  # windows a log keeps; the least recently read is dropped first
+_SET_UP: weakref.WeakSet[Database] = weakref.WeakSet()  # databases a log has migrated
 
 
 class _Window(NamedTuple):
@@ -79,21 +81,32 @@ _Windows = dict[str, "_Window | None"]
 
 
 class SqlMessageLog(MessageLog):
-    """Messages of many sessions in SQL tables; share the store's connection or open one.
+    """Messages of many sessions in SQL tables; share the store's database or open one.
 
     Args:
-        conn: an ``sqlite3.Connection`` or a psycopg connection/pool (sync or async),
-            e.g. ``store.conn`` of a :class:`~langmem_tiers.TieredMemoryStore`.
+        conn: a :class:`~langmem_tiers.TieredMemoryStore` (its database is shared: one
+            owner of the connection, so the log's and the store's transactions queue
+            instead of interleaving), a ``Database``, or an ``sqlite3.Connection`` or
+            psycopg connection/pool (sync or async).
         setup: run the migrations now (idempotent).
+
+    Example:
+        >>> from langmem_tiers import TieredMemoryStore
+        >>> with TieredMemoryStore.from_url("sqlite:///:memory:") as store:
+        ...     log = SqlMessageLog(store)
+        ...     log.db is store.db
+        True
     """
 
     def __init__(self, conn: Any, *, setup: bool = True) -> None:
-        self.db = Database(conn)
+        self.db = shared_database(conn)
         self._owned: Any = None
         self._windows: OrderedDict[str, _Window] = OrderedDict()
         self._windows_lock = threading.Lock()
-        if setup and not self.db.is_async:
+        if setup and not self.db.is_async and self.db not in _SET_UP:
+            # A history per request builds a log per request: migrate once per database.
             self.db.run(_in_transaction(_migrations(self.db.dialect)))
+            _SET_UP.add(self.db)
 
     @classmethod
     def from_url(cls, url: str | None = None) -> SqlMessageLog:
@@ -112,6 +125,7 @@ class SqlMessageLog(MessageLog):
     async def asetup(self) -> None:
         """Run the migrations (for logs opened on an async connection)."""
         await self.db.arun(_in_transaction(_migrations(self.db.dialect)))
+        _SET_UP.add(self.db)
 
     def batch(self, ops: Sequence[LogOp]) -> list[Any]:
         """Run ``ops`` in order, in one transaction."""
@@ -150,6 +164,16 @@ class SqlMessageLog(MessageLog):
                 self._windows.move_to_end(session_id)
             while len(self._windows) > _CACHED_SESSIONS:
                 self._windows.popitem(last=False)
+
+
+def shared_database(conn: Any) -> Database:
+    """The :class:`Database` a log runs on: a store's own, a given one, or one on ``conn``."""
+    if isinstance(conn, Database):
+        return conn
+    db = getattr(conn, "db", None)
+    if isinstance(db, Database):
+        return db
+    return Database(conn)
 
 
 def open_message_log(settings: Settings) -> SqlMessageLog:
