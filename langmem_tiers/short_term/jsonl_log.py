@@ -3,7 +3,7 @@
 File format (UTF-8, one JSON object per line, every line ends with ``\\n``)::
 
     {"op": "header", "format": "langmem-tiers/stm-log", "version": 1, "session_id": "s1",
-        "last_seq": 0}
+        "last_seq": 0, "file_id": "9f2c...", "generation": 0}
     {"op": "append", "messages": [{"id": "m1", "seq": 1, "role": "human", "content": "...",
         "tier1": "...", "tier2": "...", "required_tier_level": 1, "created_at": "...",
         "extra": {}}]}
@@ -24,6 +24,12 @@ The state of a session is the file replayed from the top. Crash safety:
   compacted: the live state is written to a temporary file, ``fsync``-ed, and put in place
   with ``os.replace`` (atomic), so a crash leaves either the old or the new file.
 - Writers in other processes are kept out by an advisory lock on ``<file>.lock`` (POSIX).
+- A log caches each session's replayed state. Between its writes the file only grows,
+  except when a compaction replaces it; each file a compaction (or the first write) makes
+  has a new random ``file_id`` in its header (and the next ``generation``). So the header's
+  ``file_id`` and the file's size change on every write by anyone, and a cache is used only
+  when both still match (inode numbers do not do: ext4 gives the inode a compaction frees
+  to the next compaction's file).
 - The consolidation lease (see :class:`~langmem_tiers.short_term.log.ClaimOp`) is
   ``<file>.lease``, read and written under that lock; an unreadable one counts as free.
 
@@ -49,10 +55,11 @@ import os
 import re
 import threading
 import time
+import uuid
 from collections.abc import Iterator, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from langmem_tiers.errors import BackendError
 from langmem_tiers.short_term.log import (
@@ -117,13 +124,15 @@ def session_file_name(session_id: str) -> str:
 class _Cache:
     """A session's replayed state and where in the file it was read up to."""
 
-    __slots__ = ("appended", "inode", "lines", "session_id", "size", "state")
+    __slots__ = ("appended", "file_id", "generation", "lines", "session_id", "size", "state")
 
     def __init__(self, session_id: str) -> None:
         self.session_id = session_id
         self.state = SessionState()
         self.size = 0
-        self.inode: int | None = None
+        self.file_id: str | None = None
+        """The header's ``file_id`` of the file read (None: no file yet)."""
+        self.generation = 0
         self.lines = 0
         self.appended = 0  # message records written to the file (live or removed since)
 
@@ -131,13 +140,44 @@ class _Cache:
         other = _Cache(self.session_id)
         other.state.records = dict(self.state.records)
         other.state.last_seq = self.state.last_seq
-        other.size, other.inode = self.size, self.inode
+        other.size, other.file_id, other.generation = self.size, self.file_id, self.generation
         other.lines, other.appended = self.lines, self.appended
         return other
 
 
 def _now_iso() -> str:
     return datetime.now(timezone.utc).isoformat()
+
+
+def _new_file_id() -> str:
+    return uuid.uuid4().hex
+
+
+def _header(session_id: str, last_seq: int, file_id: str, generation: int) -> dict[str, Any]:
+    return {
+        "op": "header",
+        "format": FORMAT,
+        "version": FORMAT_VERSION,
+        "session_id": session_id,
+        "last_seq": last_seq,
+        "file_id": file_id,
+        "generation": generation,
+    }
+
+
+_HEADER_BYTES = 16_384  # a header names its session: at most 512 characters, escaped
+
+
+def _file_id_of(handle: BinaryIO) -> str | None:
+    """The ``file_id`` in the header of an open log file (None: it has none)."""
+    handle.seek(0)
+    line, newline, _ = handle.read(_HEADER_BYTES).partition(b"\n")
+    if newline:
+        with contextlib.suppress(ValueError):
+            header = json.loads(line)
+            if isinstance(header, dict) and isinstance(header.get("file_id"), str):
+                return str(header["file_id"])
+    return None
 
 
 def _dumps(entry: dict[str, Any]) -> bytes:
@@ -270,17 +310,11 @@ class JsonlMessageLog(MessageLog):
 
     def _commit(self, session_id: str, work: _Cache, entries: list[dict[str, Any]]) -> None:
         path = self.path_for(session_id)
-        created = work.inode is None
+        created = work.size == 0
         data = b""
         if created:
-            header = {
-                "op": "header",
-                "format": FORMAT,
-                "version": FORMAT_VERSION,
-                "session_id": session_id,
-                "last_seq": 0,
-            }
-            data += _dumps(header)
+            work.file_id = _new_file_id()
+            data += _dumps(_header(session_id, 0, work.file_id, work.generation))
             work.lines += 1
         entry = entries[0] if len(entries) == 1 else {"op": "batch", "ops": entries}
         data += _dumps(entry)
@@ -297,7 +331,7 @@ class JsonlMessageLog(MessageLog):
                 f"could not write the message log {str(path)!r}: {err}. Nothing of this "
                 "batch was acknowledged; check that the disk is writable and not full."
             ) from err
-        work.size, work.inode = stat.st_size, stat.st_ino
+        work.size = stat.st_size
         work.lines += 1
         self._cache[session_id] = work
         live = len(work.state.records)
@@ -334,18 +368,12 @@ class JsonlMessageLog(MessageLog):
 
     def _compact(self, session_id: str, work: _Cache) -> None:
         path = self.path_for(session_id)
-        if work.inode is None:
+        if work.size == 0:
             return
         temporary = path.with_name(path.name + ".compact-tmp")
-        header = {
-            "op": "header",
-            "format": FORMAT,
-            "version": FORMAT_VERSION,
-            "session_id": session_id,
-            "last_seq": work.state.last_seq,
-        }
+        file_id, generation = _new_file_id(), work.generation + 1
         records = work.state.window(None)
-        data = _dumps(header)
+        data = _dumps(_header(session_id, work.state.last_seq, file_id, generation))
         if records:
             data += _dumps({"op": "append", "messages": [r.to_json() for r in records]})
         try:
@@ -361,7 +389,7 @@ class JsonlMessageLog(MessageLog):
             with contextlib.suppress(OSError):
                 temporary.unlink()
             return
-        work.size, work.inode = stat.st_size, stat.st_ino
+        work.size, work.file_id, work.generation = stat.st_size, file_id, generation
         work.lines = 2 if records else 1
         work.appended = len(records)
         self._cache[session_id] = work
@@ -391,33 +419,44 @@ class JsonlMessageLog(MessageLog):
         """The session's state, replaying only what was appended since the last read."""
         path = self.path_for(session_id)
         try:
-            stat = path.stat()
+            handle = open(path, "rb")  # noqa: SIM115 - closed below, on every path
         except FileNotFoundError:
             cache = _Cache(session_id)
             self._cache[session_id] = cache
             return cache
         except OSError as err:
             raise BackendError(f"cannot read the message log {str(path)!r}: {err}.") from err
-        known = self._cache.get(session_id)
-        if known is not None and known.inode == stat.st_ino and known.size == stat.st_size:
-            return known
-        if known is None or known.inode != stat.st_ino or stat.st_size < known.size:
-            cache = _Cache(session_id)
-            with contextlib.suppress(FileNotFoundError):
-                # A compaction interrupted before os.replace: the original file is whole.
-                path.with_name(path.name + ".compact-tmp").unlink()
-        else:
-            cache = known.copy()
-        self._replay(path, cache)
-        cache.inode = stat.st_ino
+        with handle:
+            try:
+                size = os.fstat(handle.fileno()).st_size
+                file_id = _file_id_of(handle)
+            except OSError as err:
+                raise BackendError(f"cannot read the message log {str(path)!r}: {err}.") from err
+            known = self._cache.get(session_id)
+            same_file = known is not None and file_id is not None and known.file_id == file_id
+            if same_file and known is not None and known.size == size:
+                return known
+            if known is None or not same_file or size < known.size:
+                # Another file than the one read (a compaction replaced it), or none read yet.
+                cache = _Cache(session_id)
+                with contextlib.suppress(FileNotFoundError):
+                    # A compaction interrupted before os.replace: the original file is whole.
+                    path.with_name(path.name + ".compact-tmp").unlink()
+            else:
+                cache = known.copy()  # the same file, grown: read only the new lines
+            self._replay(path, handle, cache)
+        cache.file_id = file_id
         self._cache[session_id] = cache
+        if file_id is None and cache.size:
+            # Written before headers named their file (or its header was torn): rewrite it
+            # once with one, so later reads can trust the cache again.
+            self._compact(session_id, cache)
         return cache
 
-    def _replay(self, path: Path, cache: _Cache) -> None:
+    def _replay(self, path: Path, handle: BinaryIO, cache: _Cache) -> None:
         try:
-            with open(path, "rb") as handle:
-                handle.seek(cache.size)
-                data = handle.read()
+            handle.seek(cache.size)
+            data = handle.read()
         except OSError as err:
             raise BackendError(f"cannot read the message log {str(path)!r}: {err}.") from err
         offset = cache.size
@@ -502,6 +541,7 @@ class JsonlMessageLog(MessageLog):
                         "renamed or copied by hand. Move it back to its own session's name."
                     )
                 state.last_seq = max(state.last_seq, int(entry.get("last_seq", 0)))
+                cache.generation = int(entry.get("generation", 0))
             elif op == "append":
                 records = [MessageRecord.from_json(m) for m in entry["messages"]]
                 state.insert(records)
