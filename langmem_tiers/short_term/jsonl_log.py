@@ -92,33 +92,58 @@ logger = logging.getLogger(__name__)
 FORMAT = "langmem-tiers/stm-log"
 FORMAT_VERSION = 1
 
-# Upper-case letters are escaped too: on a case-insensitive file system (macOS and Windows
-# defaults) "Alice" and "alice" must still be two files.
-_SAFE = re.compile(r"[a-z0-9_-]")
+# Characters every common file system and shell takes as they are. The rest (path
+# separators, characters Windows refuses, spaces, controls, non-ASCII, and ``%`` and
+# ``~`` themselves) are ``%XX``-escaped, so the name decodes back to exactly one id.
+_SAFE = re.compile(r"[A-Za-z0-9._@+-]")
 _MAX_NAME = 150
+# Windows refuses these as a name's first part, whatever follows the dot.
+_RESERVED = frozenset(
+    ["CON", "PRN", "AUX", "NUL"] + [f"{d}{n}" for d in ("COM", "LPT") for n in range(1, 10)]
+)
+
+
+def _escape(char: str) -> str:
+    return "".join(f"%{byte:02X}" for byte in char.encode("utf-8"))
+
+
+def _shortened(name: str, session_id: str) -> str:
+    # Long ids end in a hash so names stay within file system limits ("~" is always
+    # escaped elsewhere, so a shortened name cannot be another id's name).
+    if len(name) <= _MAX_NAME:
+        return name
+    digest = hashlib.sha256(session_id.encode("utf-8")).hexdigest()[:16]
+    return f"{name[:100]}~{digest}"
 
 
 def session_file_name(session_id: str) -> str:
-    """The file name of a session: safe characters kept, others ``%XX``-escaped.
+    """The file name of a session: the id itself when it is a safe name, else escaped.
 
-    Long ids end in a hash so names stay within file system limits.
+    Only what a file system or shell could misread is ``%XX``-escaped: other characters
+    than letters, digits and ``._@+-``, a leading dot (hidden files), and the first letter
+    of a name Windows reserves. Two ids never get one name; on a file system that ignores
+    case (macOS, Windows) ``Alice`` and ``alice`` are still one file, and the log refuses
+    the second session instead of mixing them (the file's header names its session).
 
+    >>> session_file_name("sessA")
+    'sessA.jsonl'
     >>> session_file_name("alice@example.com/chat 1")
-    'alice%40example%2Ecom%2Fchat%201.jsonl'
-    >>> session_file_name("Alice")
-    '%41lice.jsonl'
+    'alice@example.com%2Fchat%201.jsonl'
+    >>> session_file_name(".hidden"), session_file_name("con")
+    ('%2Ehidden.jsonl', '%63on.jsonl')
     """
-    out: list[str] = []
-    for char in session_id:
-        if _SAFE.fullmatch(char):
-            out.append(char)
-        else:
-            out.extend(f"%{byte:02X}" for byte in char.encode("utf-8"))
-    name = "".join(out)
-    if len(name) > _MAX_NAME:
-        digest = hashlib.sha256(session_id.encode("utf-8")).hexdigest()[:16]
-        name = f"{name[:100]}~{digest}"
-    return name + ".jsonl"
+    chars = [c if _SAFE.fullmatch(c) else _escape(c) for c in session_id]
+    if chars and chars[0] == ".":
+        chars[0] = _escape(".")
+    if session_id.split(".", 1)[0].upper() in _RESERVED:
+        chars[0] = _escape(session_id[0])
+    return _shortened("".join(chars), session_id) + ".jsonl"
+
+
+def _legacy_file_name(session_id: str) -> str:
+    """The name earlier versions gave a session: everything but ``[a-z0-9_-]`` escaped."""
+    chars = [c if re.fullmatch(r"[a-z0-9_-]", c) else _escape(c) for c in session_id]
+    return _shortened("".join(chars), session_id) + ".jsonl"
 
 
 class _Cache:
@@ -418,14 +443,11 @@ class JsonlMessageLog(MessageLog):
     def _load(self, session_id: str) -> _Cache:
         """The session's state, replaying only what was appended since the last read."""
         path = self.path_for(session_id)
-        try:
-            handle = open(path, "rb")  # noqa: SIM115 - closed below, on every path
-        except FileNotFoundError:
+        handle = self._open(session_id, path)
+        if handle is None:
             cache = _Cache(session_id)
             self._cache[session_id] = cache
             return cache
-        except OSError as err:
-            raise BackendError(f"cannot read the message log {str(path)!r}: {err}.") from err
         with handle:
             try:
                 size = os.fstat(handle.fileno()).st_size
@@ -452,6 +474,50 @@ class JsonlMessageLog(MessageLog):
             # once with one, so later reads can trust the cache again.
             self._compact(session_id, cache)
         return cache
+
+    def _open(self, session_id: str, path: Path) -> BinaryIO | None:
+        """The session's file open for reading, None when there is none yet."""
+        for attempt in range(2):
+            try:
+                return open(path, "rb")  # noqa: SIM115 - the caller closes it
+            except FileNotFoundError:
+                if attempt or not self._adopt_legacy_file(session_id, path):
+                    return None
+            except OSError as err:
+                raise BackendError(f"cannot read the message log {str(path)!r}: {err}.") from err
+        return None
+
+    def _adopt_legacy_file(self, session_id: str, path: Path) -> bool:
+        """Give a file of the earlier naming its readable name; True when one was found.
+
+        The caller holds the session's lock. The file is linked under the new name, never
+        renamed over one: where the file system ignores case, the new name may already be
+        another session's file, which must stay as it is (and is then refused on read).
+        """
+        legacy = self.directory / _legacy_file_name(session_id)
+        if legacy == path:
+            return False
+        try:
+            os.link(legacy, path)
+        except FileNotFoundError:
+            return False
+        except FileExistsError:
+            return True  # another session's file by that name: reading it refuses it
+        except OSError as err:
+            raise BackendError(
+                f"cannot give the message log {str(legacy)!r} its new name {path.name!r}: "
+                f"{err}. Rename it by hand, or check that the directory is writable."
+            ) from err
+        try:
+            legacy.unlink()
+            for suffix in (".lock", ".lease"):
+                with contextlib.suppress(FileNotFoundError):
+                    legacy.with_suffix(suffix).unlink()
+            self._fsync_directory()
+        except OSError as err:  # both names are one file now: nothing can diverge
+            logger.warning("could not remove the old name %s of %s: %s", legacy, path, err)
+        logger.info("message log of session %r renamed from %s to %s", session_id, legacy, path)
+        return True
 
     def _replay(self, path: Path, handle: BinaryIO, cache: _Cache) -> None:
         try:
@@ -537,8 +603,10 @@ class JsonlMessageLog(MessageLog):
                 if entry.get("session_id") != cache.session_id:
                     raise BackendError(
                         f"the message log {str(path)!r} belongs to session "
-                        f"{entry.get('session_id')!r}, not {cache.session_id!r}: the file was "
-                        "renamed or copied by hand. Move it back to its own session's name."
+                        f"{entry.get('session_id')!r}, not {cache.session_id!r}: either the "
+                        "file system ignores case and the two ids differ only in case (use "
+                        "ids that differ otherwise, or a case-sensitive directory), or the "
+                        "file was renamed or copied by hand (move it back to its own name)."
                     )
                 state.last_seq = max(state.last_seq, int(entry.get("last_seq", 0)))
                 cache.generation = int(entry.get("generation", 0))

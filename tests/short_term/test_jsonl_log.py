@@ -278,3 +278,39 @@ def test_each_compaction_gives_the_file_a_new_id_and_generation(tmp_path: Path) 
     second = header()
     assert second["generation"] == 1
     assert second["file_id"] != first["file_id"]
+
+
+@pytest.mark.parametrize(
+    ("session_id", "name"),
+    [
+        ("sessA", "sessA.jsonl"),
+        ("Alice", "Alice.jsonl"),
+        ("alice@example.com", "alice@example.com.jsonl"),
+        ("user-42_chat.v2+x", "user-42_chat.v2+x.jsonl"),
+        ("a/b", "a%2Fb.jsonl"),
+        ("a%2Fb", "a%252Fb.jsonl"),
+        ("..", "%2E..jsonl"),
+        ("a b", "a%20b.jsonl"),
+        ("é", "%C3%A9.jsonl"),
+        ("NUL", "%4EUL.jsonl"),
+        ("com1.txt", "%63om1.txt.jsonl"),
+        ("c:\\x", "c%3A%5Cx.jsonl"),
+    ],
+)
+def test_a_session_file_is_named_after_its_id_when_that_is_a_safe_name(
+    session_id: str, name: str
+) -> None:
+    assert session_file_name(session_id) == name
+
+
+def test_a_file_with_the_earlier_name_is_found_and_renamed(tmp_path: Path) -> None:
+    log = JsonlMessageLog(tmp_path)
+    log.append("sessA", drafts("before the upgrade"))
+    log.path_for("sessA").rename(tmp_path / "sess%41.jsonl")  # as earlier versions named it
+    (tmp_path / "sess%41.lock").touch()
+    reopened = JsonlMessageLog(tmp_path)
+    assert texts(reopened, "sessA") == ["before the upgrade"]
+    assert sorted(p.name for p in tmp_path.glob("*.jsonl")) == ["sessA.jsonl"]
+    assert not (tmp_path / "sess%41.lock").exists()
+    assert [r.id for r in reopened.append("sessA", drafts("after"))] == ["m2"]
+    assert texts(JsonlMessageLog(tmp_path), "sessA") == ["before the upgrade", "after"]
