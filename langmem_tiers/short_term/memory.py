@@ -43,7 +43,7 @@ from langchain_core.messages import BaseMessage
 from langgraph.store.base import BaseStore, SearchItem, SearchOp
 
 from langmem_tiers.config import Settings
-from langmem_tiers.errors import ConfigurationError, ModelError, NotFoundError
+from langmem_tiers.errors import ConfigurationError, ModelError, NotFoundError, ValidationError
 from langmem_tiers.long_term.store.scope import namespace_for
 from langmem_tiers.short_term.archiving import consolidate_flow, facts_flow, recover_flow
 from langmem_tiers.short_term.context import ContextBuilder
@@ -103,6 +103,18 @@ Only an owner on another machine that dies holding it makes a session wait this 
 dead owner on this machine is seen at once.
 """
 _LEASE_TURNS = 8  # lease rounds per call; messages still left wait for the next add
+
+
+def _rounds_limit(rounds: object) -> int | None:
+    """Messages to read for ``rounds`` rounds (None: the policy decides)."""
+    if rounds is None:
+        return None
+    if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
+        raise ValidationError(
+            f"rounds must be a whole number >= 1, got {rounds!r}; pass how many recent "
+            "rounds (a user message and its answer) to read, or leave it out."
+        )
+    return 2 * rounds
 
 
 def _is_message_id(value: str) -> bool:
@@ -211,13 +223,32 @@ class ShortTermMemory:
         """Async twin of :meth:`add_messages`."""
         return await run_async(self._add_flow(self._drafts(messages)), self._runtime)
 
-    def context(self) -> list[BaseMessage]:
-        """The model's view (see :mod:`~langmem_tiers.short_term.context`)."""
-        return run_sync(self._context_flow(), self._runtime)
+    def context(self, *, rounds: int | None = None) -> list[BaseMessage]:
+        """The model's view (see :mod:`~langmem_tiers.short_term.context`).
 
-    async def acontext(self) -> list[BaseMessage]:
+        Args:
+            rounds: read only the last ``rounds`` rounds (a user message and its answer:
+                two messages a round) of the window, for this call; by default the
+                policy's own (the ``dual`` preset's ``sliding_window_rounds``).
+
+        Raises:
+            ValidationError: ``rounds`` is not a whole number >= 1.
+
+        >>> from langchain_core.messages import AIMessage, HumanMessage
+        >>> from langmem_tiers.short_term.log import InMemoryMessageLog
+        >>> from langmem_tiers.short_term.policies import SlidingWindow
+        >>> stm = ShortTermMemory("s1", log=InMemoryMessageLog(), store=None,
+        ...                       policy=SlidingWindow(10), view="raw")
+        >>> _ = stm.add_messages([HumanMessage("q1"), AIMessage("a1"),
+        ...                       HumanMessage("q2"), AIMessage("a2")])
+        >>> [m.content for m in stm.context(rounds=1)]
+        ['q2', 'a2']
+        """
+        return run_sync(self._context_flow(_rounds_limit(rounds)), self._runtime)
+
+    async def acontext(self, *, rounds: int | None = None) -> list[BaseMessage]:
         """Async twin of :meth:`context`."""
-        return await run_async(self._context_flow(), self._runtime)
+        return await run_async(self._context_flow(_rounds_limit(rounds)), self._runtime)
 
     def records(self) -> list[MessageRecord]:
         """Every stored message of the session with its tiers, oldest first."""
@@ -480,8 +511,9 @@ class ShortTermMemory:
             query=query[:_QUERY_CHARS] or None,
         )
 
-    def _context_flow(self) -> Flow[list[BaseMessage]]:
-        (records,) = yield LogCall((ReadOp(self.session_id, self.policy.read_limit),))
+    def _context_flow(self, last: int | None = None) -> Flow[list[BaseMessage]]:
+        limit = last if last is not None else self.policy.read_limit
+        (records,) = yield LogCall((ReadOp(self.session_id, limit),))
         memories: list[Any] = []
         if self.store is not None:
             try:
