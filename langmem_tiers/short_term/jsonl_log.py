@@ -75,7 +75,9 @@ from langmem_tiers.short_term.log import (
     SessionState,
     SetTierLevelOp,
     UpdateTiersOp,
+    UserSessions,
     lease_is_free,
+    users_records,
 )
 from langmem_tiers.short_term.records import MessageRecord
 from langmem_tiers.tiers.base import MessageTiers
@@ -193,6 +195,30 @@ def _header(session_id: str, last_seq: int, file_id: str, generation: int) -> di
 _HEADER_BYTES = 16_384  # a header names its session: at most 512 characters, escaped
 
 
+def _session_of_file(path: Path) -> str | None:
+    """The session a log file's header names (None: its first line is not complete yet)."""
+    try:
+        with open(path, "rb") as handle:
+            line, newline, _ = handle.read(_HEADER_BYTES).partition(b"\n")
+    except FileNotFoundError:
+        return None  # compacted or renamed meanwhile: found again under its name
+    except OSError as err:
+        raise BackendError(f"cannot read the message log {str(path)!r}: {err}.") from err
+    if not newline:
+        return None
+    try:
+        header = json.loads(line)
+    except ValueError:
+        header = None
+    if not isinstance(header, dict) or header.get("op") != "header":
+        raise BackendError(
+            f"the message log {str(path)!r} does not start with a header line; it was "
+            "written by something else. Move it out of the sessions directory."
+        )
+    session_id = header.get("session_id")
+    return session_id if isinstance(session_id, str) else None
+
+
 def _file_id_of(handle: BinaryIO) -> str | None:
     """The ``file_id`` in the header of an open log file (None: it has none)."""
     handle.seek(0)
@@ -262,6 +288,23 @@ class JsonlMessageLog(MessageLog):
     async def abatch(self, ops: Sequence[LogOp]) -> list[Any]:
         """Async twin of :meth:`batch` (file I/O runs in a worker thread)."""
         return await asyncio.to_thread(self.batch, ops)
+
+    def _user_sessions(self, user_id: str, with_records: bool) -> UserSessions:
+        # Every session file is read: the directory keeps no index by user.
+        found: UserSessions = {}
+        for path in sorted(self.directory.glob("*.jsonl")):
+            session_id = _session_of_file(path)
+            if session_id is None or session_id in found:
+                continue  # nothing acknowledged yet, or read already
+            if path.name not in (session_file_name(session_id), _legacy_file_name(session_id)):
+                continue  # a copy under another session's name: reading that one refuses it
+            records = users_records(self.read(session_id), user_id)
+            if records:
+                found[session_id] = records if with_records else []
+        return dict(sorted(found.items()))
+
+    async def _auser_sessions(self, user_id: str, with_records: bool) -> UserSessions:
+        return await asyncio.to_thread(self._user_sessions, user_id, with_records)
 
     # -- operations -------------------------------------------------------------------
 

@@ -147,7 +147,9 @@ class ShortTermMemory:
         tierer: makes tiers 1 and 2 (``None``: messages are kept raw only).
         summarizer: summarises consolidated messages (needed by summarising policies).
         settings: limits and ``user_context_k``; the defaults when ``None``.
-        user_id: the scope of long-term memories (default: the session id).
+        user_id: the user the conversation is with: the scope of long-term memories
+            (default: the session id), and stored with every message added, so the
+            log lists and exports the user's sessions (``log.sessions_of(user_id)``).
         target: ``session`` or ``user`` (facts extracted per exchange, read across sessions).
         view: ``tiered`` or ``raw``.
         token_counter: counts tokens of a text (default: four characters a token).
@@ -171,7 +173,7 @@ class ShortTermMemory:
         recent_raw: int = 2,
     ) -> None:
         self.session_id = validate_session_id(session_id)
-        self.user_id = None if user_id is None else validate_session_id(user_id)
+        self.user_id = None if user_id is None else validate_session_id(user_id, "user_id")
         if target not in ("session", "user"):
             raise ConfigurationError(f"target must be 'session' or 'user', got {target!r}.")
         if view not in ("tiered", "raw"):
@@ -310,7 +312,10 @@ class ShortTermMemory:
         if isinstance(messages, BaseMessage):
             messages = [messages]
         limit = self.settings.max_content_chars
-        return [draft_from_message(m, index=i, max_chars=limit) for i, m in enumerate(messages)]
+        return [
+            draft_from_message(m, index=i, max_chars=limit)._replace(user_id=self.user_id)
+            for i, m in enumerate(messages)
+        ]
 
     # -- flows ----------------------------------------------------------------------------
 

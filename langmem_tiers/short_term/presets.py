@@ -218,7 +218,8 @@ def build_memory(
         settings: limits; ``Settings.from_env()`` when ``None``.
         log: a log to use instead of the preset's kind (share one across sessions).
         directory: where a ``jsonl`` log keeps its files.
-        user_id: the scope of long-term memory (the ``dual`` preset reads it across sessions).
+        user_id: the scope of long-term memory (the ``dual`` preset reads it across
+            sessions), also stored with each message so ``log.sessions_of`` finds them.
         tierer / summarizer: default to the offline ones.
         token_counter: counts a text's tokens.
     """

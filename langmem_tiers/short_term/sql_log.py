@@ -44,6 +44,7 @@ from langmem_tiers.short_term.log import (
     RemoveOp,
     SetTierLevelOp,
     UpdateTiersOp,
+    UserSessions,
     lease_is_free,
 )
 from langmem_tiers.short_term.records import (
@@ -63,7 +64,7 @@ from langmem_tiers.sql.flow import Flow, Sql, SqlMany, Transaction
 
 __all__ = ["SqlMessageLog", "open_message_log"]
 
-_COLUMNS = "seq, role, content, tier1, tier2, required_tier_level, created_at, extra"
+_COLUMNS = "seq, role, content, tier1, tier2, required_tier_level, created_at, extra, user_id"
 _CACHED_SESSIONS = 256  # windows a log keeps; the least recently read is dropped first
 _SET_UP: weakref.WeakSet[Database] = weakref.WeakSet()  # databases a log has migrated
 
@@ -145,6 +146,15 @@ class SqlMessageLog(MessageLog):
         self._remember(windows)
         return results
 
+    def _user_sessions(self, user_id: str, with_records: bool) -> UserSessions:
+        found: UserSessions = self.db.run(_user_sessions_flow(self.db.dialect, user_id, with_records))
+        return found
+
+    async def _auser_sessions(self, user_id: str, with_records: bool) -> UserSessions:
+        flow = _user_sessions_flow(self.db.dialect, user_id, with_records)
+        found: UserSessions = await self.db.arun(flow)
+        return found
+
     def _known(self, ops: Sequence[LogOp]) -> _Windows:
         with self._windows_lock:
             return {
@@ -199,6 +209,27 @@ def _batch_flow(d: Dialect, ops: Sequence[LogOp], windows: _Windows) -> Flow[lis
     return results
 
 
+def _user_sessions_flow(d: Dialect, user_id: str, with_records: bool) -> Flow[UserSessions]:
+    """A user's sessions (and their messages), from the index on (user_id, session_id, seq)."""
+    if not with_records:
+        rows = yield Sql(
+            f"SELECT DISTINCT session_id FROM {STM_MESSAGES} WHERE user_id = ?"
+            " ORDER BY session_id",
+            [user_id],
+        )
+        # Sorted here, not by the database's collation: every log answers in one order.
+        return {session_id: [] for session_id in sorted(str(row[0]) for row in rows)}
+    rows = yield Sql(
+        f"SELECT session_id, {_COLUMNS} FROM {STM_MESSAGES} WHERE user_id = ?"
+        " ORDER BY session_id, seq",
+        [user_id],
+    )
+    found: UserSessions = {}
+    for row in rows:
+        found.setdefault(str(row[0]), []).append(_record(d, row[1:]))
+    return dict(sorted(found.items()))
+
+
 def _window_flow(d: Dialect, sid: str, windows: _Windows) -> Flow[list[MessageRecord]]:
     """The whole window, reading only rows appended since the known one when it still holds."""
     # On PostgreSQL the row lock keeps writers of this session out until the transaction
@@ -243,6 +274,7 @@ def _record(d: Dialect, row: Sequence[Any]) -> MessageRecord:
         required_tier_level=int(row[5]),
         created_at=row[6],
         extra=d.json_value(row[7]),
+        user_id=row[8],
     )
 
 
@@ -262,7 +294,7 @@ def _op_flow(d: Dialect, op: LogOp) -> Flow[Any]:
         records = [draft.to_record(first + i) for i, draft in enumerate(op.messages)]
         yield SqlMany(
             f"INSERT INTO {STM_MESSAGES} (session_id, {_COLUMNS})"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 (
                     sid,
@@ -274,6 +306,7 @@ def _op_flow(d: Dialect, op: LogOp) -> Flow[Any]:
                     r.required_tier_level,
                     r.created_at,
                     d.json_param(dict(r.extra)),
+                    r.user_id,
                 )
                 for r in records
             ],
