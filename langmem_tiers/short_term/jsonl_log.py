@@ -522,7 +522,7 @@ class JsonlMessageLog(MessageLog):
         """The session's file open for reading, None when there is none yet."""
         for attempt in range(2):
             try:
-                return open(path, "rb")  # noqa: SIM115 - the caller closes it
+                return open(path, "rb")
             except FileNotFoundError:
                 if attempt or not self._adopt_legacy_file(session_id, path):
                     return None

@@ -72,8 +72,8 @@ __all__ = [
     "RemoveOp",
     "SessionState",
     "SetTierLevelOp",
-    "UserSessions",
     "UpdateTiersOp",
+    "UserSessions",
     "lease_is_free",
     "new_lease_owner",
 ]

@@ -147,7 +147,9 @@ class SqlMessageLog(MessageLog):
         return results
 
     def _user_sessions(self, user_id: str, with_records: bool) -> UserSessions:
-        found: UserSessions = self.db.run(_user_sessions_flow(self.db.dialect, user_id, with_records))
+        found: UserSessions = self.db.run(
+            _user_sessions_flow(self.db.dialect, user_id, with_records)
+        )
         return found
 
     async def _auser_sessions(self, user_id: str, with_records: bool) -> UserSessions:
@@ -213,8 +215,7 @@ def _user_sessions_flow(d: Dialect, user_id: str, with_records: bool) -> Flow[Us
     """A user's sessions (and their messages), from the index on (user_id, session_id, seq)."""
     if not with_records:
         rows = yield Sql(
-            f"SELECT DISTINCT session_id FROM {STM_MESSAGES} WHERE user_id = ?"
-            " ORDER BY session_id",
+            f"SELECT DISTINCT session_id FROM {STM_MESSAGES} WHERE user_id = ? ORDER BY session_id",
             [user_id],
         )
         # Sorted here, not by the database's collation: every log answers in one order.

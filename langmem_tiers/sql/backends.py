@@ -23,7 +23,7 @@ import threading
 import weakref
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from langchain_core.embeddings import Embeddings
 
@@ -70,8 +70,10 @@ class ConnectionOwner:
 
     __slots__ = ("__weakref__", "_async_lock", "conn", "depth", "lock")
 
-    _owners: weakref.WeakValueDictionary[int, ConnectionOwner] = weakref.WeakValueDictionary()
-    _owners_lock = threading.Lock()
+    _owners: ClassVar[weakref.WeakValueDictionary[int, ConnectionOwner]] = (
+        weakref.WeakValueDictionary()
+    )
+    _owners_lock: ClassVar[threading.Lock] = threading.Lock()
 
     def __init__(self, conn: Any) -> None:
         self.conn = conn

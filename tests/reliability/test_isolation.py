@@ -15,8 +15,8 @@ as many.
 from __future__ import annotations
 
 import contextlib
-import os
 import itertools
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any

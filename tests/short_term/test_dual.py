@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
+from langmem_tiers import namespace_for
 from langmem_tiers.config import Settings
 from langmem_tiers.errors import ConfigurationError, ValidationError
-from langmem_tiers import namespace_for
 from langmem_tiers.short_term.presets import build_memory
 
 from .conftest import TwinOf
@@ -37,7 +37,7 @@ def test_long_term_memory_can_be_turned_off_from_the_environment(
 
 
 def test_a_bad_switch_value_names_the_variable() -> None:
-    with pytest.raises(ConfigurationError, match="MEM0_ENABLED.*true or false.*maybe"):
+    with pytest.raises(ConfigurationError, match=r"MEM0_ENABLED.*true or false.*maybe"):
         Settings.from_env(environ={"MEM0_ENABLED": "maybe"})
     with pytest.raises(ConfigurationError, match="ltm_enabled"):
         Settings(ltm_enabled="no")  # type: ignore[arg-type]
@@ -54,7 +54,9 @@ async def test_dual_without_long_term_memory_keeps_the_window_and_touches_no_sto
     assert memory.store is None
     stm = twin_of(memory)
     for turn in range(3):
-        result = await stm.add_messages([HumanMessage(f"My name is Jordan {turn}."), AIMessage("Hi")])
+        result = await stm.add_messages(
+            [HumanMessage(f"My name is Jordan {turn}."), AIMessage("Hi")]
+        )
         assert result.error is None
     assert store.search(namespace_for("u1", "semantic")) == [], "facts went to long-term memory"
     assert [m.content for m in await stm.context()][-1] == "Hi"
@@ -73,7 +75,9 @@ def test_presets_that_move_messages_to_long_term_memory_refuse_it_turned_off(
     preset: str, tmp_path: Path
 ) -> None:
     with pytest.raises(ConfigurationError, match=f"ltm_enabled.*{preset}"):
-        build_memory("chat", preset=preset, settings=Settings(ltm_enabled=False), directory=tmp_path)
+        build_memory(
+            "chat", preset=preset, settings=Settings(ltm_enabled=False), directory=tmp_path
+        )
 
 
 async def test_the_sliding_window_is_read_with_a_number_of_rounds_per_call(
@@ -103,5 +107,7 @@ async def test_an_invalid_number_of_rounds_is_a_clear_error(
     rounds: Any, tmp_path: Path, twin_of: TwinOf
 ) -> None:
     memory = build_memory("chat", preset="dual", store=make_store(), directory=tmp_path)
-    with pytest.raises(ValidationError, match=f"rounds must be a whole number >= 1, got {rounds!r}"):
+    with pytest.raises(
+        ValidationError, match=f"rounds must be a whole number >= 1, got {rounds!r}"
+    ):
         await twin_of(memory).context(rounds=rounds)

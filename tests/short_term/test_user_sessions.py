@@ -11,11 +11,11 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
 from langmem_tiers.errors import InvalidNamespaceError
-from langmem_tiers.sql.database import Database
-from langmem_tiers.sql.dialect import STM_MESSAGES, STM_SESSIONS, SqliteDialect, migrate_flow
 from langmem_tiers.short_term.history import TieredChatMessageHistory
 from langmem_tiers.short_term.records import MessageDraft, draft_from_message
 from langmem_tiers.short_term.sql_log import SqlMessageLog
+from langmem_tiers.sql.database import Database
+from langmem_tiers.sql.dialect import STM_MESSAGES, STM_SESSIONS, SqliteDialect, migrate_flow
 
 from .conftest import LogFactory, TwinOf
 
