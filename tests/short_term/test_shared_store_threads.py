@@ -8,6 +8,7 @@ exactly once, and a shared reset window must be summarised once per overflow.
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -20,6 +21,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from langmem_tiers import TieredMemoryStore, namespace_for
 from langmem_tiers.config import Settings
+from langmem_tiers.errors import ConfigurationError
 from langmem_tiers.short_term.history import TieredChatMessageHistory
 from langmem_tiers.short_term.presets import get_preset
 from langmem_tiers.short_term.records import draft_from_message
@@ -158,3 +160,12 @@ def test_logs_wrapping_the_store_connection_queue_behind_the_store(store_url: st
     assert len(texts) == THREADS * ADDS
     assert max(texts.values()) == 1
     assert notes == [ADDS] * THREADS
+
+
+def test_a_connection_inside_its_own_transaction_is_a_clear_error(tmp_path: Path) -> None:
+    conn = sqlite3.connect(tmp_path / "busy.db", check_same_thread=False, isolation_level=None)
+    conn.execute("BEGIN")
+    with pytest.raises(ConfigurationError, match="inside an open transaction"):
+        SqlMessageLog(conn)
+    conn.execute("ROLLBACK")
+    assert SqlMessageLog(conn).read("s1") == []
