@@ -103,7 +103,7 @@ class Settings:
     """Every setting of the package, with its default and environment variable.
 
     Environment variables are ``LANGMEM_TIERS_<NAME>`` (upper case); the seed names
-    ``MEMORY_WINDOW_LIMIT`` and ``SHORT_TERM_MEMORY_LIMIT`` are read too.
+    ``MEMORY_WINDOW_LIMIT``, ``SHORT_TERM_MEMORY_LIMIT`` and ``MEM0_ENABLED`` are read too.
     """
 
     # -- where things live --------------------------------------------------------
@@ -156,6 +156,12 @@ class Settings:
     """Bound of the REQUEST_TIER / SEARCH_EPISODIC regenerate loop."""
     user_context_k: int = field(default=5, metadata=_env("USER_CONTEXT_K"))
     """Long-term memories given to the model as ``user_context``."""
+    ltm_enabled: bool = field(default=True, metadata=_env("LTM_ENABLED", "MEM0_ENABLED"))
+    """``dual``: whether user facts go to, and ``user_context`` comes from, long-term memory.
+
+    Off, the conversation keeps only its short-term window (the seed's ``MEM0_ENABLED=false``);
+    presets that move messages into long-term memory refuse to run without it.
+    """
 
     # -- long-term memory engine --------------------------------------------------
     conflict_similarity_threshold: float = field(
@@ -201,6 +207,10 @@ class Settings:
             _require_float(name, getattr(self, name), low=0.0, low_open=True)
         for name in ("conflict_similarity_threshold", "duplicate_similarity", "decay_threshold"):
             _require_float(name, getattr(self, name), low=0.0, high=1.0)
+        if not isinstance(self.ltm_enabled, bool):
+            raise ConfigurationError(
+                f"ltm_enabled must be true or false, got {self.ltm_enabled!r}."
+            )
         for name, allowed in (
             ("preset", PresetName),
             ("chat_mode", ChatMode),
@@ -290,6 +300,8 @@ def _parse(name: str, var: str, raw: str, type_name: Any) -> Any:
             return int(text)
         if type_text == "float":
             return float(text)
+        if type_text == "bool":
+            return _parse_bool(var, name, raw)
     except ConfigurationError:
         raise
     except ValueError as err:
@@ -297,6 +309,19 @@ def _parse(name: str, var: str, raw: str, type_name: Any) -> Any:
             f"{var} must be {expected} (setting {name}), got {raw!r}."
         ) from err
     return text
+
+
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"0", "false", "no", "off"})
+
+
+def _parse_bool(var: str, name: str, raw: str) -> bool:
+    text = raw.strip().lower()
+    if text in _TRUE or text in _FALSE:
+        return text in _TRUE
+    raise ConfigurationError(
+        f"{var} must be true or false (setting {name}; also 1/0, yes/no, on/off), got {raw!r}."
+    )
 
 
 def _require_int(name: str, value: Any, *, minimum: int) -> None:

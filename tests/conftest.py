@@ -95,7 +95,7 @@ def _isolated_environment(
     for name in list(os.environ):
         if name.startswith("LANGMEM_TIERS_") and name != "LANGMEM_TIERS_TEST_POSTGRES_URL":
             monkeypatch.delenv(name)
-    for name in ("MEMORY_WINDOW_LIMIT", "SHORT_TERM_MEMORY_LIMIT"):
+    for name in ("MEMORY_WINDOW_LIMIT", "SHORT_TERM_MEMORY_LIMIT", "MEM0_ENABLED"):
         monkeypatch.delenv(name, raising=False)
 
 

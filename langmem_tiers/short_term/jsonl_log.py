@@ -3,7 +3,7 @@
 File format (UTF-8, one JSON object per line, every line ends with ``\\n``)::
 
     {"op": "header", "format": "langmem-tiers/stm-log", "version": 1, "session_id": "s1",
-        "last_seq": 0}
+        "last_seq": 0, "file_id": "9f2c...", "generation": 0}
     {"op": "append", "messages": [{"id": "m1", "seq": 1, "role": "human", "content": "...",
         "tier1": "...", "tier2": "...", "required_tier_level": 1, "created_at": "...",
         "extra": {}}]}
@@ -24,6 +24,12 @@ The state of a session is the file replayed from the top. Crash safety:
   compacted: the live state is written to a temporary file, ``fsync``-ed, and put in place
   with ``os.replace`` (atomic), so a crash leaves either the old or the new file.
 - Writers in other processes are kept out by an advisory lock on ``<file>.lock`` (POSIX).
+- A log caches each session's replayed state. Between its writes the file only grows,
+  except when a compaction replaces it; each file a compaction (or the first write) makes
+  has a new random ``file_id`` in its header (and the next ``generation``). So the header's
+  ``file_id`` and the file's size change on every write by anyone, and a cache is used only
+  when both still match (inode numbers do not do: ext4 gives the inode a compaction frees
+  to the next compaction's file).
 - The consolidation lease (see :class:`~langmem_tiers.short_term.log.ClaimOp`) is
   ``<file>.lease``, read and written under that lock; an unreadable one counts as free.
 
@@ -49,10 +55,11 @@ import os
 import re
 import threading
 import time
+import uuid
 from collections.abc import Iterator, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from langmem_tiers.errors import BackendError
 from langmem_tiers.short_term.log import (
@@ -68,7 +75,9 @@ from langmem_tiers.short_term.log import (
     SessionState,
     SetTierLevelOp,
     UpdateTiersOp,
+    UserSessions,
     lease_is_free,
+    users_records,
 )
 from langmem_tiers.short_term.records import MessageRecord
 from langmem_tiers.tiers.base import MessageTiers
@@ -85,45 +94,72 @@ logger = logging.getLogger(__name__)
 FORMAT = "langmem-tiers/stm-log"
 FORMAT_VERSION = 1
 
-# Upper-case letters are escaped too: on a case-insensitive file system (macOS and Windows
-# defaults) "Alice" and "alice" must still be two files.
-_SAFE = re.compile(r"[a-z0-9_-]")
+# Characters every common file system and shell takes as they are. The rest (path
+# separators, characters Windows refuses, spaces, controls, non-ASCII, and ``%`` and
+# ``~`` themselves) are ``%XX``-escaped, so the name decodes back to exactly one id.
+_SAFE = re.compile(r"[A-Za-z0-9._@+-]")
 _MAX_NAME = 150
+# Windows refuses these as a name's first part, whatever follows the dot.
+_RESERVED = frozenset(
+    ["CON", "PRN", "AUX", "NUL"] + [f"{d}{n}" for d in ("COM", "LPT") for n in range(1, 10)]
+)
+
+
+def _escape(char: str) -> str:
+    return "".join(f"%{byte:02X}" for byte in char.encode("utf-8"))
+
+
+def _shortened(name: str, session_id: str) -> str:
+    # Long ids end in a hash so names stay within file system limits ("~" is always
+    # escaped elsewhere, so a shortened name cannot be another id's name).
+    if len(name) <= _MAX_NAME:
+        return name
+    digest = hashlib.sha256(session_id.encode("utf-8")).hexdigest()[:16]
+    return f"{name[:100]}~{digest}"
 
 
 def session_file_name(session_id: str) -> str:
-    """The file name of a session: safe characters kept, others ``%XX``-escaped.
+    """The file name of a session: the id itself when it is a safe name, else escaped.
 
-    Long ids end in a hash so names stay within file system limits.
+    Only what a file system or shell could misread is ``%XX``-escaped: other characters
+    than letters, digits and ``._@+-``, a leading dot (hidden files), and the first letter
+    of a name Windows reserves. Two ids never get one name; on a file system that ignores
+    case (macOS, Windows) ``Alice`` and ``alice`` are still one file, and the log refuses
+    the second session instead of mixing them (the file's header names its session).
 
+    >>> session_file_name("sessA")
+    'sessA.jsonl'
     >>> session_file_name("alice@example.com/chat 1")
-    'alice%40example%2Ecom%2Fchat%201.jsonl'
-    >>> session_file_name("Alice")
-    '%41lice.jsonl'
+    'alice@example.com%2Fchat%201.jsonl'
+    >>> session_file_name(".hidden"), session_file_name("con")
+    ('%2Ehidden.jsonl', '%63on.jsonl')
     """
-    out: list[str] = []
-    for char in session_id:
-        if _SAFE.fullmatch(char):
-            out.append(char)
-        else:
-            out.extend(f"%{byte:02X}" for byte in char.encode("utf-8"))
-    name = "".join(out)
-    if len(name) > _MAX_NAME:
-        digest = hashlib.sha256(session_id.encode("utf-8")).hexdigest()[:16]
-        name = f"{name[:100]}~{digest}"
-    return name + ".jsonl"
+    chars = [c if _SAFE.fullmatch(c) else _escape(c) for c in session_id]
+    if chars and chars[0] == ".":
+        chars[0] = _escape(".")
+    if session_id.split(".", 1)[0].upper() in _RESERVED:
+        chars[0] = _escape(session_id[0])
+    return _shortened("".join(chars), session_id) + ".jsonl"
+
+
+def _legacy_file_name(session_id: str) -> str:
+    """The name earlier versions gave a session: everything but ``[a-z0-9_-]`` escaped."""
+    chars = [c if re.fullmatch(r"[a-z0-9_-]", c) else _escape(c) for c in session_id]
+    return _shortened("".join(chars), session_id) + ".jsonl"
 
 
 class _Cache:
     """A session's replayed state and where in the file it was read up to."""
 
-    __slots__ = ("appended", "inode", "lines", "session_id", "size", "state")
+    __slots__ = ("appended", "file_id", "generation", "lines", "session_id", "size", "state")
 
     def __init__(self, session_id: str) -> None:
         self.session_id = session_id
         self.state = SessionState()
         self.size = 0
-        self.inode: int | None = None
+        self.file_id: str | None = None
+        """The header's ``file_id`` of the file read (None: no file yet)."""
+        self.generation = 0
         self.lines = 0
         self.appended = 0  # message records written to the file (live or removed since)
 
@@ -131,13 +167,68 @@ class _Cache:
         other = _Cache(self.session_id)
         other.state.records = dict(self.state.records)
         other.state.last_seq = self.state.last_seq
-        other.size, other.inode = self.size, self.inode
+        other.size, other.file_id, other.generation = self.size, self.file_id, self.generation
         other.lines, other.appended = self.lines, self.appended
         return other
 
 
 def _now_iso() -> str:
     return datetime.now(timezone.utc).isoformat()
+
+
+def _new_file_id() -> str:
+    return uuid.uuid4().hex
+
+
+def _header(session_id: str, last_seq: int, file_id: str, generation: int) -> dict[str, Any]:
+    return {
+        "op": "header",
+        "format": FORMAT,
+        "version": FORMAT_VERSION,
+        "session_id": session_id,
+        "last_seq": last_seq,
+        "file_id": file_id,
+        "generation": generation,
+    }
+
+
+_HEADER_BYTES = 16_384  # a header names its session: at most 512 characters, escaped
+
+
+def _session_of_file(path: Path) -> str | None:
+    """The session a log file's header names (None: its first line is not complete yet)."""
+    try:
+        with open(path, "rb") as handle:
+            line, newline, _ = handle.read(_HEADER_BYTES).partition(b"\n")
+    except FileNotFoundError:
+        return None  # compacted or renamed meanwhile: found again under its name
+    except OSError as err:
+        raise BackendError(f"cannot read the message log {str(path)!r}: {err}.") from err
+    if not newline:
+        return None
+    try:
+        header = json.loads(line)
+    except ValueError:
+        header = None
+    if not isinstance(header, dict) or header.get("op") != "header":
+        raise BackendError(
+            f"the message log {str(path)!r} does not start with a header line; it was "
+            "written by something else. Move it out of the sessions directory."
+        )
+    session_id = header.get("session_id")
+    return session_id if isinstance(session_id, str) else None
+
+
+def _file_id_of(handle: BinaryIO) -> str | None:
+    """The ``file_id`` in the header of an open log file (None: it has none)."""
+    handle.seek(0)
+    line, newline, _ = handle.read(_HEADER_BYTES).partition(b"\n")
+    if newline:
+        with contextlib.suppress(ValueError):
+            header = json.loads(line)
+            if isinstance(header, dict) and isinstance(header.get("file_id"), str):
+                return str(header["file_id"])
+    return None
 
 
 def _dumps(entry: dict[str, Any]) -> bytes:
@@ -197,6 +288,23 @@ class JsonlMessageLog(MessageLog):
     async def abatch(self, ops: Sequence[LogOp]) -> list[Any]:
         """Async twin of :meth:`batch` (file I/O runs in a worker thread)."""
         return await asyncio.to_thread(self.batch, ops)
+
+    def _user_sessions(self, user_id: str, with_records: bool) -> UserSessions:
+        # Every session file is read: the directory keeps no index by user.
+        found: UserSessions = {}
+        for path in sorted(self.directory.glob("*.jsonl")):
+            session_id = _session_of_file(path)
+            if session_id is None or session_id in found:
+                continue  # nothing acknowledged yet, or read already
+            if path.name not in (session_file_name(session_id), _legacy_file_name(session_id)):
+                continue  # a copy under another session's name: reading that one refuses it
+            records = users_records(self.read(session_id), user_id)
+            if records:
+                found[session_id] = records if with_records else []
+        return dict(sorted(found.items()))
+
+    async def _auser_sessions(self, user_id: str, with_records: bool) -> UserSessions:
+        return await asyncio.to_thread(self._user_sessions, user_id, with_records)
 
     # -- operations -------------------------------------------------------------------
 
@@ -270,17 +378,11 @@ class JsonlMessageLog(MessageLog):
 
     def _commit(self, session_id: str, work: _Cache, entries: list[dict[str, Any]]) -> None:
         path = self.path_for(session_id)
-        created = work.inode is None
+        created = work.size == 0
         data = b""
         if created:
-            header = {
-                "op": "header",
-                "format": FORMAT,
-                "version": FORMAT_VERSION,
-                "session_id": session_id,
-                "last_seq": 0,
-            }
-            data += _dumps(header)
+            work.file_id = _new_file_id()
+            data += _dumps(_header(session_id, 0, work.file_id, work.generation))
             work.lines += 1
         entry = entries[0] if len(entries) == 1 else {"op": "batch", "ops": entries}
         data += _dumps(entry)
@@ -297,7 +399,7 @@ class JsonlMessageLog(MessageLog):
                 f"could not write the message log {str(path)!r}: {err}. Nothing of this "
                 "batch was acknowledged; check that the disk is writable and not full."
             ) from err
-        work.size, work.inode = stat.st_size, stat.st_ino
+        work.size = stat.st_size
         work.lines += 1
         self._cache[session_id] = work
         live = len(work.state.records)
@@ -334,18 +436,12 @@ class JsonlMessageLog(MessageLog):
 
     def _compact(self, session_id: str, work: _Cache) -> None:
         path = self.path_for(session_id)
-        if work.inode is None:
+        if work.size == 0:
             return
         temporary = path.with_name(path.name + ".compact-tmp")
-        header = {
-            "op": "header",
-            "format": FORMAT,
-            "version": FORMAT_VERSION,
-            "session_id": session_id,
-            "last_seq": work.state.last_seq,
-        }
+        file_id, generation = _new_file_id(), work.generation + 1
         records = work.state.window(None)
-        data = _dumps(header)
+        data = _dumps(_header(session_id, work.state.last_seq, file_id, generation))
         if records:
             data += _dumps({"op": "append", "messages": [r.to_json() for r in records]})
         try:
@@ -361,7 +457,7 @@ class JsonlMessageLog(MessageLog):
             with contextlib.suppress(OSError):
                 temporary.unlink()
             return
-        work.size, work.inode = stat.st_size, stat.st_ino
+        work.size, work.file_id, work.generation = stat.st_size, file_id, generation
         work.lines = 2 if records else 1
         work.appended = len(records)
         self._cache[session_id] = work
@@ -390,34 +486,86 @@ class JsonlMessageLog(MessageLog):
     def _load(self, session_id: str) -> _Cache:
         """The session's state, replaying only what was appended since the last read."""
         path = self.path_for(session_id)
-        try:
-            stat = path.stat()
-        except FileNotFoundError:
+        handle = self._open(session_id, path)
+        if handle is None:
             cache = _Cache(session_id)
             self._cache[session_id] = cache
             return cache
-        except OSError as err:
-            raise BackendError(f"cannot read the message log {str(path)!r}: {err}.") from err
-        known = self._cache.get(session_id)
-        if known is not None and known.inode == stat.st_ino and known.size == stat.st_size:
-            return known
-        if known is None or known.inode != stat.st_ino or stat.st_size < known.size:
-            cache = _Cache(session_id)
-            with contextlib.suppress(FileNotFoundError):
-                # A compaction interrupted before os.replace: the original file is whole.
-                path.with_name(path.name + ".compact-tmp").unlink()
-        else:
-            cache = known.copy()
-        self._replay(path, cache)
-        cache.inode = stat.st_ino
+        with handle:
+            try:
+                size = os.fstat(handle.fileno()).st_size
+                file_id = _file_id_of(handle)
+            except OSError as err:
+                raise BackendError(f"cannot read the message log {str(path)!r}: {err}.") from err
+            known = self._cache.get(session_id)
+            same_file = known is not None and file_id is not None and known.file_id == file_id
+            if same_file and known is not None and known.size == size:
+                return known
+            if known is None or not same_file or size < known.size:
+                # Another file than the one read (a compaction replaced it), or none read yet.
+                cache = _Cache(session_id)
+                with contextlib.suppress(FileNotFoundError):
+                    # A compaction interrupted before os.replace: the original file is whole.
+                    path.with_name(path.name + ".compact-tmp").unlink()
+            else:
+                cache = known.copy()  # the same file, grown: read only the new lines
+            self._replay(path, handle, cache)
+        cache.file_id = file_id
         self._cache[session_id] = cache
+        if file_id is None and cache.size:
+            # Written before headers named their file (or its header was torn): rewrite it
+            # once with one, so later reads can trust the cache again.
+            self._compact(session_id, cache)
         return cache
 
-    def _replay(self, path: Path, cache: _Cache) -> None:
+    def _open(self, session_id: str, path: Path) -> BinaryIO | None:
+        """The session's file open for reading, None when there is none yet."""
+        for attempt in range(2):
+            try:
+                return open(path, "rb")
+            except FileNotFoundError:
+                if attempt or not self._adopt_legacy_file(session_id, path):
+                    return None
+            except OSError as err:
+                raise BackendError(f"cannot read the message log {str(path)!r}: {err}.") from err
+        return None
+
+    def _adopt_legacy_file(self, session_id: str, path: Path) -> bool:
+        """Give a file of the earlier naming its readable name; True when one was found.
+
+        The caller holds the session's lock. The file is linked under the new name, never
+        renamed over one: where the file system ignores case, the new name may already be
+        another session's file, which must stay as it is (and is then refused on read).
+        """
+        legacy = self.directory / _legacy_file_name(session_id)
+        if legacy == path:
+            return False
         try:
-            with open(path, "rb") as handle:
-                handle.seek(cache.size)
-                data = handle.read()
+            os.link(legacy, path)
+        except FileNotFoundError:
+            return False
+        except FileExistsError:
+            return True  # another session's file by that name: reading it refuses it
+        except OSError as err:
+            raise BackendError(
+                f"cannot give the message log {str(legacy)!r} its new name {path.name!r}: "
+                f"{err}. Rename it by hand, or check that the directory is writable."
+            ) from err
+        try:
+            legacy.unlink()
+            for suffix in (".lock", ".lease"):
+                with contextlib.suppress(FileNotFoundError):
+                    legacy.with_suffix(suffix).unlink()
+            self._fsync_directory()
+        except OSError as err:  # both names are one file now: nothing can diverge
+            logger.warning("could not remove the old name %s of %s: %s", legacy, path, err)
+        logger.info("message log of session %r renamed from %s to %s", session_id, legacy, path)
+        return True
+
+    def _replay(self, path: Path, handle: BinaryIO, cache: _Cache) -> None:
+        try:
+            handle.seek(cache.size)
+            data = handle.read()
         except OSError as err:
             raise BackendError(f"cannot read the message log {str(path)!r}: {err}.") from err
         offset = cache.size
@@ -498,10 +646,13 @@ class JsonlMessageLog(MessageLog):
                 if entry.get("session_id") != cache.session_id:
                     raise BackendError(
                         f"the message log {str(path)!r} belongs to session "
-                        f"{entry.get('session_id')!r}, not {cache.session_id!r}: the file was "
-                        "renamed or copied by hand. Move it back to its own session's name."
+                        f"{entry.get('session_id')!r}, not {cache.session_id!r}: either the "
+                        "file system ignores case and the two ids differ only in case (use "
+                        "ids that differ otherwise, or a case-sensitive directory), or the "
+                        "file was renamed or copied by hand (move it back to its own name)."
                     )
                 state.last_seq = max(state.last_seq, int(entry.get("last_seq", 0)))
+                cache.generation = int(entry.get("generation", 0))
             elif op == "append":
                 records = [MessageRecord.from_json(m) for m in entry["messages"]]
                 state.insert(records)

@@ -21,6 +21,10 @@ operation         does                                                         r
 ``ReleaseOp``     gives the lease back (only its owner can)                     released?
 ================  ===========================================================  ==============
 
+Across sessions, :meth:`MessageLog.sessions_of` lists the sessions holding messages of a
+user (records carry the ``user_id`` the caller gave) and :meth:`MessageLog.export_sessions`
+exports that user's stored messages, session by session.
+
 The lease makes consolidation happen once per window when several processes add to one
 session: only the lease's owner reads, summarises and removes the window. A lease ends when
 its owner releases it, when it expires, or at once when the owner was a process of this
@@ -51,6 +55,7 @@ from langmem_tiers.short_term.records import (
     MessageDraft,
     MessageRecord,
     format_message_id,
+    validate_session_id,
 )
 from langmem_tiers.tiers.base import MessageTiers
 
@@ -68,6 +73,7 @@ __all__ = [
     "SessionState",
     "SetTierLevelOp",
     "UpdateTiersOp",
+    "UserSessions",
     "lease_is_free",
     "new_lease_owner",
 ]
@@ -143,6 +149,15 @@ class ReleaseOp(NamedTuple):
 
     session_id: str
     owner: str
+
+
+UserSessions = dict[str, list[MessageRecord]]
+"""A user's stored messages by session id (sessions in id order, messages oldest first)."""
+
+
+def users_records(records: Iterable[MessageRecord], user_id: str) -> list[MessageRecord]:
+    """The records of ``user_id``, oldest first."""
+    return sorted((r for r in records if r.user_id == user_id), key=lambda r: r.seq)
 
 
 LogOp = (
@@ -376,6 +391,55 @@ class MessageLog(ABC):
         result: list[str] = (await self.abatch([ClearOp(session_id)]))[0]
         return result
 
+    # Across sessions: a user's sessions. Backends answer ``_user_sessions``; messages
+    # already moved to long-term memory (consolidated, archived, cleared) are not listed.
+
+    def sessions_of(self, user_id: str) -> list[str]:
+        """Ids of the sessions holding stored messages of ``user_id``, sorted.
+
+        Raises:
+            InvalidNamespaceError: ``user_id`` is not a valid id.
+
+        >>> from langchain_core.messages import HumanMessage
+        >>> from langmem_tiers.short_term.records import draft_from_message
+        >>> log = InMemoryMessageLog()
+        >>> draft = draft_from_message(HumanMessage("hi"), index=0)._replace(user_id="jordan")
+        >>> _ = log.append("chat-2", [draft]), log.append("chat-1", [draft])
+        >>> log.sessions_of("jordan")
+        ['chat-1', 'chat-2']
+        >>> [r.text for r in log.export_sessions("jordan")["chat-1"]]
+        ['hi']
+        """
+        return list(self._user_sessions(validate_session_id(user_id, "user_id"), False))
+
+    async def asessions_of(self, user_id: str) -> list[str]:
+        """Async twin of :meth:`sessions_of`."""
+        checked = validate_session_id(user_id, "user_id")
+        return list(await self._auser_sessions(checked, False))
+
+    def export_sessions(self, user_id: str) -> UserSessions:
+        """The stored messages of ``user_id``, by session (only this user's messages).
+
+        Raises:
+            InvalidNamespaceError: ``user_id`` is not a valid id.
+        """
+        return self._user_sessions(validate_session_id(user_id, "user_id"), True)
+
+    async def aexport_sessions(self, user_id: str) -> UserSessions:
+        """Async twin of :meth:`export_sessions`."""
+        return await self._auser_sessions(validate_session_id(user_id, "user_id"), True)
+
+    def _user_sessions(self, user_id: str, with_records: bool) -> UserSessions:
+        """The user's sessions, sorted; their records only when ``with_records``."""
+        raise NotImplementedError(
+            f"{type(self).__name__} does not list sessions by user; use one of the "
+            "package's logs (memory, jsonl, sql)."
+        )
+
+    async def _auser_sessions(self, user_id: str, with_records: bool) -> UserSessions:
+        """Async twin of :meth:`_user_sessions` (by default, the sync one inline)."""
+        return self._user_sessions(user_id, with_records)
+
 
 def apply_op(state: SessionState, op: LogOp) -> Any:
     """Run one operation on a session's state and answer its result (the in-memory semantics)."""
@@ -428,3 +492,11 @@ class InMemoryMessageLog(MessageLog):
     async def abatch(self, ops: Sequence[LogOp]) -> list[Any]:
         """Async twin of :meth:`batch` (no I/O, so it runs inline)."""
         return self.batch(ops)
+
+    def _user_sessions(self, user_id: str, with_records: bool) -> UserSessions:
+        with self._lock:
+            found = {
+                session_id: users_records(state.records.values(), user_id)
+                for session_id, state in sorted(self._sessions.items())
+            }
+        return {s: (rs if with_records else []) for s, rs in found.items() if rs}

@@ -43,7 +43,7 @@ from langchain_core.messages import BaseMessage
 from langgraph.store.base import BaseStore, SearchItem, SearchOp
 
 from langmem_tiers.config import Settings
-from langmem_tiers.errors import ConfigurationError, ModelError, NotFoundError
+from langmem_tiers.errors import ConfigurationError, ModelError, NotFoundError, ValidationError
 from langmem_tiers.long_term.store.scope import namespace_for
 from langmem_tiers.short_term.archiving import consolidate_flow, facts_flow, recover_flow
 from langmem_tiers.short_term.context import ContextBuilder
@@ -105,6 +105,18 @@ dead owner on this machine is seen at once.
 _LEASE_TURNS = 8  # lease rounds per call; messages still left wait for the next add
 
 
+def _rounds_limit(rounds: object) -> int | None:
+    """Messages to read for ``rounds`` rounds (None: the policy decides)."""
+    if rounds is None:
+        return None
+    if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
+        raise ValidationError(
+            f"rounds must be a whole number >= 1, got {rounds!r}; pass how many recent "
+            "rounds (a user message and its answer) to read, or leave it out."
+        )
+    return 2 * rounds
+
+
 def _is_message_id(value: str) -> bool:
     try:
         parse_message_id(value)
@@ -135,7 +147,9 @@ class ShortTermMemory:
         tierer: makes tiers 1 and 2 (``None``: messages are kept raw only).
         summarizer: summarises consolidated messages (needed by summarising policies).
         settings: limits and ``user_context_k``; the defaults when ``None``.
-        user_id: the scope of long-term memories (default: the session id).
+        user_id: the user the conversation is with: the scope of long-term memories
+            (default: the session id), and stored with every message added, so the
+            log lists and exports the user's sessions (``log.sessions_of(user_id)``).
         target: ``session`` or ``user`` (facts extracted per exchange, read across sessions).
         view: ``tiered`` or ``raw``.
         token_counter: counts tokens of a text (default: four characters a token).
@@ -159,7 +173,7 @@ class ShortTermMemory:
         recent_raw: int = 2,
     ) -> None:
         self.session_id = validate_session_id(session_id)
-        self.user_id = None if user_id is None else validate_session_id(user_id)
+        self.user_id = None if user_id is None else validate_session_id(user_id, "user_id")
         if target not in ("session", "user"):
             raise ConfigurationError(f"target must be 'session' or 'user', got {target!r}.")
         if view not in ("tiered", "raw"):
@@ -211,13 +225,32 @@ class ShortTermMemory:
         """Async twin of :meth:`add_messages`."""
         return await run_async(self._add_flow(self._drafts(messages)), self._runtime)
 
-    def context(self) -> list[BaseMessage]:
-        """The model's view (see :mod:`~langmem_tiers.short_term.context`)."""
-        return run_sync(self._context_flow(), self._runtime)
+    def context(self, *, rounds: int | None = None) -> list[BaseMessage]:
+        """The model's view (see :mod:`~langmem_tiers.short_term.context`).
 
-    async def acontext(self) -> list[BaseMessage]:
+        Args:
+            rounds: read only the last ``rounds`` rounds (a user message and its answer:
+                two messages a round) of the window, for this call; by default the
+                policy's own (the ``dual`` preset's ``sliding_window_rounds``).
+
+        Raises:
+            ValidationError: ``rounds`` is not a whole number >= 1.
+
+        >>> from langchain_core.messages import AIMessage, HumanMessage
+        >>> from langmem_tiers.short_term.log import InMemoryMessageLog
+        >>> from langmem_tiers.short_term.policies import SlidingWindow
+        >>> stm = ShortTermMemory("s1", log=InMemoryMessageLog(), store=None,
+        ...                       policy=SlidingWindow(10), view="raw")
+        >>> _ = stm.add_messages([HumanMessage("q1"), AIMessage("a1"),
+        ...                       HumanMessage("q2"), AIMessage("a2")])
+        >>> [m.content for m in stm.context(rounds=1)]
+        ['q2', 'a2']
+        """
+        return run_sync(self._context_flow(_rounds_limit(rounds)), self._runtime)
+
+    async def acontext(self, *, rounds: int | None = None) -> list[BaseMessage]:
         """Async twin of :meth:`context`."""
-        return await run_async(self._context_flow(), self._runtime)
+        return await run_async(self._context_flow(_rounds_limit(rounds)), self._runtime)
 
     def records(self) -> list[MessageRecord]:
         """Every stored message of the session with its tiers, oldest first."""
@@ -279,7 +312,10 @@ class ShortTermMemory:
         if isinstance(messages, BaseMessage):
             messages = [messages]
         limit = self.settings.max_content_chars
-        return [draft_from_message(m, index=i, max_chars=limit) for i, m in enumerate(messages)]
+        return [
+            draft_from_message(m, index=i, max_chars=limit)._replace(user_id=self.user_id)
+            for i, m in enumerate(messages)
+        ]
 
     # -- flows ----------------------------------------------------------------------------
 
@@ -480,8 +516,9 @@ class ShortTermMemory:
             query=query[:_QUERY_CHARS] or None,
         )
 
-    def _context_flow(self) -> Flow[list[BaseMessage]]:
-        (records,) = yield LogCall((ReadOp(self.session_id, self.policy.read_limit),))
+    def _context_flow(self, last: int | None = None) -> Flow[list[BaseMessage]]:
+        limit = last if last is not None else self.policy.read_limit
+        (records,) = yield LogCall((ReadOp(self.session_id, limit),))
         memories: list[Any] = []
         if self.store is not None:
             try:

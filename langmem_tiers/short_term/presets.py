@@ -213,30 +213,43 @@ def build_memory(
         session_id: the conversation.
         preset: a name from :data:`PRESETS` or a :class:`Preset`.
         store: long-term memory; the embedded default store on ``settings.url`` when ``None``.
+            With ``settings.ltm_enabled`` false there is none (only the ``dual`` preset,
+            which never moves messages out of its window, runs so).
         settings: limits; ``Settings.from_env()`` when ``None``.
         log: a log to use instead of the preset's kind (share one across sessions).
         directory: where a ``jsonl`` log keeps its files.
-        user_id: the scope of long-term memory (the ``dual`` preset reads it across sessions).
+        user_id: the scope of long-term memory (the ``dual`` preset reads it across
+            sessions), also stored with each message so ``log.sessions_of`` finds them.
         tierer / summarizer: default to the offline ones.
         token_counter: counts a text's tokens.
     """
     chosen = get_preset(preset)
     settings = settings if settings is not None else Settings.from_env()
-    store = store if store is not None else default_store(settings)
+    policy = build_policy(chosen.window, settings)
+    if not settings.ltm_enabled:
+        if policy.consolidates:
+            raise ConfigurationError(
+                f"ltm_enabled is false, but the {chosen.name} preset moves messages from the "
+                "window into long-term memory; enable it (LANGMEM_TIERS_LTM_ENABLED=true) or "
+                "use the dual preset, whose window keeps everything."
+            )
+        store = None  # no user facts stored, no user_context read: the window alone
+    elif store is None:
+        store = default_store(settings)
     if log is None:
-        shared_conn = getattr(store, "conn", None)
-        if chosen.log == "sql" and shared_conn is not None:
-            # Messages go to the store's own database, on its connection.
+        if chosen.log == "sql" and getattr(store, "conn", None) is not None:
+            # Messages go to the store's own database: its Database object, so the store
+            # and every session's log share one owner of the connection.
             from langmem_tiers.short_term.sql_log import SqlMessageLog
 
-            log = SqlMessageLog(shared_conn)
+            log = SqlMessageLog(store)
         else:
             log = open_log(chosen.log, settings, directory=directory)
     return ShortTermMemory(
         session_id,
         log=log,
         store=store,
-        policy=build_policy(chosen.window, settings),
+        policy=policy,
         tierer=tierer if tierer is not None else OfflineTierer(),
         summarizer=summarizer if summarizer is not None else OfflineSummarizer(),
         settings=settings,

@@ -91,20 +91,20 @@ def validate_level(level: object, field_name: str = "level") -> int:
     return int(level)
 
 
-def validate_session_id(session_id: object) -> str:
-    """A session id: a non-empty string without NUL bytes, at most 512 characters."""
+def validate_session_id(session_id: object, field_name: str = "session_id") -> str:
+    """A session (or user) id: a non-empty string without NUL bytes, at most 512 characters."""
+    what = "the user's id" if field_name == "user_id" else "the conversation's id"
     if not isinstance(session_id, str) or not session_id.strip():
         raise InvalidNamespaceError(
-            f"session_id must be a non-empty string, got {session_id!r}; "
-            "pass the conversation's id."
+            f"{field_name} must be a non-empty string, got {session_id!r}; pass {what}."
         )
     if "\x00" in session_id:
         raise InvalidNamespaceError(
-            f"session_id may not contain NUL bytes, got {session_id!r}; remove the '\\x00'."
+            f"{field_name} may not contain NUL bytes, got {session_id!r}; remove the '\\x00'."
         )
     if len(session_id) > _MAX_SESSION_ID_CHARS:
         raise InvalidNamespaceError(
-            f"session_id is {len(session_id)} characters long; the limit is "
+            f"{field_name} is {len(session_id)} characters long; the limit is "
             f"{_MAX_SESSION_ID_CHARS}. Use a shorter id (a hash of it, for example)."
         )
     return session_id
@@ -160,6 +160,8 @@ class MessageRecord:
     """When the message was added (ISO 8601, UTC)."""
     extra: Mapping[str, Any] = field(default_factory=dict)
     """The message's other fields (name, tool calls, metadata), to rebuild it exactly."""
+    user_id: str | None = None
+    """The user the conversation is with, when the caller said (lists a user's sessions)."""
 
     @property
     def text(self) -> str:
@@ -186,8 +188,8 @@ class MessageRecord:
         return dataclasses.replace(self, **changes)
 
     def to_json(self) -> dict[str, Any]:
-        """A JSON-ready dict (the JSONL log's ``message`` object)."""
-        return {
+        """A JSON-ready dict (the JSONL log's ``message`` object; ``user_id`` only when set)."""
+        data = {
             "id": self.id,
             "seq": self.seq,
             "role": self.role,
@@ -198,6 +200,9 @@ class MessageRecord:
             "created_at": self.created_at,
             "extra": dict(self.extra),
         }
+        if self.user_id is not None:
+            data["user_id"] = self.user_id
+        return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> MessageRecord:
@@ -212,6 +217,7 @@ class MessageRecord:
             required_tier_level=int(data.get("required_tier_level", 1)),
             created_at=str(data["created_at"]),
             extra=dict(data.get("extra") or {}),
+            user_id=data.get("user_id"),
         )
 
 
@@ -224,6 +230,7 @@ class MessageDraft(NamedTuple):
     created_at: str
     tier1: str | None = None
     tier2: str | None = None
+    user_id: str | None = None
 
     def to_record(
         self, seq: int, tier1: str | None = None, tier2: str | None = None
@@ -239,6 +246,7 @@ class MessageDraft(NamedTuple):
             required_tier_level=1,
             created_at=self.created_at,
             extra=self.extra,
+            user_id=self.user_id,
         )
 
     def to_message(self) -> BaseMessage:

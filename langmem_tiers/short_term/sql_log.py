@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import threading
 import time
+import weakref
 from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any, NamedTuple
@@ -43,6 +44,7 @@ from langmem_tiers.short_term.log import (
     RemoveOp,
     SetTierLevelOp,
     UpdateTiersOp,
+    UserSessions,
     lease_is_free,
 )
 from langmem_tiers.short_term.records import (
@@ -62,8 +64,9 @@ from langmem_tiers.sql.flow import Flow, Sql, SqlMany, Transaction
 
 __all__ = ["SqlMessageLog", "open_message_log"]
 
-_COLUMNS = "seq, role, content, tier1, tier2, required_tier_level, created_at, extra"
+_COLUMNS = "seq, role, content, tier1, tier2, required_tier_level, created_at, extra, user_id"
 _CACHED_SESSIONS = 256  # windows a log keeps; the least recently read is dropped first
+_SET_UP: weakref.WeakSet[Database] = weakref.WeakSet()  # databases a log has migrated
 
 
 class _Window(NamedTuple):
@@ -79,21 +82,32 @@ _Windows = dict[str, "_Window | None"]
 
 
 class SqlMessageLog(MessageLog):
-    """Messages of many sessions in SQL tables; share the store's connection or open one.
+    """Messages of many sessions in SQL tables; share the store's database or open one.
 
     Args:
-        conn: an ``sqlite3.Connection`` or a psycopg connection/pool (sync or async),
-            e.g. ``store.conn`` of a :class:`~langmem_tiers.TieredMemoryStore`.
+        conn: a :class:`~langmem_tiers.TieredMemoryStore` (its database is shared: one
+            owner of the connection, so the log's and the store's transactions queue
+            instead of interleaving), a ``Database``, or an ``sqlite3.Connection`` or
+            psycopg connection/pool (sync or async).
         setup: run the migrations now (idempotent).
+
+    Example:
+        >>> from langmem_tiers import TieredMemoryStore
+        >>> with TieredMemoryStore.from_url("sqlite:///:memory:") as store:
+        ...     log = SqlMessageLog(store)
+        ...     log.db is store.db
+        True
     """
 
     def __init__(self, conn: Any, *, setup: bool = True) -> None:
-        self.db = Database(conn)
+        self.db = shared_database(conn)
         self._owned: Any = None
         self._windows: OrderedDict[str, _Window] = OrderedDict()
         self._windows_lock = threading.Lock()
-        if setup and not self.db.is_async:
+        if setup and not self.db.is_async and self.db not in _SET_UP:
+            # A history per request builds a log per request: migrate once per database.
             self.db.run(_in_transaction(_migrations(self.db.dialect)))
+            _SET_UP.add(self.db)
 
     @classmethod
     def from_url(cls, url: str | None = None) -> SqlMessageLog:
@@ -112,6 +126,7 @@ class SqlMessageLog(MessageLog):
     async def asetup(self) -> None:
         """Run the migrations (for logs opened on an async connection)."""
         await self.db.arun(_in_transaction(_migrations(self.db.dialect)))
+        _SET_UP.add(self.db)
 
     def batch(self, ops: Sequence[LogOp]) -> list[Any]:
         """Run ``ops`` in order, in one transaction."""
@@ -130,6 +145,17 @@ class SqlMessageLog(MessageLog):
         )
         self._remember(windows)
         return results
+
+    def _user_sessions(self, user_id: str, with_records: bool) -> UserSessions:
+        found: UserSessions = self.db.run(
+            _user_sessions_flow(self.db.dialect, user_id, with_records)
+        )
+        return found
+
+    async def _auser_sessions(self, user_id: str, with_records: bool) -> UserSessions:
+        flow = _user_sessions_flow(self.db.dialect, user_id, with_records)
+        found: UserSessions = await self.db.arun(flow)
+        return found
 
     def _known(self, ops: Sequence[LogOp]) -> _Windows:
         with self._windows_lock:
@@ -150,6 +176,16 @@ class SqlMessageLog(MessageLog):
                 self._windows.move_to_end(session_id)
             while len(self._windows) > _CACHED_SESSIONS:
                 self._windows.popitem(last=False)
+
+
+def shared_database(conn: Any) -> Database:
+    """The :class:`Database` a log runs on: a store's own, a given one, or one on ``conn``."""
+    if isinstance(conn, Database):
+        return conn
+    db = getattr(conn, "db", None)
+    if isinstance(db, Database):
+        return db
+    return Database(conn)
 
 
 def open_message_log(settings: Settings) -> SqlMessageLog:
@@ -173,6 +209,26 @@ def _batch_flow(d: Dialect, ops: Sequence[LogOp], windows: _Windows) -> Flow[lis
         else:
             results.append((yield from _op_flow(d, op)))
     return results
+
+
+def _user_sessions_flow(d: Dialect, user_id: str, with_records: bool) -> Flow[UserSessions]:
+    """A user's sessions (and their messages), from the index on (user_id, session_id, seq)."""
+    if not with_records:
+        rows = yield Sql(
+            f"SELECT DISTINCT session_id FROM {STM_MESSAGES} WHERE user_id = ? ORDER BY session_id",
+            [user_id],
+        )
+        # Sorted here, not by the database's collation: every log answers in one order.
+        return {session_id: [] for session_id in sorted(str(row[0]) for row in rows)}
+    rows = yield Sql(
+        f"SELECT session_id, {_COLUMNS} FROM {STM_MESSAGES} WHERE user_id = ?"
+        " ORDER BY session_id, seq",
+        [user_id],
+    )
+    found: UserSessions = {}
+    for row in rows:
+        found.setdefault(str(row[0]), []).append(_record(d, row[1:]))
+    return dict(sorted(found.items()))
 
 
 def _window_flow(d: Dialect, sid: str, windows: _Windows) -> Flow[list[MessageRecord]]:
@@ -219,6 +275,7 @@ def _record(d: Dialect, row: Sequence[Any]) -> MessageRecord:
         required_tier_level=int(row[5]),
         created_at=row[6],
         extra=d.json_value(row[7]),
+        user_id=row[8],
     )
 
 
@@ -238,7 +295,7 @@ def _op_flow(d: Dialect, op: LogOp) -> Flow[Any]:
         records = [draft.to_record(first + i) for i, draft in enumerate(op.messages)]
         yield SqlMany(
             f"INSERT INTO {STM_MESSAGES} (session_id, {_COLUMNS})"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 (
                     sid,
@@ -250,6 +307,7 @@ def _op_flow(d: Dialect, op: LogOp) -> Flow[Any]:
                     r.required_tier_level,
                     r.created_at,
                     d.json_param(dict(r.extra)),
+                    r.user_id,
                 )
                 for r in records
             ],

@@ -2,6 +2,10 @@
 
 * :class:`SqliteIO`: one ``sqlite3`` connection guarded by a lock; transactions are
   ``BEGIN IMMEDIATE`` so concurrent writers queue instead of failing late.
+
+A connection has one owner however many handles wrap it (the store's and a message log's
+on ``store.conn``): the lock and the transaction depth live in a per-connection
+:class:`ConnectionOwner`, so two wrappers can never interleave transactions on it.
 * :class:`PostgresIO` / :class:`AsyncPostgresIO`: psycopg 3 connections or pools; a
   transaction takes one connection for the whole flow. SQL is written with ``?`` and
   converted to psycopg's ``%s`` here.
@@ -16,12 +20,14 @@ import asyncio
 import functools
 import sqlite3
 import threading
+import weakref
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from langchain_core.embeddings import Embeddings
 
+from langmem_tiers.errors import ConfigurationError
 from langmem_tiers.sql.flow import (
     Embed,
     Flow,
@@ -33,7 +39,7 @@ from langmem_tiers.sql.flow import (
     run,
 )
 
-__all__ = ["AsyncPostgresIO", "PostgresIO", "SqliteIO", "to_psycopg"]
+__all__ = ["AsyncPostgresIO", "ConnectionOwner", "PostgresIO", "SqliteIO", "to_psycopg"]
 
 T = TypeVar("T")
 
@@ -53,6 +59,48 @@ def _copy_sql(request: InsertRows) -> str:
 def to_psycopg(text: str) -> str:
     """``?`` placeholders to psycopg's ``%s`` (literal ``%`` doubled)."""
     return text.replace("%", "%%").replace("?", "%s")
+
+
+class ConnectionOwner:
+    """What every handle on one connection shares: its lock and its transaction depth.
+
+    :meth:`of` answers the same owner for the same connection object while any handle
+    holds it; the owner keeps the connection alive, so its ``id`` cannot be reused.
+    """
+
+    __slots__ = ("__weakref__", "_async_lock", "conn", "depth", "lock")
+
+    _owners: ClassVar[weakref.WeakValueDictionary[int, ConnectionOwner]] = (
+        weakref.WeakValueDictionary()
+    )
+    _owners_lock: ClassVar[threading.Lock] = threading.Lock()
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+        self.lock = threading.RLock()
+        self.depth = 0  # SQLite transaction nesting, guarded by the lock
+        self._async_lock: asyncio.Lock | None = None
+
+    @classmethod
+    def of(cls, conn: Any, setup: Any = None) -> ConnectionOwner:
+        """The owner of ``conn``; ``setup(conn)`` runs once, when the first handle is made."""
+        # sqlite3 connections cannot be weakly referenced: key by id, checked by identity.
+        with cls._owners_lock:
+            owner = cls._owners.get(id(conn))
+            if owner is not None and owner.conn is conn:
+                return owner
+            owner = cls(conn)
+            if setup is not None:
+                setup(conn)
+            cls._owners[id(conn)] = owner
+            return owner
+
+    @property
+    def async_lock(self) -> asyncio.Lock:
+        """The lock of a lone async connection (made on first use, inside a loop)."""
+        if self._async_lock is None:
+            self._async_lock = asyncio.Lock()
+        return self._async_lock
 
 
 class _SharedIO:
@@ -81,12 +129,20 @@ class SqliteIO(_SharedIO):
     ) -> None:
         super().__init__(embeddings, qdrant)
         self.conn = conn
-        self.lock = threading.RLock()
-        self._depth = 0  # transaction nesting, guarded by the lock
+        # Shared with every other handle on this connection; the pragmas run once, before
+        # any handle can open a transaction (journal_mode cannot change inside one).
+        self.owner = ConnectionOwner.of(conn, self.configure)
+        self.lock = self.owner.lock
 
     @staticmethod
     def configure(conn: sqlite3.Connection) -> None:
         """Pragmas the store relies on: WAL for concurrent readers, FKs for cascades."""
+        if conn.in_transaction:
+            # Only the caller's own open transaction can be here (handles share owners).
+            raise ConfigurationError(
+                "conn is an sqlite3 connection inside an open transaction; commit or roll "
+                "it back before passing it to a store or message log."
+            )
         conn.isolation_level = None  # transactions are explicit
         conn.execute("PRAGMA foreign_keys = ON")
         conn.execute("PRAGMA busy_timeout = 30000")
@@ -111,14 +167,14 @@ class SqliteIO(_SharedIO):
     def transaction(self, flow: Flow[T]) -> T:
         """One transaction; a nested one is a savepoint, so flows compose."""
         with self.lock:
-            depth = self._depth
+            depth = self.owner.depth
             begin, commit, rollback = (
                 ("BEGIN IMMEDIATE", "COMMIT", "ROLLBACK")
                 if depth == 0
                 else (f"SAVEPOINT sp{depth}", f"RELEASE sp{depth}", f"ROLLBACK TO sp{depth}")
             )
             self.conn.execute(begin)
-            self._depth += 1
+            self.owner.depth += 1
             try:
                 result = run(flow, self)
             except BaseException:
@@ -127,7 +183,7 @@ class SqliteIO(_SharedIO):
                     self.conn.execute(f"RELEASE sp{depth}")
                 raise
             finally:
-                self._depth -= 1
+                self.owner.depth -= 1
             self.conn.execute(commit)
             return result
 
@@ -165,7 +221,8 @@ class PostgresIO(_SharedIO):
     def __init__(self, conn: Any, embeddings: Embeddings | None, qdrant: Any | None = None) -> None:
         super().__init__(embeddings, qdrant)
         self.conn = conn
-        self._lock = threading.RLock()  # a lone connection is not shared by threads at once
+        # A lone connection is used by one thread at a time, whichever handle wraps it.
+        self._lock = ConnectionOwner.of(conn).lock
 
     @contextmanager
     def _connection(self) -> Iterator[Any]:
@@ -246,7 +303,7 @@ class AsyncPostgresIO(_AsyncShared):
     def __init__(self, conn: Any, embeddings: Embeddings | None, qdrant: Any | None = None) -> None:
         super().__init__(embeddings, qdrant)
         self.conn = conn
-        self._lock = asyncio.Lock()
+        self._owner = ConnectionOwner.of(conn)
 
     @asynccontextmanager
     async def _connection(self) -> AsyncIterator[Any]:
@@ -254,7 +311,7 @@ class AsyncPostgresIO(_AsyncShared):
             async with self.conn.connection() as conn:
                 yield conn
         else:
-            async with self._lock:
+            async with self._owner.async_lock:
                 yield self.conn
 
     async def sql(self, request: Sql) -> list[tuple[Any, ...]]:

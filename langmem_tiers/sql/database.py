@@ -63,7 +63,6 @@ class Database:
         self.sync_io: Any = None
         self.async_io: Any = None
         if isinstance(conn, sqlite3.Connection):
-            SqliteIO.configure(conn)
             self.dialect = SqliteDialect()
             self.sync_io = SqliteIO(conn, embeddings, qdrant)
             return

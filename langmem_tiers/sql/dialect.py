@@ -257,6 +257,13 @@ class Dialect:
                 # something was removed or changed (short_term/sql_log.py).
                 f"ALTER TABLE {STM_SESSIONS} ADD COLUMN changes BIGINT NOT NULL DEFAULT 0",
             ],
+            [
+                # Short-term memory: the user a message's conversation is with (when the
+                # caller said), so a user's sessions can be listed and exported.
+                f"ALTER TABLE {STM_MESSAGES} ADD COLUMN user_id TEXT",
+                f"CREATE INDEX {STM_MESSAGES}_user ON {STM_MESSAGES} (user_id, session_id, seq)"
+                " WHERE user_id IS NOT NULL",
+            ],
         ]
 
     def migration_lock_sql(self) -> str | None:

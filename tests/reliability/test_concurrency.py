@@ -7,6 +7,8 @@
   adds go on: every message is in exactly one place (the window or one summary).
 * Two processes overflowing the same window at the same moment (forced by a barrier in
   their summarisers): the window must be summarised once.
+* Two processes adding to one JSONL session whose file is compacted every few writes:
+  ids distinct, no false corruption errors, every add either kept or removed once.
 * Threads overwriting one store item: the final value is one of the writes and the event
   log holds every write, in each writer's order, chained before -> after.
 
@@ -33,11 +35,21 @@ from langmem_tiers.long_term.store.events import snapshot_flow
 from langmem_tiers.long_term.store.records import item_id
 from langmem_tiers.long_term.store.scope import namespace_for
 from langmem_tiers.long_term.store.store import TieredMemoryStore
+from langmem_tiers.short_term.jsonl_log import JsonlMessageLog
 from langmem_tiers.short_term.records import draft_from_message, parse_message_id
 from langmem_tiers.short_term.sql_log import SqlMessageLog
 
 from .harness import index_config, process_context, sql_rows
-from .workers import SESSION, WINDOW, PolicyName, adder, consolidator, racer, summarised
+from .workers import (
+    SESSION,
+    WINDOW,
+    PolicyName,
+    adder,
+    consolidator,
+    jsonl_writer,
+    racer,
+    summarised,
+)
 
 WRITERS = 4
 ADDS = 250
@@ -217,6 +229,41 @@ def test_a_window_two_processes_overflow_at_once_is_summarised_once(
     assert max(covered.values()) == 1, f"messages in two summaries: {covered}"
     assert [e for (e,) in events] == ["memory.created"] * len(summaries), events
     assert len(summarised(tmp_path)) == len(summaries), "a window was summarised twice"
+
+
+def test_two_processes_compacting_one_jsonl_session_never_reuse_ids(tmp_path: Path) -> None:
+    # ext4 hands the inode a compaction frees to the next compaction's file, so after two
+    # compactions by the other process a file can have the inode and size a cache saw.
+    writers, adds, keep = 2, 300, 2
+    context = process_context()
+    start = context.Barrier(writers)
+    processes = [
+        context.Process(target=jsonl_writer, args=(str(tmp_path), w, adds, keep, start))
+        for w in range(writers)
+    ]
+    for process in processes:
+        process.start()
+    for number, process in enumerate(processes):
+        process.join(300)
+        log_file = tmp_path / f"jsonl-{number}.log"
+        assert process.exitcode == 0, log_file.read_text("utf-8", "replace")[-3000:]
+    reports = [json.loads((tmp_path / f"jsonl-{w}.json").read_text("utf-8")) for w in range(2)]
+    errors = [e for r in reports for e in r["errors"]]
+    assert errors == [], f"{len(errors)} calls failed, e.g. {errors[0]}"
+    given = [i for r in reports for i in r["ids"]]
+    assert len(given) == writers * adds
+    assert len(set(given)) == len(given), "an id was given twice"
+    removed = [i for r in reports for i in r["removed"]]
+    assert len(set(removed)) == len(removed), "a message was removed twice"
+    final = JsonlMessageLog(tmp_path / "sessions").read(SESSION)
+    kept = {r.id for r in final}
+    assert not kept & set(removed)
+    assert kept | set(removed) == set(given), "an add was lost"
+    by_id = {r.id: r.text for r in final}
+    for worker, report in enumerate(reports):
+        for n, message_id in enumerate(report["ids"]):
+            if message_id in by_id:
+                assert by_id[message_id] == f"worker {worker} message {n}"
 
 
 # -- one item, many writers ------------------------------------------------------------------

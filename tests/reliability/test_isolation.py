@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -34,7 +35,7 @@ from langmem_tiers.errors import (
 )
 from langmem_tiers.long_term.store.scope import decode_label, namespace_for
 from langmem_tiers.long_term.store.store import TieredMemoryStore
-from langmem_tiers.short_term.jsonl_log import JsonlMessageLog, session_file_name
+from langmem_tiers.short_term.jsonl_log import JsonlMessageLog
 from langmem_tiers.short_term.log import MessageLog
 from langmem_tiers.short_term.memory import ShortTermMemory
 from langmem_tiers.short_term.policies import SlidingWindow
@@ -273,8 +274,21 @@ def test_sessions_never_see_each_others_messages(
 
 
 @pytest.mark.parametrize(("a", "b"), [("Alice", "alice"), ("Session-A", "session-a")])
-def test_session_files_differ_even_on_case_insensitive_file_systems(a: str, b: str) -> None:
-    assert session_file_name(a).casefold() != session_file_name(b).casefold()
+def test_ids_that_differ_only_in_case_are_refused_where_the_file_system_ignores_case(
+    a: str, b: str, tmp_path: Path
+) -> None:
+    log = JsonlMessageLog(tmp_path)
+    log.append(a, [draft_from_message(HumanMessage(f"{a}'s secret"), index=0)])
+    before = log.path_for(a).read_bytes()
+    # What a case-insensitive file system does: both names open the one file.
+    os.link(log.path_for(a), log.path_for(b))
+    other = JsonlMessageLog(tmp_path)
+    with pytest.raises(BackendError, match=f"belongs to session '{a}'.*ignores case"):
+        other.append(b, [draft_from_message(HumanMessage(f"{b}'s secret"), index=0)])
+    with pytest.raises(BackendError, match=f"belongs to session '{a}'"):
+        other.read(b)
+    assert log.path_for(a).read_bytes() == before, "the other session's file was changed"
+    assert [r.text for r in JsonlMessageLog(tmp_path).read(a)] == [f"{a}'s secret"]
 
 
 def test_a_log_file_of_another_session_is_refused_not_mixed_in(tmp_path: Path) -> None:

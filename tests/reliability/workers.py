@@ -21,6 +21,7 @@ from langchain_core.messages import BaseMessage, HumanMessage
 
 from langmem_tiers.config import Settings
 from langmem_tiers.long_term.store.store import TieredMemoryStore
+from langmem_tiers.short_term.jsonl_log import JsonlMessageLog
 from langmem_tiers.short_term.memory import ShortTermMemory
 from langmem_tiers.short_term.policies import (
     MovingWindow,
@@ -28,6 +29,7 @@ from langmem_tiers.short_term.policies import (
     SlidingWindow,
     WindowPolicy,
 )
+from langmem_tiers.short_term.records import draft_from_message
 from langmem_tiers.short_term.sql_log import SqlMessageLog
 from langmem_tiers.tiers.base import Summary
 from langmem_tiers.tiers.offline import OfflineTierer
@@ -41,6 +43,7 @@ __all__ = [
     "PolicyName",
     "adder",
     "consolidator",
+    "jsonl_writer",
     "policy_for",
     "racer",
     "summarised",
@@ -166,3 +169,30 @@ def racer(url: str, worker: int, policy: PolicyName, barrier: Any, directory: st
         report = {"ids": result.ids, "consolidated": result.consolidated,
                   "error": repr(result.error) if result.error else None}  # fmt: skip
         (out / f"racer-{worker}.json").write_text(json.dumps(report), "utf-8")
+
+
+def jsonl_writer(directory: str, worker: int, count: int, keep: int, start: Any) -> None:
+    """Add ``count`` messages to one JSONL session, removing all but the newest ``keep``.
+
+    The removals make the file compact every few writes (``compact_min_lines=4``), so the
+    other writer's cache keeps meeting a file replaced under it.
+    """
+    out = Path(directory)
+    _errors_to(out, f"jsonl-{worker}")
+    log = JsonlMessageLog(out / "sessions", fsync=False, compact_min_lines=4)
+    start.wait(60)
+    ids: list[str] = []
+    removed: list[str] = []
+    errors: list[str] = []
+    for n in range(count):
+        draft = draft_from_message(HumanMessage(f"worker {worker} message {n}"), index=0)
+        try:
+            (record,) = log.append(SESSION, [draft])
+            ids.append(record.id)
+            window = log.read(SESSION)
+            if len(window) > keep:
+                removed.extend(log.remove(SESSION, [r.id for r in window[:-keep]]))
+        except Exception as err:  # reported to the test
+            errors.append(repr(err))
+    report = {"ids": ids, "removed": removed, "errors": errors}
+    (out / f"jsonl-{worker}.json").write_text(json.dumps(report), "utf-8")

@@ -201,3 +201,116 @@ def test_session_ids_become_safe_distinct_file_names(tmp_path: Path) -> None:
     log = JsonlMessageLog(tmp_path)
     log.append("../../escape", drafts("a"))
     assert [p.parent for p in tmp_path.glob("*.jsonl")] == [tmp_path]
+
+
+def _fixed(text: str) -> list[MessageDraft]:
+    # A fixed timestamp, so files of the same shape have the same size.
+    at = "2026-01-01T00:00:00.000001+00:00"
+    return [draft_from_message(HumanMessage(text), index=0, created_at=at)]
+
+
+def _compact_into_the_same_inode(log: JsonlMessageLog, session: str) -> None:
+    """Compact as another process would, ending on the file's old inode (ext4 reuses it)."""
+    path = log.path_for(session)
+    keep = path.with_name("old-inode")
+    os.link(path, keep)  # holds the inode a compaction frees, as the file system may reuse it
+    log.compact(session)
+    with open(keep, "r+b") as handle:  # the compacted bytes, now in the old inode
+        handle.write(path.read_bytes())
+        handle.truncate()
+    os.replace(keep, path)
+
+
+def test_a_file_replaced_by_another_writer_is_read_again_even_with_the_same_inode_and_size(
+    tmp_path: Path,
+) -> None:
+    mine, other = JsonlMessageLog(tmp_path), JsonlMessageLog(tmp_path)
+    mine.append("s1", _fixed("msg 1"))
+    assert texts(mine) == ["msg 1"]
+    before = os.stat(mine.path_for("s1"))
+    other.append("s1", _fixed("msg 2"))
+    other.remove("s1", ["m1"])
+    _compact_into_the_same_inode(other, "s1")
+    after = os.stat(mine.path_for("s1"))
+    assert (after.st_ino, after.st_size) == (before.st_ino, before.st_size)
+    assert texts(mine) == ["msg 2"]
+    assert [r.id for r in mine.append("s1", _fixed("msg 3"))] == ["m3"], "an id was reused"
+
+
+def test_a_replaced_file_that_grew_is_not_taken_for_a_corrupt_one(tmp_path: Path) -> None:
+    mine, other = JsonlMessageLog(tmp_path), JsonlMessageLog(tmp_path)
+    mine.append("s1", _fixed("msg 1"))
+    assert texts(mine) == ["msg 1"]
+    other.append("s1", _fixed("a longer message 2"))
+    other.remove("s1", ["m1"])
+    _compact_into_the_same_inode(other, "s1")
+    other.append("s1", _fixed("msg 3"))
+    assert texts(mine) == ["a longer message 2", "msg 3"]
+    assert [r.id for r in mine.append("s1", _fixed("msg 4"))] == ["m4"]
+
+
+def test_a_file_from_before_file_ids_is_read_and_given_one(tmp_path: Path) -> None:
+    record = _fixed("old message")[0].to_record(seq=1)
+    old_header = {"op": "header", "format": jsonl_log.FORMAT, "version": 1,
+                  "session_id": "s1", "last_seq": 0}  # fmt: skip
+    path = tmp_path / session_file_name("s1")
+    lines = [old_header, {"op": "append", "messages": [record.to_json()]}]
+    path.write_bytes(b"".join(json.dumps(e).encode() + b"\n" for e in lines))
+    log = JsonlMessageLog(tmp_path)
+    assert texts(log) == ["old message"]
+    header = json.loads(path.read_bytes().splitlines()[0])
+    assert isinstance(header["file_id"], str)
+    assert header["last_seq"] == 1
+    assert [r.id for r in log.append("s1", drafts("new"))] == ["m2"]
+    assert texts(JsonlMessageLog(tmp_path)) == ["old message", "new"]
+
+
+def test_each_compaction_gives_the_file_a_new_id_and_generation(tmp_path: Path) -> None:
+    log = JsonlMessageLog(tmp_path)
+    log.append("s1", drafts("a", "b"))
+
+    def header() -> dict[str, object]:
+        return dict(json.loads(log.path_for("s1").read_bytes().splitlines()[0]))
+
+    first = header()
+    assert first["generation"] == 0
+    log.compact("s1")
+    second = header()
+    assert second["generation"] == 1
+    assert second["file_id"] != first["file_id"]
+
+
+@pytest.mark.parametrize(
+    ("session_id", "name"),
+    [
+        ("sessA", "sessA.jsonl"),
+        ("Alice", "Alice.jsonl"),
+        ("alice@example.com", "alice@example.com.jsonl"),
+        ("user-42_chat.v2+x", "user-42_chat.v2+x.jsonl"),
+        ("a/b", "a%2Fb.jsonl"),
+        ("a%2Fb", "a%252Fb.jsonl"),
+        ("..", "%2E..jsonl"),
+        ("a b", "a%20b.jsonl"),
+        ("é", "%C3%A9.jsonl"),
+        ("NUL", "%4EUL.jsonl"),
+        ("com1.txt", "%63om1.txt.jsonl"),
+        ("c:\\x", "c%3A%5Cx.jsonl"),
+    ],
+)
+def test_a_session_file_is_named_after_its_id_when_that_is_a_safe_name(
+    session_id: str, name: str
+) -> None:
+    assert session_file_name(session_id) == name
+
+
+def test_a_file_with_the_earlier_name_is_found_and_renamed(tmp_path: Path) -> None:
+    log = JsonlMessageLog(tmp_path)
+    log.append("sessA", drafts("before the upgrade"))
+    log.path_for("sessA").rename(tmp_path / "sess%41.jsonl")  # as earlier versions named it
+    (tmp_path / "sess%41.lock").touch()
+    reopened = JsonlMessageLog(tmp_path)
+    assert texts(reopened, "sessA") == ["before the upgrade"]
+    assert sorted(p.name for p in tmp_path.glob("*.jsonl")) == ["sessA.jsonl"]
+    assert not (tmp_path / "sess%41.lock").exists()
+    assert [r.id for r in reopened.append("sessA", drafts("after"))] == ["m2"]
+    assert texts(JsonlMessageLog(tmp_path), "sessA") == ["before the upgrade", "after"]
