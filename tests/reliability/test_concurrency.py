@@ -351,7 +351,7 @@ def test_two_interleaved_writes_of_one_item_chain_their_events(
         return result
 
     # The store's write path reads 'before' through this name.
-    monkeypatch.setattr("langmem_tiers.long_term.store.core.snapshot_flow", meeting_snapshot)
+    monkeypatch.setattr("langmem_tiers.long_term.store.writes.snapshot_flow", meeting_snapshot)
     local.calls = 2  # this thread's set-up put is not one of the racing ones
     with _open(url) as store:
         if existing:
