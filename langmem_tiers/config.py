@@ -29,6 +29,7 @@ __all__ = [
     "ENV_PREFIX",
     "ChatMode",
     "ConflictStrategy",
+    "ContextPolicy",
     "PresetName",
     "RankingMode",
     "RankingWeights",
@@ -42,6 +43,10 @@ ConflictStrategy = Literal["supersede", "keep_both", "reject_new", "merge"]
 PresetName = Literal["moving_window", "reset", "tiered", "dual"]
 ChatMode = Literal["markers", "tools"]
 RankingMode = Literal["gated", "linear"]
+ContextPolicy = Literal["budget", "eager"]
+"""How a tiered view picks each message's tier: ``budget`` keeps messages raw while the
+view fits ``context_soft_budget`` and lowers the oldest only as needed; ``eager`` shows
+every older message at its required tier (tier 1 unless the model asked for more)."""
 
 
 class RankingWeights(NamedTuple):
@@ -120,6 +125,9 @@ class Settings:
     """Short-term memory preset: ``moving_window``, ``reset``, ``tiered`` or ``dual``."""
     chat_mode: ChatMode = field(default="markers", metadata=_env("CHAT_MODE"))
     """How the chat graph's model asks for more context: ``markers`` or ``tools``."""
+    one_call: bool = field(default=False, metadata=_env("ONE_CALL"))
+    """Chat graph: the answer's model call also writes tier 1 and tier 2 of the user message
+    and of the answer, so a turn without requests costs one model call (no tierer call)."""
 
     # -- retrieval ----------------------------------------------------------------
     weights: RankingWeights = field(default_factory=RankingWeights, metadata=_env("WEIGHTS"))
@@ -152,6 +160,12 @@ class Settings:
     """``tiered``: pruning brings the context this far below the limit."""
     min_messages_kept: int = field(default=5, metadata=_env("MIN_MESSAGES_KEPT"))
     """``tiered``: pruning never leaves fewer messages than this."""
+    context_policy: ContextPolicy = field(default="budget", metadata=_env("CONTEXT_POLICY"))
+    """Tiered views: ``budget`` (raw until the soft budget needs the oldest lowered) or
+    ``eager`` (the seed's view: every older message at tier 1 unless upgraded)."""
+    context_soft_budget: int | None = field(default=None, metadata=_env("CONTEXT_SOFT_BUDGET"))
+    """``budget`` policy: tokens the view may take before its oldest messages are lowered;
+    ``None``: ``context_token_limit - context_token_buffer``."""
     max_regenerations: int = field(default=2, metadata=_env("MAX_REGENERATIONS"))
     """Bound of the REQUEST_TIER / SEARCH_EPISODIC regenerate loop."""
     user_context_k: int = field(default=5, metadata=_env("USER_CONTEXT_K"))
@@ -198,6 +212,16 @@ class Settings:
             _require_int(name, getattr(self, name), minimum=1)
         _require_int("context_token_buffer", self.context_token_buffer, minimum=0)
         _require_int("max_regenerations", self.max_regenerations, minimum=0)
+        if self.context_soft_budget is not None:
+            _require_int("context_soft_budget", self.context_soft_budget, minimum=1)
+            if self.context_soft_budget > self.context_token_limit:
+                raise ConfigurationError(
+                    f"context_soft_budget ({self.context_soft_budget}) must not exceed "
+                    f"context_token_limit ({self.context_token_limit}); lower it or leave it "
+                    "unset (then it is the limit minus context_token_buffer)."
+                )
+        if not isinstance(self.one_call, bool):
+            raise ConfigurationError(f"one_call must be true or false, got {self.one_call!r}.")
         if self.context_token_buffer >= self.context_token_limit:
             raise ConfigurationError(
                 f"context_token_buffer ({self.context_token_buffer}) must be smaller than "
@@ -215,6 +239,7 @@ class Settings:
             ("preset", PresetName),
             ("chat_mode", ChatMode),
             ("ranking", RankingMode),
+            ("context_policy", ContextPolicy),
         ):
             if getattr(self, name) not in get_args(allowed):
                 raise ConfigurationError(
@@ -284,6 +309,17 @@ class Settings:
                 raise ConfigurationError(f"{sources[name]}: {err}") from err
             raise
 
+    @property
+    def soft_budget(self) -> int:
+        """The ``budget`` policy's soft budget, with its default worked out.
+
+        >>> Settings(context_token_limit=600, context_token_buffer=200).soft_budget
+        400
+        """
+        if self.context_soft_budget is not None:
+            return self.context_soft_budget
+        return self.context_token_limit - self.context_token_buffer
+
     def replace(self, **changes: Any) -> Settings:
         """A copy with some settings changed (validated again)."""
         return dataclasses.replace(self, **changes)
@@ -292,7 +328,12 @@ class Settings:
 def _parse(name: str, var: str, raw: str, type_name: Any) -> Any:
     text = raw.strip()
     type_text = str(type_name)
-    expected = {"int": "a whole number", "float": "a number"}.get(type_text, type_text)
+    expected = {
+        "int": "a whole number",
+        "int | None": "a whole number",
+        "float": "a number",
+        "bool": "true or false",
+    }.get(type_text, type_text)
     try:
         if name == "weights":
             return RankingWeights.parse(text, var)
@@ -302,6 +343,8 @@ def _parse(name: str, var: str, raw: str, type_name: Any) -> Any:
             return float(text)
         if type_text == "bool":
             return _parse_bool(var, name, raw)
+        if type_text == "int | None":
+            return int(text)
     except ConfigurationError:
         raise
     except ValueError as err:

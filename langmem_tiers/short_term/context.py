@@ -2,16 +2,29 @@
 
 The view is a list of standard LangChain messages:
 
-1. a ``SystemMessage`` with the long-term memories relevant to the session (summaries of
-   archived messages, facts about the user), when there are any;
-2. each older message at its ``required_tier_level`` (tier 1 facts, tier 2 summary, or raw);
+1. a ``SystemMessage`` when there is something to say: what the tiered lines mean and how
+   to ask for more (only when the view shows tiered lines), then the long-term memories
+   relevant to the session (summaries of archived messages, facts about the user);
+2. the window's messages, older ones possibly tiered (tier 1 facts, tier 2 summary);
 3. the most recent messages raw.
 
-In the tiered view every message starts with its id and the tier shown, ``[m12|t1] ...``,
-so a model can ask for more of it (``[REQUEST_TIER:3:m12]``). Tool calls and tool results
-are always shown raw: the tool protocol pairs them. Everything is kept within a token
-budget; the oldest messages are left out of the view (not out of memory) when it is
-exceeded. Tier data also rides in ``response_metadata["langmem_tiers"]``.
+Which messages are tiered is the *context policy*:
+
+- ``budget`` (the default): every message is shown raw while the view fits the soft
+  budget. Over it, the oldest message is lowered first (raw -> tier 2 -> tier 1), then
+  the next oldest, only until the view fits again. A message is never lowered below the
+  tier the model asked for (``required_tier_level``), a step that would not save tokens
+  is skipped, and a tiered view that would cost as much as the raw one is not used: the
+  view never costs more than the raw messages.
+- ``eager`` (the seed's view): every older message at its ``required_tier_level`` (tier 1
+  unless the model asked for more), whatever the budget.
+
+A tiered line starts with the message's id and the tier shown, ``[m12|t1] ...``, so a
+model can ask for more of it (``[REQUEST_TIER:3:m12]``); in the ``eager`` view every
+message is labelled so, in the ``budget`` view only the lowered ones. Tool calls and tool
+results are always shown raw: the tool protocol pairs them. The view is kept within a hard
+token budget; the oldest messages are left out of it (not out of memory) when even their
+tiers exceed it. Tier data also rides in ``response_metadata["langmem_tiers"]``.
 
 Example:
     >>> from langmem_tiers.short_term.records import MessageRecord
@@ -19,28 +32,50 @@ Example:
     ...                     "user_name=Jordan, project=RAI Chat", "Jordan works on RAI Chat.")
     >>> new = MessageRecord("m2", 2, "ai", "Nice to meet you, Jordan!", "", "Greeting.")
     >>> [m.content for m in ContextBuilder(recent_raw=1).build([old, new], [])]
-    ['[m1|t1] user_name=Jordan, project=RAI Chat', '[m2|t3] Nice to meet you, Jordan!']
+    ['My name is Jordan and I work on RAI Chat.', 'Nice to meet you, Jordan!']
+    >>> view = ContextBuilder(recent_raw=1, policy="eager").build([old, new], [])
+    >>> view[0].content.startswith("Some older messages"), [m.content for m in view[1:]]
+    (True, ['[m1|t1] user_name=Jordan, project=RAI Chat', '[m2|t3] Nice to meet you, Jordan!'])
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, get_args
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langgraph.store.base import Item
 
+from langmem_tiers.config import ContextPolicy
+from langmem_tiers.errors import ConfigurationError
 from langmem_tiers.short_term.records import MessageRecord
 from langmem_tiers.tiers.base import TierLevel
 from langmem_tiers.tiers.tokens import TokenCounter, count_message_tokens
 
-__all__ = ["MEMORY_HEADER", "ContextBuilder", "memory_label", "shown_tier"]
+__all__ = [
+    "MEMORY_HEADER",
+    "TIER_NOTE",
+    "ContextBuilder",
+    "is_tiered_line",
+    "memory_label",
+    "memory_text",
+    "shown_tier",
+]
 
 MEMORY_HEADER = (
     "Long-term memory of this conversation (earlier messages were archived; each line "
     "names the messages it covers):"
 )
-"""First line of the system part; override by passing ``memory_header``."""
+"""First line of the memories in the system part; override by passing ``memory_header``."""
+
+TIER_NOTE = (
+    "Some older messages of this conversation are shown in short form. Such a message "
+    "starts with its id and the tier it is shown at, like [m12|t1]: t1 is key=value facts "
+    "taken from the message, t2 a one- or two-sentence summary of it, t3 its full text. If "
+    "you need more of one to answer, write [REQUEST_TIER:3:<id>] (for example "
+    "[REQUEST_TIER:3:m12]; 2 instead of 3 asks for its summary) and you will be shown it."
+)
+"""What the system part says when the view shows tiered lines; override with ``tier_note``."""
 
 _METADATA_KEY = "langmem_tiers"
 _PLAIN_CLASSES: dict[str, type[BaseMessage]] = {
@@ -63,6 +98,28 @@ def shown_tier(record: MessageRecord, level: int) -> tuple[int, str]:
     return int(TierLevel.RAW), record.text
 
 
+def is_tiered_line(message: BaseMessage) -> bool:
+    """Whether a view message is shown as a tiered line (``[m12|t1] ...``).
+
+    >>> from langchain_core.messages import HumanMessage
+    >>> is_tiered_line(HumanMessage("hi")), is_tiered_line(
+    ...     HumanMessage("[m1|t1] a=b", response_metadata={"langmem_tiers": {"labelled": True}}))
+    (False, True)
+    """
+    data = (message.response_metadata or {}).get(_METADATA_KEY)
+    return isinstance(data, dict) and bool(data.get("labelled"))
+
+
+def memory_text(message: BaseMessage) -> str:
+    """The long-term memory part of a view's system message (without the tier note).
+
+    Graphs that explain tiers in their own prompt use this to keep the memories only.
+    """
+    data = (message.response_metadata or {}).get(_METADATA_KEY)
+    skip = data.get("note_chars", 0) if isinstance(data, dict) else 0
+    return message.text[skip if isinstance(skip, int) else 0 :].strip()
+
+
 def memory_label(item: Item) -> str:
     """How a long-term memory is named in the system part: the message ids it covers."""
     ids = item.value.get("source_message_ids") or []
@@ -71,16 +128,21 @@ def memory_label(item: Item) -> str:
     return str(ids[0]) if len(ids) == 1 else f"{ids[0]}-{ids[-1]}"
 
 
+
 class ContextBuilder:
     """Builds the view; pure (no I/O), so the sync and async engines share it.
 
     Args:
         token_counter: counts a text's tokens (default: four characters a token).
-        budget: the most tokens the view may take.
+        budget: the most tokens the view may take (the oldest messages are left out past it).
         recent_raw: how many of the newest messages are always raw.
         tiered: ``False`` shows every message raw and unprefixed (the seed's plain window).
-        memory_share: the part of the budget the system part may take.
-        memory_header: the system part's first line.
+        memory_share: the part of the budget the system part's memories may take.
+        memory_header: the first line of the memories.
+        policy: ``budget`` or ``eager`` (see the module docstring).
+        soft_budget: the ``budget`` policy's soft budget (default: ``budget``).
+        tier_note: what the system part says when tiered lines are shown (``None``: nothing,
+            for a caller that explains tiers itself).
     """
 
     def __init__(
@@ -92,35 +154,51 @@ class ContextBuilder:
         tiered: bool = True,
         memory_share: float = 0.25,
         memory_header: str = MEMORY_HEADER,
+        policy: ContextPolicy = "budget",
+        soft_budget: int | None = None,
+        tier_note: str | None = TIER_NOTE,
     ) -> None:
+        if policy not in get_args(ContextPolicy):
+            raise ConfigurationError(
+                f"policy must be one of {', '.join(get_args(ContextPolicy))}, got {policy!r}."
+            )
         self.token_counter = token_counter
         self.budget = budget
         self.recent_raw = recent_raw
         self.tiered = tiered
         self.memory_share = memory_share
         self.memory_header = memory_header
-        self._costs: dict[tuple[str, int, int], int] = {}
+        self.policy: ContextPolicy = policy
+        self.soft_budget = budget if soft_budget is None else min(soft_budget, budget)
+        self.tier_note = tier_note
+        self._costs: dict[tuple[str, int, int, bool], int] = {}
         # What decides a record's cost besides its id (whose content never changes): an
         # add plans over the whole window, so the common case must be one dict lookup.
         self._record_costs: dict[tuple[str, bool, int, str | None, str | None], int] = {}
 
     def level_for(self, record: MessageRecord, *, recent: bool) -> int:
-        """The level a record is shown at: raw when recent, untiered-view or tool use."""
+        """The least a record may be shown at: raw when recent, untiered view or tool use,
+        else its ``required_tier_level`` (the ``eager`` view shows exactly this)."""
         if not self.tiered or recent or record.uses_tools:
             return int(TierLevel.RAW)
         return record.required_tier_level
 
-    def render(self, record: MessageRecord, level: int) -> BaseMessage:
-        """One record as a standard message at ``level``, with its id on ``id``."""
+    def render(self, record: MessageRecord, level: int, *, labelled: bool = True) -> BaseMessage:
+        """One record as a standard message at ``level``, with its id on ``id``.
+
+        ``labelled`` (tiered views only) starts the text with ``[<id>|t<tier>]``.
+        """
         shown, text = shown_tier(record, level)
+        labelled = labelled and self.tiered
         metadata: dict[str, Any] = dict(record.extra.get("response_metadata") or {})
         metadata[_METADATA_KEY] = {
             "message_id": record.id,
             "tier": shown,
             "required_tier_level": record.required_tier_level,
+            "labelled": labelled,
         }
         content: str | list[Any] = record.content
-        if self.tiered:
+        if labelled:
             prefix = f"[{record.id}|t{shown}] "
             if shown == TierLevel.RAW and not isinstance(record.content, str):
                 content = [{"type": "text", "text": prefix}, *record.content]
@@ -136,19 +214,25 @@ class ContextBuilder:
         update = {"response_metadata": metadata, "content": content}
         return record.to_message().model_copy(update=update)
 
-    def _cost(self, record: MessageRecord, level: int) -> int:
+    def _cost(self, record: MessageRecord, level: int, labelled: bool = True) -> int:
         shown, text = shown_tier(record, level)
-        key = (record.id, shown, len(text))
+        labelled = labelled and self.tiered
+        key = (record.id, shown, len(text), labelled)
         cost = self._costs.get(key)
         if cost is None:
             if len(self._costs) > 50_000:  # bounded: a session only grows so far
                 self._costs.clear()
-            cost = count_message_tokens([self.render(record, level)], self.token_counter)
+            message = self.render(record, level, labelled=labelled)
+            cost = count_message_tokens([message], self.token_counter)
             self._costs[key] = cost
         return cost
 
     def costs(self, records: Sequence[MessageRecord]) -> list[int]:
-        """Tokens each record takes in the view (the newest ``recent_raw`` raw)."""
+        """The least tokens each record can take in the view: at :meth:`level_for`, labelled.
+
+        Window policies plan over these, so a message leaves the window only when even its
+        cheapest form does not fit, whatever the context policy shows.
+        """
         first_recent = len(records) - self.recent_raw
         known = self._record_costs
         if len(known) > 50_000:  # bounded: a session only grows so far
@@ -163,10 +247,50 @@ class ContextBuilder:
             out.append(cost)
         return out
 
-    def memory_message(self, memories: Sequence[Item]) -> SystemMessage | None:
-        """The system part for these memories (best first), within its share of the budget."""
+    def levels(
+        self, records: Sequence[MessageRecord], reserved: int = 0
+    ) -> list[tuple[int, bool]]:
+        """The tier each record is shown at and whether it is labelled, oldest first.
+
+        ``reserved``: tokens the rest of the view (the memories) already takes.
+        """
+        first_recent = len(records) - self.recent_raw
+        floors = [self.level_for(r, recent=i >= first_recent) for i, r in enumerate(records)]
+        if not self.tiered:
+            return [(int(TierLevel.RAW), False)] * len(records)
+        if self.policy == "eager":
+            return [(level, True) for level in floors]
+        raw = [(int(TierLevel.RAW), False)] * len(records)
+        current = [self._cost(r, TierLevel.RAW, False) for r in records]
+        raw_total = reserved + sum(current)
+        if raw_total <= self.soft_budget:
+            return raw
+        chosen = list(raw)
+        total = raw_total + self._note_cost()
+        for index, record in enumerate(records):
+            if total <= self.soft_budget:
+                break
+            for level in (TierLevel.SUMMARY, TierLevel.FACTS):
+                if level < floors[index]:
+                    break  # never below what the model asked for
+                cost = self._cost(record, level)
+                if cost < current[index]:  # a step that saves nothing is skipped
+                    total -= current[index] - cost
+                    current[index] = cost
+                    chosen[index] = (int(level), True)
+                if total <= self.soft_budget:
+                    break
+        return chosen
+
+    def _note_cost(self) -> int:
+        if not self.tier_note:
+            return 0
+        return count_message_tokens([SystemMessage(self.tier_note)], self.token_counter)
+
+    def _memory_lines(self, memories: Sequence[Item]) -> list[str]:
+        """The memories' lines (header first) within their share of the budget; [] if none."""
         if not memories:
-            return None
+            return []
         allowance = int(self.budget * self.memory_share)
         lines = [self.memory_header]
         used = count_message_tokens([SystemMessage(self.memory_header)], self.token_counter)
@@ -183,12 +307,25 @@ class ContextBuilder:
                 break
             lines.append(line)
             used += cost
-        if len(lines) == 1:
+        return lines if len(lines) > 1 else []
+
+    def memory_message(
+        self, memories: Sequence[Item], *, note: bool = False
+    ) -> SystemMessage | None:
+        """The system part: the tier note (when ``note``), then the memories (best first)."""
+        return self._system(memories, self._memory_lines(memories), note)
+
+    def _system(
+        self, memories: Sequence[Item], lines: list[str], note: bool
+    ) -> SystemMessage | None:
+        head = self.tier_note if note and self.tier_note else ""
+        if not lines and not head:
             return None
-        return SystemMessage(
-            "\n".join(lines),
-            response_metadata={_METADATA_KEY: {"memories": [m.key for m in memories]}},
-        )
+        text = "\n\n".join(part for part in (head, "\n".join(lines)) if part)
+        data: dict[str, Any] = {"memories": [m.key for m in memories] if lines else []}
+        if head:
+            data["note_chars"] = len(head)
+        return SystemMessage(text, response_metadata={_METADATA_KEY: data})
 
     def build(
         self, records: Sequence[MessageRecord], memories: Sequence[Item]
@@ -197,24 +334,44 @@ class ContextBuilder:
 
         The newest message is always included, even alone over the budget.
         """
-        view: list[BaseMessage] = []
-        system = self.memory_message(memories)
-        remaining = self.budget
-        if system is not None:
-            view.append(system)
-            remaining -= count_message_tokens([system], self.token_counter)
-        costs = self.costs(records)
-        first_recent = len(records) - self.recent_raw
-        chosen: list[BaseMessage] = []
-        for index in range(len(records) - 1, -1, -1):
-            if chosen and costs[index] > remaining:
-                break
-            record = records[index]
-            chosen.append(self.render(record, self.level_for(record, recent=index >= first_recent)))
-            remaining -= costs[index]
-        chosen.reverse()
+        lines = self._memory_lines(memories)
+        memory_only = self._system(memories, lines, False)
+        reserved = 0
+        if memory_only is not None:
+            reserved = count_message_tokens([memory_only], self.token_counter)
+        levels = self.levels(records, reserved)
+        kept, cost = self._fit(records, levels, self.budget - reserved)
+        if self.policy == "budget" and any(labelled for _, labelled in levels):
+            # The lowered view (with its note) is used only when it is cheaper than the raw
+            # one, or shows messages the raw one has no room for.
+            raw = [(int(TierLevel.RAW), False)] * len(records)
+            raw_kept, raw_cost = self._fit(records, raw, self.budget - reserved)
+            if cost >= raw_cost and len(kept) <= len(raw_kept):
+                levels, kept = raw, raw_kept
+        chosen = [self.render(records[i], levels[i][0], labelled=levels[i][1]) for i in kept]
         # A tool result whose call was cut off would be refused by the model's API.
         while len(chosen) > 1 and chosen[0].type == "tool":
             chosen.pop(0)
-        view.extend(chosen)
-        return view
+        system = self._system(memories, lines, any(is_tiered_line(m) for m in chosen))
+        return [system, *chosen] if system is not None else chosen
+
+    def _fit(
+        self, records: Sequence[MessageRecord], levels: Sequence[tuple[int, bool]], room: int
+    ) -> tuple[list[int], int]:
+        """The newest records that fit ``room`` at ``levels`` (indices, oldest first), and
+        their cost with the tier note when one of them is labelled."""
+        labelled = any(label for _, label in levels)
+        note = self._note_cost() if labelled else 0
+        remaining = room - note
+        kept: list[int] = []
+        for index in range(len(records) - 1, -1, -1):
+            level, label = levels[index]
+            cost = self._cost(records[index], level, label)
+            if kept and cost > remaining:
+                break
+            kept.append(index)
+            remaining -= cost
+        kept.reverse()
+        if note and not any(levels[i][1] for i in kept):
+            remaining += note  # the labelled lines were left out: no note is shown
+        return kept, room - remaining

@@ -92,7 +92,8 @@ logger = logging.getLogger(__name__)
 ConsolidationTarget = Literal["session", "user"]
 """``session``: memories of this session only; ``user``: the user's, across sessions."""
 ViewMode = Literal["tiered", "raw"]
-"""``tiered``: messages at their tier with ``[m12|t1]`` ids; ``raw``: as they were added."""
+"""``tiered``: older messages may be shown tiered (``[m12|t1]``), as the settings'
+``context_policy`` says; ``raw``: every message as it was added."""
 
 _QUERY_CHARS = 2_000  # the search query is the latest user message, cut to this
 
@@ -146,7 +147,8 @@ class ShortTermMemory:
         policy: the window policy.
         tierer: makes tiers 1 and 2 (``None``: messages are kept raw only).
         summarizer: summarises consolidated messages (needed by summarising policies).
-        settings: limits and ``user_context_k``; the defaults when ``None``.
+        settings: limits, ``user_context_k`` and the context policy (``context_policy``,
+            ``context_soft_budget``); the defaults when ``None``.
         user_id: the user the conversation is with: the scope of long-term memories
             (default: the session id), and stored with every message added, so the
             log lists and exports the user's sessions (``log.sessions_of(user_id)``).
@@ -202,6 +204,8 @@ class ShortTermMemory:
             budget=self.settings.context_token_limit,
             recent_raw=recent_raw,
             tiered=view == "tiered",
+            policy=self.settings.context_policy,
+            soft_budget=self.settings.soft_budget,
         )
         self.version = 0
         """Bumped by every change made through this object (the history caches its view by it)."""

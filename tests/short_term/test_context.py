@@ -11,7 +11,7 @@ from langgraph.store.base import BaseStore
 
 from langmem_tiers.config import Settings
 from langmem_tiers.errors import InvalidTierError, NotFoundError
-from langmem_tiers.short_term.context import ContextBuilder
+from langmem_tiers.short_term.context import TIER_NOTE, ContextBuilder
 from langmem_tiers.short_term.jsonl_log import JsonlMessageLog
 from langmem_tiers.short_term.log import MessageLog
 from langmem_tiers.short_term.memory import ShortTermMemory
@@ -30,6 +30,8 @@ def stm(
     session_id: str = "s1",
     **kwargs: Any,
 ) -> ShortTermMemory:
+    # These specs pin the seed's eager view; the budget policy has its own below.
+    kwargs.setdefault("settings", EAGER)
     return ShortTermMemory(
         session_id,
         log=log,
@@ -40,6 +42,8 @@ def stm(
         **kwargs,
     )
 
+
+EAGER = Settings(context_policy="eager")
 
 CONVERSATION = [
     HumanMessage("My name is Jordan and I lead RAI Chat."),
@@ -54,7 +58,8 @@ async def test_older_messages_at_their_tier_recent_ones_raw(
 ) -> None:
     memory = twin_of(stm(make_log(), make_store()))
     await memory.add_messages(CONVERSATION)
-    view = await memory.context()
+    note, *view = await memory.context()
+    assert note.type == "system" and note.text == TIER_NOTE  # tiered lines are explained
     assert [m.text for m in view] == [
         "[m1|t1] words=My_name",
         "[m2|t1] words=Hello_Jordan,",
@@ -67,6 +72,7 @@ async def test_older_messages_at_their_tier_recent_ones_raw(
         "message_id": "m1",
         "tier": 1,
         "required_tier_level": 1,
+        "labelled": True,
     }
     raw = await memory.raw_messages()
     assert [m.content for m in raw] == [m.content for m in CONVERSATION]
@@ -84,14 +90,14 @@ async def test_request_tier_persists_for_later_turns(
     await memory.request_tier("m2", 2)
     await memory.request_tier("m1", 1)  # never lowers
     await memory.add_messages([HumanMessage("Another turn."), AIMessage("Sure.")])
-    texts = [m.text for m in await memory.context()]
+    texts = [m.text for m in await memory.context() if m.type != "system"]
     assert texts[:2] == [
         "[m1|t3] My name is Jordan and I lead RAI Chat.",
         "[m2|t2] said: Hello Jordan, how is RAI",
     ]
     if log_kind == "jsonl":  # a new process sees the upgrade too
         again = twin_of(stm(JsonlMessageLog(log.directory), make_store()))  # type: ignore[attr-defined]
-        assert (await again.context())[0].text.startswith("[m1|t3] My name is Jordan")
+        assert (await again.context())[1].text.startswith("[m1|t3] My name is Jordan")
 
 
 @pytest.mark.parametrize("message_id", ["m99", "m0", "x1", "", "M1", 5, None])
@@ -141,18 +147,20 @@ async def test_markers_typed_by_a_user_are_stored_as_text_and_change_nothing(
     records = await memory.records()
     assert [r.required_tier_level for r in records] == [1] * 6
     assert records[4].text == typed
-    assert (await memory.context())[4].text == f"[m5|t3] {typed}"
+    assert (await memory.context())[5].text == f"[m5|t3] {typed}"
 
 
 async def test_the_view_stays_within_its_budget_and_keeps_the_newest(
     twin_of: TwinOf, make_log: LogFactory
 ) -> None:
-    settings = Settings(context_token_limit=60, context_token_buffer=10)
+    # Room for the tier note and a part of the window only.
+    settings = Settings(context_token_limit=200, context_token_buffer=10, context_policy="eager")
     memory = twin_of(stm(make_log(), make_store(), settings=settings, recent_raw=1))
     for i in range(30):
         await memory.add_messages([HumanMessage(f"turn {i} " + "words " * 5)])
-    view = await memory.context()
-    assert count_message_tokens(view) <= 60
+    note, *view = await memory.context()
+    assert note.text == TIER_NOTE
+    assert count_message_tokens([note, *view]) <= 200
     assert view[-1].id == "m30"
     assert [m.id for m in view] == [f"m{i}" for i in range(31 - len(view), 31)]
     assert len(view) < 30
@@ -168,14 +176,18 @@ def test_tool_calls_are_shown_raw_and_never_orphaned() -> None:
         MessageRecord("m4", 4, "ai", "It is sunny.", "w=sunny", "Sunny."),
         MessageRecord("m5", 5, "human", "thanks", "t=1", "Thanks."),
     ]
-    builder = ContextBuilder(recent_raw=1)
+    builder = ContextBuilder(recent_raw=1, policy="eager", tier_note=None)
     view = builder.build(records, [])
     assert view[1].tool_calls == [call]  # type: ignore[attr-defined]
     assert view[2].text == "[m3|t3] sunny"
     costs = builder.costs(records)
     # A budget that cuts between the call and its result drops the orphaned result.
-    tight = ContextBuilder(recent_raw=1, budget=sum(costs[2:]))
+    tight = ContextBuilder(recent_raw=1, budget=sum(costs[2:]), policy="eager", tier_note=None)
     assert [m.id for m in tight.build(records, [])] == ["m4", "m5"]
+    # The budget view shows them raw too, whatever it lowers.
+    lowered = {m.id: m for m in ContextBuilder(recent_raw=1, soft_budget=1).build(records, [])}
+    assert lowered["m2"].tool_calls == [call]  # type: ignore[attr-defined]
+    assert lowered["m3"].text == "sunny"
 
 
 async def test_dual_user_facts_reach_later_sessions(tmp_path: Path, twin_of: TwinOf) -> None:

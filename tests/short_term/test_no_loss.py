@@ -161,7 +161,7 @@ async def test_tiering_failure_stores_raw_and_is_retried_later(twin_of: TwinOf) 
     records = await memory.records()
     assert [(r.tier1, r.tier2) for r in records] == [(None, None), (None, None)]
     view = await memory.context()
-    assert view[0].text == "[m1|t3] first message here"  # raw until tiered: nothing hidden
+    assert view[0].text == "first message here"  # raw until tiered: nothing hidden
     await memory.add_messages(human("third"))
     records = await memory.records()
     assert [r.tier1 for r in records] == ["words=first_message", "words=second_one", "words=third"]
@@ -207,7 +207,7 @@ async def test_context_goes_on_without_long_term_memory_when_the_store_is_down(
     store.down = True
     with caplog.at_level(logging.WARNING):
         view = await memory.context()
-    assert [m.text for m in view] == ["[m3|t3] c"]
+    assert [m.text for m in view] == ["c"]
     assert "long-term memory unavailable" in caplog.text
 
 
