@@ -54,8 +54,13 @@ from langmem_tiers.errors import ConfigurationError
 from langmem_tiers.graph.chat import node_runnable
 from langmem_tiers.graph.flows import Flow
 from langmem_tiers.graph.nodes import ChatMemory
-from langmem_tiers.graph.prompts import AGENT_MEMORY_PROMPT, render_system_prompt
+from langmem_tiers.graph.prompts import (
+    AGENT_MEMORY_PROMPT,
+    AGENT_TIER_GUIDE,
+    render_system_prompt,
+)
 from langmem_tiers.graph.state import is_saved, resolve_ids
+from langmem_tiers.short_term.context import memory_text
 
 __all__ = ["memory_save_node", "memory_view_node"]
 
@@ -84,8 +89,9 @@ def memory_view_node(
     Args:
         memory: the memory shared with :func:`memory_save_node`.
         output_key: the state key the model node reads its input from.
-        prompt: the system prompt put first (``{message_index}``, ``{user_context}`` and
-            ``{memory}`` are filled in); the state's own system messages come before it.
+        prompt: the system prompt put first (``{tiers}``, ``{message_index}``,
+            ``{user_context}`` and ``{memory}`` are filled in; left out when it comes out
+            empty); the state's own system messages come before it.
             ``None``: no memory prompt, only the state's system messages.
         name: the node's run name.
     """
@@ -101,14 +107,15 @@ def memory_view_node(
         view = [m for m in loaded.context if m.type != "system"]
         system_parts: list[str] = [m.text for m in messages if m.type == "system"]
         if prompt is not None:
-            system_parts.append(
-                render_system_prompt(
-                    prompt,
-                    context=view,
-                    user_context=loaded.user_context,
-                    memory="\n\n".join(m.text for m in loaded.context if m.type == "system"),
-                )
+            rendered = render_system_prompt(
+                prompt,
+                context=view,
+                user_context=loaded.user_context,
+                memory="\n\n".join(memory_text(m) for m in loaded.context if m.type == "system"),
+                tier_guide=AGENT_TIER_GUIDE,
             )
+            if rendered:  # nothing to say: no tiered lines, user context or memories
+                system_parts.append(rendered)
         head = [SystemMessage("\n\n".join(system_parts))] if system_parts else []
         return {output_key: [*head, *view, *fresh]}
 

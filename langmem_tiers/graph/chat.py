@@ -62,10 +62,12 @@ from langmem_tiers.graph.models import resolve_chat_model
 from langmem_tiers.graph.nodes import ChatMemory
 from langmem_tiers.graph.prompts import (
     CHAT_SYSTEM_PROMPT,
+    CHAT_TIER_GUIDE,
     FALLBACK_ANSWER,
     REQUEST_TIER_TOOL,
     SEARCH_EPISODIC_TOOL,
     TOOLS_SYSTEM_PROMPT,
+    TOOLS_TIER_GUIDE,
     render_system_prompt,
 )
 from langmem_tiers.graph.state import (
@@ -80,6 +82,7 @@ from langmem_tiers.graph.state import (
     resolve_ids,
     unpack,
 )
+from langmem_tiers.short_term.context import memory_text
 from langmem_tiers.short_term.log import MessageLog
 from langmem_tiers.short_term.presets import Preset
 from langmem_tiers.tiers.base import Summarizer, Tierer
@@ -209,6 +212,7 @@ class _TieredChat:
         self.memory = memory
         self.mode: ChatMode = mode
         self.system_prompt = system_prompt
+        self.tier_guide = TOOLS_TIER_GUIDE if mode == "tools" else CHAT_TIER_GUIDE
         self.settings = memory.settings
 
     # -- nodes ---------------------------------------------------------------------------
@@ -237,11 +241,13 @@ class _TieredChat:
 
     def _prompt(self, state: Mapping[str, Any]) -> list[BaseMessage]:
         context = unpack(state.get("context"))
-        memory = "\n\n".join(m.text for m in context if m.type == "system")
+        # The view's own note on tiers is left out: the prompt explains them for this mode.
+        memory = "\n\n".join(memory_text(m) for m in context if m.type == "system")
         view = [m for m in context if m.type != "system"]
         system = render_system_prompt(
             self.system_prompt,
             context=view,
+            tier_guide=self.tier_guide,
             user_context=state.get("user_context") or [],
             search_results=state.get("search_results") or [],
             notices=state.get("notices") or [],

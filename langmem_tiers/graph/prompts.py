@@ -1,15 +1,17 @@
 """Prompts and tool schemas of the tiered chat graph (module constants callers can override).
 
-The system prompt explains the tiers, the two ways to ask for more context (markers, or
-tools for tool-calling models) and lists the conversation's message ids with the tier each
-is shown at. Sections follow it only when they have content: what is known about the user
-from earlier sessions, what an episodic search found, and notes about refused requests.
+The system prompt says how to search earlier conversations (a marker, or a tool for
+tool-calling models). When the view shows tiered lines (``[m12|t1] ...``), and only then,
+its ``{tiers}`` part explains them, lists their ids with the tier each is shown at and says
+how to ask for more. Sections follow only when they have content: what is known about the
+user from earlier sessions, what an episodic search found, and notes about refused requests.
 Every section line is a ``- `` bullet, so a reader (or :class:`OfflineChatModel`) can tell
 evidence from instructions.
 
-Placeholders in a template are replaced by name (``{message_index}``, ``{user_context}``,
-``{search_results}``, ``{notices}``, ``{memory}``); any other braces are left as they are,
-so a custom prompt may contain JSON.
+Placeholders in a template are replaced by name (``{tiers}``, ``{message_index}``,
+``{user_context}``, ``{search_results}``, ``{notices}``, ``{memory}``); any other braces are
+left as they are, so a custom prompt may contain JSON. A custom prompt with neither
+``{tiers}`` nor ``{message_index}`` gets the tier guide at its end when tiered lines are shown.
 
 Example:
     >>> from langchain_core.messages import HumanMessage
@@ -19,8 +21,10 @@ Example:
     'm1 (user, t1)'
     >>> text = render_system_prompt(CHAT_SYSTEM_PROMPT, context=view,
     ...                             user_context=["The user prefers tea."])
-    >>> "m1 (user, t1)" in text, "- The user prefers tea." in text
-    (True, True)
+    >>> "m1 (user, t1)" in text, "[REQUEST_TIER:3:<id>]" in text, "- The user prefers tea." in text
+    (True, True, True)
+    >>> "REQUEST_TIER" in render_system_prompt(CHAT_SYSTEM_PROMPT, context=[HumanMessage("hi")])
+    False
 """
 
 from __future__ import annotations
@@ -30,9 +34,13 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
+from langmem_tiers.short_term.context import is_tiered_line
+
 __all__ = [
     "AGENT_MEMORY_PROMPT",
+    "AGENT_TIER_GUIDE",
     "CHAT_SYSTEM_PROMPT",
+    "CHAT_TIER_GUIDE",
     "FALLBACK_ANSWER",
     "MIDDLEWARE_MARKERS_PROMPT",
     "MIDDLEWARE_TOOLS_PROMPT",
@@ -41,6 +49,7 @@ __all__ = [
     "SEARCH_EPISODIC_TOOL",
     "SEARCH_RESULTS_HEADER",
     "TOOLS_SYSTEM_PROMPT",
+    "TOOLS_TIER_GUIDE",
     "USER_CONTEXT_HEADER",
     "message_index",
     "render_system_prompt",
@@ -48,47 +57,58 @@ __all__ = [
 ]
 
 _TIERS = """\
-To save space, older messages of this conversation are shown in short form. Each message \
-starts with its id and the tier it is shown at, like [m12|t1]:
+To save space, some older messages of this conversation are shown in short form. Each \
+such message starts with its id and the tier it is shown at, like [m12|t1]:
 - t1: key=value facts taken from the message,
 - t2: a one- or two-sentence summary of it,
 - t3: its full text.
-Messages of this conversation and the tier each is shown at: {message_index}"""
+Messages shown this way and their tiers: {message_index}"""
 
-CHAT_SYSTEM_PROMPT = (
-    "You are a helpful assistant with a tiered memory of this conversation.\n\n"
+CHAT_TIER_GUIDE = (
+    "\n\n"
     + _TIERS
     + """
-
-If you need the full text of a message to answer, write [REQUEST_TIER:3:<id>] (for \
-example [REQUEST_TIER:3:m12]; 2 instead of 3 asks for its summary). If you need something \
-from earlier conversations that is not shown, write [SEARCH_EPISODIC: <what to look for>]. \
-You will be asked again with what you asked for. Ask only when what is shown is not \
-enough; otherwise answer directly. The user never sees these markers.{user_context}\
-{search_results}{notices}{memory}"""
+If you need the full text of one of them to answer, write [REQUEST_TIER:3:<id>] (for \
+example [REQUEST_TIER:3:m12]; 2 instead of 3 asks for its summary)."""
 )
-"""System prompt of the marker mode (``mode="markers"``)."""
+"""What ``{tiers}`` becomes in the marker mode's prompt when the view shows tiered lines."""
 
-TOOLS_SYSTEM_PROMPT = (
-    "You are a helpful assistant with a tiered memory of this conversation.\n\n"
+TOOLS_TIER_GUIDE = (
+    "\n\n"
     + _TIERS
     + """
-
-If you need the full text of a message to answer, call the request_tier tool with its id \
-(level 3 is the full text, 2 the summary). If you need something from earlier \
-conversations that is not shown, call the search_episodic tool. Call them only when what \
-is shown is not enough; otherwise answer directly.{user_context}{search_results}\
-{notices}{memory}"""
+If you need the full text of one of them to answer, call the request_tier tool with its \
+id (level 3 is the full text, 2 the summary)."""
 )
-"""System prompt of the tool mode (``mode="tools"``)."""
+"""What ``{tiers}`` becomes in the tool mode's prompt when the view shows tiered lines."""
 
-AGENT_MEMORY_PROMPT = (
+AGENT_TIER_GUIDE = (
     _TIERS
     + """
-Earlier messages you need in full are in the memory; answer from what is shown.\
-{user_context}{memory}"""
+Earlier messages you need in full are in the memory; answer from what is shown."""
 )
-"""System prompt the pre-model memory node puts before an agent's messages."""
+"""What ``{tiers}`` becomes in :data:`AGENT_MEMORY_PROMPT` when the view shows tiered lines."""
+
+CHAT_SYSTEM_PROMPT = """\
+You are a helpful assistant with a tiered memory of this conversation.{tiers}
+
+If you need something from earlier conversations that is not shown, write \
+[SEARCH_EPISODIC: <what to look for>]. You will be asked again with what you asked for. \
+Ask only when what is shown is not enough; otherwise answer directly. The user never \
+sees these markers.{user_context}{search_results}{notices}{memory}"""
+"""System prompt of the marker mode (``mode="markers"``)."""
+
+TOOLS_SYSTEM_PROMPT = """\
+You are a helpful assistant with a tiered memory of this conversation.{tiers}
+
+If you need something from earlier conversations that is not shown, call the \
+search_episodic tool. Call tools only when what is shown is not enough; otherwise answer \
+directly.{user_context}{search_results}{notices}{memory}"""
+"""System prompt of the tool mode (``mode="tools"``)."""
+
+AGENT_MEMORY_PROMPT = "{tiers}{user_context}{memory}"
+"""System prompt the pre-model memory node puts before an agent's messages (empty, and
+left out, when there are no tiered lines, user context or memories)."""
 
 _TIERED_LINES = """\
 To save space, earlier messages of this conversation are shown in short form. Each starts \
@@ -187,11 +207,11 @@ def tier_metadata(message: BaseMessage) -> dict[str, Any]:
 
 
 def message_index(context: Sequence[BaseMessage]) -> str:
-    """``m1 (user, t1), m2 (assistant, t3), ...`` for the messages of a tiered view."""
+    """``m1 (user, t1), m2 (assistant, t3), ...`` for the tiered lines of a view."""
     parts: list[str] = []
     for message in context:
         data = tier_metadata(message)
-        if "message_id" in data:
+        if "message_id" in data and is_tiered_line(message):
             role = _ROLES.get(message.type, message.type)
             parts.append(f"{data['message_id']} ({role}, t{data.get('tier', 3)})")
     return ", ".join(parts) if parts else "(none yet)"
@@ -219,20 +239,27 @@ def render_system_prompt(
     search_results: Sequence[str] = (),
     notices: Sequence[str] = (),
     memory: str = "",
+    tier_guide: str = CHAT_TIER_GUIDE,
 ) -> str:
     """The system prompt for one generation.
 
     Args:
         template: :data:`CHAT_SYSTEM_PROMPT`, :data:`TOOLS_SYSTEM_PROMPT` or a caller's own.
-        context: the tiered view (its ids and tiers make ``{message_index}``).
+        context: the view (the ids and tiers of its tiered lines make ``{message_index}``).
         user_context: memories of the user from earlier sessions.
         search_results: what episodic searches found this turn.
         notices: notes about refused or failed requests.
         memory: the view's own long-term memory text (summaries of this conversation).
+        tier_guide: what ``{tiers}`` becomes when the view shows tiered lines (it may use
+            ``{message_index}``); nothing otherwise.
     """
+    tiers = tier_guide if any(is_tiered_line(m) for m in context) else ""
+    if tiers and "{tiers}" not in template and "{message_index}" not in template:
+        template += "{tiers}"  # a model that sees tiered lines is always told what they are
     return _fill(
         template,
         {
+            "tiers": tiers,
             "message_index": message_index(context),
             "user_context": _section(USER_CONTEXT_HEADER, user_context),
             "search_results": _section(SEARCH_RESULTS_HEADER, search_results),

@@ -103,11 +103,14 @@ def is_tiered_line(message: BaseMessage) -> bool:
 
     >>> from langchain_core.messages import HumanMessage
     >>> is_tiered_line(HumanMessage("hi")), is_tiered_line(
-    ...     HumanMessage("[m1|t1] a=b", response_metadata={"langmem_tiers": {"labelled": True}}))
+    ...     HumanMessage("[m1|t1] a=b", response_metadata={"langmem_tiers": {"message_id": "m1"}}))
     (False, True)
     """
     data = (message.response_metadata or {}).get(_METADATA_KEY)
-    return isinstance(data, dict) and bool(data.get("labelled"))
+    if not isinstance(data, dict) or "message_id" not in data:
+        return False
+    # Views built before the budget policy labelled every message (and did not say so).
+    return bool(data.get("labelled", True))
 
 
 def memory_text(message: BaseMessage) -> str:

@@ -10,11 +10,25 @@ preset             window         log      target    view    behaviour of the se
 =================  =============  =======  ========  ======  =================================
 ``moving_window``  moving_window  memory   session   raw     N+1 messages: oldest N summarised
 ``reset``          reset          memory   session   raw     N+1 user messages: all summarised
-``tiered``         token_budget   memory   session   tiered  over the budget: oldest exchanges
+``tiered``         token_budget   sql      session   tiered  over the budget: oldest exchanges
                                                              archived as episodes
 ``dual``           sliding        jsonl    user      raw     last R rounds read, nothing
                                                              deleted, user facts across sessions
 =================  =============  =======  ========  ======  =================================
+
+A ``tiered`` view shows messages as the settings' context policy says
+(``Settings.context_policy``, ``LANGMEM_TIERS_CONTEXT_POLICY``):
+
+- ``budget`` (the default): messages stay raw while the view fits the soft budget
+  (``context_soft_budget``, by default ``context_token_limit - context_token_buffer``); past
+  it the oldest are lowered (raw -> tier 2 -> tier 1) only as far as needed, and the view
+  never costs more than the raw messages. A new user pays for tiers only when they save.
+- ``eager``: the seed's tiered document: every older message at tier 1 (or the tier the
+  model asked for), the newest two raw, whatever the budget. Set it to reproduce the seed.
+
+Pruning (what leaves the window for episodic memory) is the same under both: it is planned
+over each message's cheapest form, so the policy changes what the model sees, not what is
+kept. A ``raw`` view shows every message as it was added.
 
 Example:
     >>> from langmem_tiers.config import Settings

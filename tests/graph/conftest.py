@@ -12,8 +12,12 @@ from langmem_tiers.config import Settings
 
 @pytest.fixture
 def settings() -> Settings:
-    """Default settings, not read from the environment (tests stay deterministic)."""
-    return Settings()
+    """Default settings with the seed's eager view (not read from the environment).
+
+    The regenerate loop needs tiered lines to ask about; with the default budget policy a
+    short test session is shown raw. The budget policy's graph specs set their own.
+    """
+    return Settings(context_policy="eager")
 
 
 @pytest.fixture

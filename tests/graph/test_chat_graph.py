@@ -116,8 +116,10 @@ async def test_plain_answer(store: TieredMemoryStore, settings: Settings, runner
     assert len(recorder.prompts) == 1
     system = recorder.prompts[0][0]
     assert system.type == "system"
-    assert "[REQUEST_TIER:3:<id>]" in system.text
     assert "[SEARCH_EPISODIC:" in system.text
+    # Nothing is shown tiered on a first turn, so there is nothing to explain or ask for.
+    assert "REQUEST_TIER" not in system.text
+    assert "[m12|t1]" not in system.text
 
 
 async def test_tier_request_then_answer(

@@ -100,7 +100,9 @@ def test_entry_points_default_to_the_offline_model(
 ) -> None:
     url = f"sqlite:///{tmp_path / 'studio.db'}"
     monkeypatch.setenv("LANGMEM_TIERS_URL", url)
-    chat = _load("tiered_chat").graph  # nothing else set: the offline model answers
+    # The seed's eager view, so the three turns show the request loop.
+    monkeypatch.setenv("LANGMEM_TIERS_CONTEXT_POLICY", "eager")
+    chat = _load("tiered_chat").graph  # no model set: the offline model answers
     answers = [
         chat.invoke({"messages": [("user", text)], "session_id": "s1", "user_id": "u1"})["answer"]
         for text in TURNS
@@ -187,6 +189,7 @@ def test_langgraph_dev_serves_the_tiered_chat(
     env = {
         **os.environ,
         "LANGMEM_TIERS_URL": f"sqlite:///{database}",
+        "LANGMEM_TIERS_CONTEXT_POLICY": "eager",
         "LANGGRAPH_CLI_NO_ANALYTICS": "1",
         "LANGSMITH_TRACING": "false",
     }
@@ -220,7 +223,8 @@ def test_langgraph_dev_serves_the_tiered_chat(
         assert [m["content"] for m in final["messages"]][-1] == RAW_ANSWER
         assert len(final["messages"]) == 6
         next_turn = _run(client, thread["thread_id"], "And my name?", log_path)
-        first = next_turn["context"][0]["data"]
+        # The view starts with its note on tiers, then the messages.
+        first = [m for m in next_turn["context"] if m["type"] != "system"][0]["data"]
         assert first["content"] == f"[m1|t3] {FACTS}"  # the upgrade was kept
 
         # The server's store is the graphs' store: what the graph wrote is read back
