@@ -131,7 +131,6 @@ def memory_label(item: Item) -> str:
     return str(ids[0]) if len(ids) == 1 else f"{ids[0]}-{ids[-1]}"
 
 
-
 class ContextBuilder:
     """Builds the view; pure (no I/O), so the sync and async engines share it.
 
@@ -250,9 +249,7 @@ class ContextBuilder:
             out.append(cost)
         return out
 
-    def levels(
-        self, records: Sequence[MessageRecord], reserved: int = 0
-    ) -> list[tuple[int, bool]]:
+    def levels(self, records: Sequence[MessageRecord], reserved: int = 0) -> list[tuple[int, bool]]:
         """The tier each record is shown at and whether it is labelled, oldest first.
 
         ``reserved``: tokens the rest of the view (the memories) already takes.

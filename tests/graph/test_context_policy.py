@@ -41,9 +41,7 @@ def _graph(model: Any, store: TieredMemoryStore, settings: Settings) -> Any:
     return build_tiered_chat_graph(model, store=store, memory=memory)
 
 
-async def _third_prompt(
-    store: TieredMemoryStore, settings: Settings, runner: str
-) -> list[Any]:
+async def _third_prompt(store: TieredMemoryStore, settings: Settings, runner: str) -> list[Any]:
     graph = _graph(scripted(*["Noted."] * len(TURNS), "It is May 4."), store, settings)
     for text in TURNS:
         await run_turn(graph, runner, text)
@@ -90,7 +88,13 @@ async def test_the_eager_setting_tiers_every_older_message(
 ) -> None:
     system, *view, _ = await _third_prompt(store, Settings(context_policy="eager"), runner)
     assert [m.content[:8] for m in view] == [
-        "[m1|t1] ", "[m2|t1] ", "[m3|t1] ", "[m4|t1] ", "[m5|t1] ", "[m6|t1] ", "[m7|t3] ",
+        "[m1|t1] ",
+        "[m2|t1] ",
+        "[m3|t1] ",
+        "[m4|t1] ",
+        "[m5|t1] ",
+        "[m6|t1] ",
+        "[m7|t3] ",
         "[m8|t3] ",
     ]
     assert "m1 (user, t1), m2 (assistant, t1), m3 (user, t1)" in system.text

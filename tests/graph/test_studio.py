@@ -224,7 +224,7 @@ def test_langgraph_dev_serves_the_tiered_chat(
         assert len(final["messages"]) == 6
         next_turn = _run(client, thread["thread_id"], "And my name?", log_path)
         # The view starts with its note on tiers, then the messages.
-        first = [m for m in next_turn["context"] if m["type"] != "system"][0]["data"]
+        first = next(m for m in next_turn["context"] if m["type"] != "system")["data"]
         assert first["content"] == f"[m1|t3] {FACTS}"  # the upgrade was kept
 
         # The server's store is the graphs' store: what the graph wrote is read back

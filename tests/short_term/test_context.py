@@ -59,7 +59,8 @@ async def test_older_messages_at_their_tier_recent_ones_raw(
     memory = twin_of(stm(make_log(), make_store()))
     await memory.add_messages(CONVERSATION)
     note, *view = await memory.context()
-    assert note.type == "system" and note.text == TIER_NOTE  # tiered lines are explained
+    assert note.type == "system"
+    assert note.text == TIER_NOTE
     assert [m.text for m in view] == [
         "[m1|t1] words=My_name",
         "[m2|t1] words=Hello_Jordan,",

@@ -58,8 +58,7 @@ def sweep(records: list[MessageRecord], **kwargs: Any) -> list[list[BaseMessage]
     """The view at every soft budget from the raw cost down to 1 token."""
     top = raw_tokens(records)
     return [
-        ContextBuilder(soft_budget=soft, **kwargs).build(records, [])
-        for soft in range(top, 0, -1)
+        ContextBuilder(soft_budget=soft, **kwargs).build(records, []) for soft in range(top, 0, -1)
     ]
 
 
@@ -99,7 +98,8 @@ def test_the_oldest_is_lowered_first_raw_then_tier2_then_tier1() -> None:
     # With it, a tiered view must first save more than the note costs: the same order,
     # with the first small steps taken together.
     noted = states(sweep(records))
-    assert noted[0] == order[0] and noted[-1] == order[-1]
+    assert noted[0] == order[0]
+    assert noted[-1] == order[-1]
     assert [order.index(s) for s in noted] == sorted(order.index(s) for s in noted)
 
 
@@ -141,9 +141,7 @@ def test_the_note_is_there_exactly_when_tiered_lines_are_shown() -> None:
         explained = view[0].type == "system" and view[0].text.startswith(TIER_NOTE)
         assert tiered == explained
         if tiered:  # tiered lines are labelled with their id and tier; raw ones are not
-            assert all(
-                m.text.startswith(f"[{m.id}|t") == is_tiered_line(m) for m in view[1:]
-            )
+            assert all(m.text.startswith(f"[{m.id}|t") == is_tiered_line(m) for m in view[1:])
 
 
 def test_the_note_comes_before_the_memories_and_graphs_can_leave_it_out() -> None:
@@ -157,7 +155,8 @@ def test_the_note_comes_before_the_memories_and_graphs_can_leave_it_out() -> Non
     )
     records = [record(i) for i in range(1, 7)]
     short = ContextBuilder().build(records, [summary])
-    assert short[0].type == "system" and TIER_NOTE not in short[0].text  # memories only
+    assert short[0].type == "system"
+    assert TIER_NOTE not in short[0].text
     lowered = ContextBuilder(soft_budget=1).build(records, [summary])
     assert lowered[0].text.startswith(TIER_NOTE)
     assert memory_text(lowered[0]) == memory_text(short[0]) == short[0].text
@@ -215,7 +214,8 @@ def test_the_history_explains_tiers_only_when_it_shows_them() -> None:
     for i in range(1, 7):
         history.add_messages([HumanMessage(record(i).text), AIMessage(f"Noted {i}.")])
     note, *view = history.messages
-    assert note.type == "system" and note.text == TIER_NOTE
+    assert note.type == "system"
+    assert note.text == TIER_NOTE
     # The long user messages are lowered, the oldest first, the newest kept raw; the short
     # ones would cost as much tiered, so they stay as they were.
     assert [is_tiered_line(m) for m in view if m.type == "human"] == [False, *[True] * 5, False]

@@ -222,7 +222,12 @@ def test_with_a_prompt_template_and_history_key() -> None:
         "second",
     ]
     # A short session is shown raw, with no note about tiers.
-    assert [m.text for m in seen[1]] == ["Be brief.", "My name is Jordan.", "first", "What is my name?"]
+    assert [m.text for m in seen[1]] == [
+        "Be brief.",
+        "My name is Jordan.",
+        "first",
+        "What is my name?",
+    ]
 
 
 def test_presets_are_combinations_of_independent_settings(tmp_path: Path) -> None:
