@@ -8,8 +8,9 @@ message in this protocol::
     [m1] TIER1: user_name=Jordan, project=RAI Chat | TIER2: Jordan introduces the RAI Chat project.
     [m2] TIER1: deadline=2026-03-01 | TIER2: The deadline is March 1, 2026.
 
-Parsing is forgiving (case, spaces, an answer spread over several lines, a missing ``|``),
-but a message whose entry is missing, empty, without a ``key=value`` in tier 1, or with a
+Parsing is forgiving (case, spaces, an answer spread over several lines, a missing ``|``;
+for a single message, the seed's own format without the ``[m1]`` prefix,
+``TIER1: k=v, ...`` and ``TIER2: ...`` on their own lines), but a message whose entry is missing, empty, without a ``key=value`` in tier 1, or with a
 tier longer than the message itself gets its tiers from the fallback tierer instead (one warning
 names the messages). If the model call raises, every message of that call falls back
 (one warning with the error). The prompts are module constants a caller can override.
@@ -46,6 +47,7 @@ __all__ = [
     "LLMTierer",
     "format_tier_request",
     "parse_tier_output",
+    "usable_tiers",
 ]
 
 logger = logging.getLogger(__name__)
@@ -100,28 +102,64 @@ def _clean(part: str) -> str:
     return " ".join(part.split()).strip(_WRAPPING)
 
 
+def _well_formed(match: re.Match[str] | None) -> MessageTiers | None:
+    if match is None:
+        return None
+    tier1, tier2 = _clean(match.group("tier1")), _clean(match.group("tier2"))
+    return MessageTiers(tier1, tier2) if tier1 and tier2 and "=" in tier1 else None
+
+
 def parse_tier_output(text: str, count: int) -> dict[int, MessageTiers]:
     """The well-formed entries of a model answer, by message number (1-based).
 
     Entries for numbers outside ``1..count``, repeated numbers (the first is kept), and
     entries without ``TIER1``/``TIER2``, with an empty tier, or with no ``key=value`` in
-    tier 1 are left out.
+    tier 1 are left out. For one message an answer without ``[m<n>]`` entries is read as
+    that message's (the seed's format: ``TIER1: ...`` and ``TIER2: ...`` lines).
 
     >>> parse_tier_output("[m1] TIER1: name=Jo | TIER2: Jo says hi.\\n[m2] TIER1: oops", 2)
     {1: MessageTiers(tier1='name=Jo', tier2='Jo says hi.')}
+    >>> parse_tier_output("TIER1: name=Jo, place=Porto\\nTIER2: Jo lives in Porto.", 1)
+    {1: MessageTiers(tier1='name=Jo, place=Porto', tier2='Jo lives in Porto.')}
     """
     found: dict[int, MessageTiers] = {}
     starts = list(_ENTRY.finditer(text))
+    if not starts and count == 1:
+        single = _well_formed(_TIERS.search(text))
+        return {1: single} if single is not None else {}
     for position, start in enumerate(starts):
         end = starts[position + 1].start() if position + 1 < len(starts) else len(text)
         number = int(start.group(1))
-        match = _TIERS.search(text, start.end(), end)
-        if not 1 <= number <= count or number in found or match is None:
+        if not 1 <= number <= count or number in found:
             continue
-        tier1, tier2 = _clean(match.group("tier1")), _clean(match.group("tier2"))
-        if tier1 and tier2 and "=" in tier1:
-            found[number] = MessageTiers(tier1, tier2)
+        entry = _well_formed(_TIERS.search(text, start.end(), end))
+        if entry is not None:
+            found[number] = entry
     return found
+
+
+def usable_tiers(
+    tiers: MessageTiers | None, raw: str, token_counter: TokenCounter | None = None
+) -> MessageTiers | None:
+    """``tiers`` when a model's tiers can stand for ``raw``, else None.
+
+    Usable: both tiers non-empty, a ``key=value`` in tier 1, and neither tier costing more
+    tokens than the message itself (that would defeat its purpose).
+
+    >>> usable_tiers(MessageTiers("name=Jo", "Jo says hi."), "Hi there, I am Jo from Porto.")
+    MessageTiers(tier1='name=Jo', tier2='Jo says hi.')
+    >>> usable_tiers(MessageTiers("no facts", "x"), "Hi there, I am Jo.") is None
+    True
+    """
+    if tiers is None:
+        return None
+    tier1, tier2 = _clean(str(tiers.tier1)), _clean(str(tiers.tier2))
+    if not tier1 or not tier2 or "=" not in tier1:
+        return None
+    raw_tokens = count_tokens(raw, token_counter)
+    if any(count_tokens(tier, token_counter) > raw_tokens for tier in (tier1, tier2)):
+        return None
+    return MessageTiers(tier1, tier2)
 
 
 @dataclass(frozen=True)
@@ -232,8 +270,8 @@ class LLMTierer(Tierer):
             bad: list[int] = []
             parsed = parse_tier_output(text, len(chunk))
             for number, index in enumerate(chunk, start=1):
-                entry = parsed.get(number)
-                if entry is None or self._longer_than_raw(entry, plan.texts[index]):
+                entry = usable_tiers(parsed.get(number), plan.texts[index], self.token_counter)
+                if entry is None:
                     bad.append(index)
                 else:
                     tiers[index] = entry
@@ -244,11 +282,6 @@ class LLMTierer(Tierer):
                     bad,
                 )
         return tiers, [i for i in range(len(plan.messages)) if i not in tiers]
-
-    def _longer_than_raw(self, tiers: MessageTiers, raw: str) -> bool:
-        # A tier that costs more than the message defeats its purpose.
-        raw_tokens = count_tokens(raw, self.token_counter)
-        return any(count_tokens(tier, self.token_counter) > raw_tokens for tier in tiers)
 
     @staticmethod
     def _merge(

@@ -216,3 +216,33 @@ def test_module_doctests() -> None:
     result = doctest.testmod(llm)
     assert result.attempted > 0
     assert result.failed == 0
+
+
+SEED_FORMAT = (
+    "TIER1: user_name=Jordan, project=RAI Chat, deadline=March 1\n"
+    "TIER2: Jordan leads RAI Chat, due March 1."
+)
+
+
+async def test_the_seeds_format_is_read_for_a_single_message(twin_of: TwinOf) -> None:
+    model = fake_model(SEED_FORMAT)
+    assert await twin_of(LLMTierer(model)).tier(MESSAGES[:1]) == EXPECTED[:1]
+
+
+async def test_the_seeds_format_is_not_guessed_for_a_batch(twin_of: TwinOf) -> None:
+    # Unnumbered tiers for two messages could belong to either: both fall back.
+    model = fake_model(SEED_FORMAT)
+    offline = OfflineTierer().tier(MESSAGES[:2])
+    assert await twin_of(LLMTierer(model)).tier(MESSAGES[:2]) == offline
+
+
+@pytest.mark.parametrize(
+    "output",
+    [
+        "TIER1: no facts here\nTIER2: Jordan leads RAI Chat.",
+        "TIER1: project=RAI Chat",
+        "Sure! Here is a summary of the message.",
+    ],
+)
+def test_the_seeds_format_needs_both_tiers_and_facts(output: str) -> None:
+    assert parse_tier_output(output, 1) == {}
