@@ -60,6 +60,7 @@ from langmem_tiers.errors import ConfigurationError, ModelError
 from langmem_tiers.graph.flows import Call, Flow, adrive, drive
 from langmem_tiers.graph.models import resolve_chat_model
 from langmem_tiers.graph.nodes import ChatMemory
+from langmem_tiers.graph.one_call import OneCall, read_one_call, tiers_entry
 from langmem_tiers.graph.prompts import (
     CHAT_SYSTEM_PROMPT,
     CHAT_TIER_GUIDE,
@@ -86,6 +87,7 @@ from langmem_tiers.short_term.context import memory_text
 from langmem_tiers.short_term.log import MessageLog
 from langmem_tiers.short_term.presets import Preset
 from langmem_tiers.tiers.base import Summarizer, Tierer
+from langmem_tiers.tiers.inline import InlineTiers
 from langmem_tiers.tiers.markers import MAX_QUERY_CHARS, parse_markers, strip_markers
 from langmem_tiers.tiers.tokens import TokenCounter
 
@@ -202,16 +204,18 @@ class _TieredChat:
 
     def __init__(
         self,
-        model: Runnable[LanguageModelInput, BaseMessage],
+        model: Runnable[LanguageModelInput, Any],
         memory: ChatMemory,
         *,
         mode: ChatMode,
         system_prompt: str,
+        one_call: OneCall | None = None,
     ) -> None:
         self.model = model
         self.memory = memory
         self.mode: ChatMode = mode
         self.system_prompt = system_prompt
+        self.one_call = one_call
         self.tier_guide = TOOLS_TIER_GUIDE if mode == "tools" else CHAT_TIER_GUIDE
         self.settings = memory.settings
 
@@ -232,6 +236,7 @@ class _TieredChat:
             "pending": no_pending(),
             "answer": "",
             "drafts": [],
+            "draft_tiers": [],
             "actions": [],
             "regenerations": 0,
             "errors": loaded.errors,
@@ -253,6 +258,8 @@ class _TieredChat:
             notices=state.get("notices") or [],
             memory=memory,
         )
+        if self.one_call is not None:
+            system += "\n\n" + self.one_call.instructions
         question = current_question(state.get("messages") or [])
         return [SystemMessage(system), *view, question, *unpack(state.get("scratch"))]
 
@@ -266,13 +273,17 @@ class _TieredChat:
             raise ModelError(
                 f"the chat model failed while answering: {type(err).__name__}: {err}"
             ) from err
+        reading: InlineTiers | None = None
+        if self.one_call is not None:
+            output, reading = read_one_call(output)
         if not isinstance(output, AIMessage):
             raise ModelError(f"the chat model returned {type(output).__name__}, not an AIMessage.")
+        text = reading.answer if reading is not None else output.text  # tier lines taken out
         drafts = [*(state.get("drafts") or []), ""]
         attempt = len(drafts)
         scratch: list[BaseMessage] = []
         if self.mode == "markers":
-            parsed = parse_markers(output.text)  # model output only: user text is never parsed
+            parsed = parse_markers(text)  # model output only: user text is never parsed
             drafts[-1] = parsed.text
             pending: Pending = {
                 "tier": [
@@ -283,7 +294,7 @@ class _TieredChat:
                 "retry": False,
             }
         else:
-            drafts[-1] = strip_markers(output.text)  # never shown, never acted on here
+            drafts[-1] = strip_markers(text)  # never shown, never acted on here
             tier, search, scratch = _tool_requests(output, attempt)
             # Calls that were all invalid got error replies: the model may correct itself.
             pending = {
@@ -306,6 +317,7 @@ class _TieredChat:
             pending, scratch, asked = no_pending(), [], False
         update: Update = {
             "drafts": drafts,
+            "draft_tiers": [*(state.get("draft_tiers") or []), tiers_entry(reading)],
             "answer": best_answer(drafts) if not asked else drafts[-1],
             "pending": pending,
             "regenerations": attempt - 1,
@@ -389,7 +401,10 @@ class _TieredChat:
         question = current_question(state.get("messages") or [])
         answer = state.get("answer") or best_answer(state.get("drafts") or [])
         reply = AIMessage(answer)
-        saved = yield from self.memory.save_flow(session_id, user_id, [question, reply])
+        tiers = None
+        if self.one_call is not None:
+            tiers = self.one_call.turn_tiers(state, question, reply, session_id)
+        saved = yield from self.memory.save_flow(session_id, user_id, [question, reply], tiers)
         question_id, answer_id = saved.ids
         return {
             "messages": [_tag(question, question_id), _tag(reply, answer_id)],
@@ -449,6 +464,7 @@ def build_tiered_chat_graph(
     token_counter: TokenCounter | None = None,
     attach_store: bool = True,
     stream_drafts: bool = False,
+    one_call: bool | None = None,
     name: str = "tiered_chat",
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     """The tiered chat graph, compiled (see the module docstring for its shape).
@@ -476,6 +492,10 @@ def build_tiered_chat_graph(
         stream_drafts: let ``stream_mode="messages"`` stream the model's tokens of every
             generation. Off by default: drafts carry markers and may be regenerated, so
             only the final answer (stripped, from ``save``) is streamed as a message.
+        one_call: the answer's model call also writes tier 1 and tier 2 of the user
+            message and of the answer (structured output where the model supports it and
+            ``mode="markers"``, tier lines otherwise; see :mod:`~langmem_tiers.graph.one_call`),
+            so a turn without requests is one model call. ``None``: ``settings.one_call``.
         name: the compiled graph's name.
 
     Raises:
@@ -496,7 +516,7 @@ def build_tiered_chat_graph(
             token_counter=token_counter,
         )
     chat_model = resolve_chat_model(model)
-    bound: Runnable[LanguageModelInput, BaseMessage] = chat_model
+    bound: Runnable[LanguageModelInput, Any] = chat_model
     if mode == "tools":
         try:
             bound = chat_model.bind_tools([REQUEST_TIER_TOOL, SEARCH_EPISODIC_TOOL])
@@ -505,12 +525,17 @@ def build_tiered_chat_graph(
                 f"mode='tools' needs a chat model that supports bind_tools; "
                 f"{type(chat_model).__name__} does not. Use mode='markers'."
             ) from err
+    reader: OneCall | None = None
+    if one_call if one_call is not None else memory.settings.one_call:
+        reader, bound = OneCall.bind(
+            chat_model, bound, tools=mode == "tools", token_counter=memory.token_counter
+        )
     if not stream_drafts:
         bound = bound.with_config(tags=[TAG_NOSTREAM])
     prompt = system_prompt
     if prompt is None:
         prompt = TOOLS_SYSTEM_PROMPT if mode == "tools" else CHAT_SYSTEM_PROMPT
-    chat = _TieredChat(bound, memory, mode=mode, system_prompt=prompt)
+    chat = _TieredChat(bound, memory, mode=mode, system_prompt=prompt, one_call=reader)
 
     builder = StateGraph(TieredChatState, input_schema=TieredChatInput)
     builder.add_node("load_memory", node_runnable("load_memory", chat.load_memory))

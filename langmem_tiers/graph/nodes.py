@@ -64,7 +64,7 @@ from langmem_tiers.short_term.presets import Preset, build_policy, get_preset, o
 from langmem_tiers.short_term.records import MessageRecord
 from langmem_tiers.short_term.sql_log import SqlMessageLog
 from langmem_tiers.tiers import OfflineSummarizer, OfflineTierer, parse_tier1
-from langmem_tiers.tiers.base import Summarizer, Tierer
+from langmem_tiers.tiers.base import MessageTiers, Summarizer, Tierer
 from langmem_tiers.tiers.tokens import TokenCounter
 
 if TYPE_CHECKING:
@@ -494,11 +494,19 @@ class ChatMemory:
         return SearchOutcome(query, [episode_line(item) for item in items], None)
 
     def save_flow(
-        self, session_id: str, user_id: str | None, messages: Sequence[BaseMessage]
+        self,
+        session_id: str,
+        user_id: str | None,
+        messages: Sequence[BaseMessage],
+        tiers: Sequence[MessageTiers | None] | None = None,
     ) -> Flow[SavedTurn]:
-        """Store ``messages`` in short-term memory and the user's facts in long-term memory."""
+        """Store ``messages`` in short-term memory and the user's facts in long-term memory.
+
+        ``tiers``: tiers already made for the messages (``None`` entries are tiered by the
+        tierer), e.g. written by the answer's own model call.
+        """
         stm = self._memory(session_id, user_id, deferred=True)
-        added = yield twin(stm, "add_messages", list(messages))
+        added = yield twin(stm, "add_messages", list(messages), tiers=tiers)
         records: list[MessageRecord] = yield twin(stm, "records")
         fresh = [r for r in records if r.id in set(added.ids)]
         errors: list[str] = []
@@ -645,16 +653,24 @@ class ChatMemory:
         return await adrive(self.search_flow(session_id, user_id, query, limit))
 
     def save(
-        self, session_id: str, user_id: str | None, messages: Sequence[BaseMessage]
+        self,
+        session_id: str,
+        user_id: str | None,
+        messages: Sequence[BaseMessage],
+        tiers: Sequence[MessageTiers | None] | None = None,
     ) -> SavedTurn:
         """Store messages (short-term) and the user's facts and preferences (long-term)."""
-        return drive(self.save_flow(session_id, user_id, messages))
+        return drive(self.save_flow(session_id, user_id, messages, tiers))
 
     async def asave(
-        self, session_id: str, user_id: str | None, messages: Sequence[BaseMessage]
+        self,
+        session_id: str,
+        user_id: str | None,
+        messages: Sequence[BaseMessage],
+        tiers: Sequence[MessageTiers | None] | None = None,
     ) -> SavedTurn:
         """Async twin of :meth:`save`."""
-        return await adrive(self.save_flow(session_id, user_id, messages))
+        return await adrive(self.save_flow(session_id, user_id, messages, tiers))
 
     def consolidate(self, session_id: str, user_id: str | None) -> ConsolidationOutcome:
         """Run the preset's consolidation for a session."""

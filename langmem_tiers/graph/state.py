@@ -107,6 +107,9 @@ class TieredChatState(TieredChatInput, total=False):
     """The answer so far, markers stripped (the final one after ``save``)."""
     drafts: list[str]
     """Every generation of this turn, markers stripped."""
+    draft_tiers: list[dict[str, list[str] | None]]
+    """One-call mode: the tiers each generation wrote (``user`` and ``reply``, each
+    ``[tier1, tier2]`` or None), aligned with ``drafts``."""
     actions: list[str]
     """What the regenerate loop did this turn, in order."""
     regenerations: int

@@ -10,8 +10,9 @@ run by the sync method or its ``a``-prefixed async twin.
 Adding messages:
 
 1. the batch is validated whole (nothing is stored if any message is bad);
-2. tiers are made in one call; if the tierer fails, the messages are stored with tier 3
-   only and tiering is retried on a later add;
+2. tiers are made in one call (except for messages whose tiers the caller gave, e.g.
+   written by the answer's own model call); if the tierer fails, the messages are stored
+   with tier 3 only and tiering is retried on a later add;
 3. the batch is appended and the window read back in one log round trip;
 4. the policy's consolidations run: long-term memory first, then removal (see
    :mod:`~langmem_tiers.short_term.archiving`). A failure there leaves the window as
@@ -43,7 +44,13 @@ from langchain_core.messages import BaseMessage
 from langgraph.store.base import BaseStore, SearchItem, SearchOp
 
 from langmem_tiers.config import Settings
-from langmem_tiers.errors import ConfigurationError, ModelError, NotFoundError, ValidationError
+from langmem_tiers.errors import (
+    ConfigurationError,
+    InvalidContentError,
+    ModelError,
+    NotFoundError,
+    ValidationError,
+)
 from langmem_tiers.long_term.store.scope import namespace_for
 from langmem_tiers.short_term.archiving import consolidate_flow, facts_flow, recover_flow
 from langmem_tiers.short_term.context import ContextBuilder
@@ -216,18 +223,36 @@ class ShortTermMemory:
 
     # -- public API -------------------------------------------------------------------
 
-    def add_messages(self, messages: Sequence[BaseMessage]) -> AddResult:
+    def add_messages(
+        self,
+        messages: Sequence[BaseMessage],
+        *,
+        tiers: Sequence[MessageTiers | None] | None = None,
+    ) -> AddResult:
         """Store messages (one log round trip), then consolidate as the policy says.
 
+        Args:
+            messages: the messages, oldest first.
+            tiers: tiers already made for them (one entry per message; ``None`` for a
+                message the tierer should tier). Messages with given tiers are not sent
+                to the tierer.
+
         Raises:
-            InvalidContentError: a message is invalid; nothing was stored.
+            InvalidContentError: a message or given tier is invalid; nothing was stored.
             BackendError: the log failed; nothing was acknowledged.
         """
-        return run_sync(self._add_flow(self._drafts(messages)), self._runtime)
+        drafts = self._drafts(messages, tiers)
+        return run_sync(self._add_flow(drafts), self._runtime)
 
-    async def aadd_messages(self, messages: Sequence[BaseMessage]) -> AddResult:
+    async def aadd_messages(
+        self,
+        messages: Sequence[BaseMessage],
+        *,
+        tiers: Sequence[MessageTiers | None] | None = None,
+    ) -> AddResult:
         """Async twin of :meth:`add_messages`."""
-        return await run_async(self._add_flow(self._drafts(messages)), self._runtime)
+        drafts = self._drafts(messages, tiers)
+        return await run_async(self._add_flow(drafts), self._runtime)
 
     def context(self, *, rounds: int | None = None) -> list[BaseMessage]:
         """The model's view (see :mod:`~langmem_tiers.short_term.context`).
@@ -312,14 +337,37 @@ class ShortTermMemory:
 
     # -- validation (pure, before any I/O) ----------------------------------------------
 
-    def _drafts(self, messages: Sequence[BaseMessage]) -> list[MessageDraft]:
+    def _drafts(
+        self,
+        messages: Sequence[BaseMessage],
+        tiers: Sequence[MessageTiers | None] | None = None,
+    ) -> list[MessageDraft]:
         if isinstance(messages, BaseMessage):
             messages = [messages]
         limit = self.settings.max_content_chars
-        return [
+        drafts = [
             draft_from_message(m, index=i, max_chars=limit)._replace(user_id=self.user_id)
             for i, m in enumerate(messages)
         ]
+        if tiers is None:
+            return drafts
+        if isinstance(tiers, MessageTiers) or len(tiers) != len(drafts):
+            raise InvalidContentError(
+                f"tiers must have one entry (MessageTiers or None) per message: got "
+                f"{tiers!r:.120} for {len(drafts)} messages."
+            )
+        for index, given in enumerate(tiers):
+            if given is None:
+                continue
+            if not isinstance(given, MessageTiers) or not all(
+                isinstance(t, str) and "\x00" not in t and len(t) <= limit for t in given
+            ):
+                raise InvalidContentError(
+                    f"tiers[{index}] must be MessageTiers of two texts without NUL bytes, "
+                    f"got {given!r:.120}; pass None to let the tierer make them."
+                )
+            drafts[index] = drafts[index]._replace(tier1=given.tier1, tier2=given.tier2)
+        return drafts
 
     # -- flows ----------------------------------------------------------------------------
 
@@ -360,11 +408,11 @@ class ShortTermMemory:
     def _add_flow(self, drafts: list[MessageDraft]) -> Flow[AddResult]:
         if not drafts:
             return AddResult([], [], None)
-        tiers = yield from self._tier_flow([d.to_message() for d in drafts])
+        untiered = [i for i, d in enumerate(drafts) if d.tier1 is None]
+        tiers = yield from self._tier_flow([drafts[i].to_message() for i in untiered])
         if tiers is not None:
-            drafts = [
-                d._replace(tier1=t.tier1, tier2=t.tier2) for d, t in zip(drafts, tiers, strict=True)
-            ]
+            for i, t in zip(untiered, tiers, strict=True):
+                drafts[i] = drafts[i]._replace(tier1=t.tier1, tier2=t.tier2)
         added, records = yield LogCall(
             (AppendOp(self.session_id, tuple(drafts)), self._window_read())
         )
