@@ -165,7 +165,8 @@ class Settings:
     ``eager`` (the seed's view: every older message at tier 1 unless upgraded)."""
     context_soft_budget: int | None = field(default=None, metadata=_env("CONTEXT_SOFT_BUDGET"))
     """``budget`` policy: tokens the view may take before its oldest messages are lowered;
-    ``None``: ``context_token_limit - context_token_buffer``."""
+    ``None``: ``context_token_limit`` (lowered only when the raw view would not fit). Set it
+    lower to trade detail for tokens sooner."""
     max_regenerations: int = field(default=2, metadata=_env("MAX_REGENERATIONS"))
     """Bound of the REQUEST_TIER / SEARCH_EPISODIC regenerate loop."""
     user_context_k: int = field(default=5, metadata=_env("USER_CONTEXT_K"))
@@ -218,7 +219,7 @@ class Settings:
                 raise ConfigurationError(
                     f"context_soft_budget ({self.context_soft_budget}) must not exceed "
                     f"context_token_limit ({self.context_token_limit}); lower it or leave it "
-                    "unset (then it is the limit minus context_token_buffer)."
+                    "unset (then it is context_token_limit)."
                 )
         if not isinstance(self.one_call, bool):
             raise ConfigurationError(f"one_call must be true or false, got {self.one_call!r}.")
@@ -314,11 +315,11 @@ class Settings:
         """The ``budget`` policy's soft budget, with its default worked out.
 
         >>> Settings(context_token_limit=600, context_token_buffer=200).soft_budget
-        400
+        600
         """
         if self.context_soft_budget is not None:
             return self.context_soft_budget
-        return self.context_token_limit - self.context_token_buffer
+        return self.context_token_limit
 
     def replace(self, **changes: Any) -> Settings:
         """A copy with some settings changed (validated again)."""

@@ -20,7 +20,7 @@ A ``tiered`` view shows messages as the settings' context policy says
 (``Settings.context_policy``, ``LANGMEM_TIERS_CONTEXT_POLICY``):
 
 - ``budget`` (the default): messages stay raw while the view fits the soft budget
-  (``context_soft_budget``, by default ``context_token_limit - context_token_buffer``); past
+  (``context_soft_budget``, by default ``context_token_limit``); past
   it the oldest are lowered (raw -> tier 2 -> tier 1) only as far as needed, and the view
   never costs more than the raw messages. A new user pays for tiers only when they save.
 - ``eager``: the seed's tiered document: every older message at tier 1 (or the tier the
