@@ -76,10 +76,13 @@ from langmem_tiers.graph.flows import Call, Flow, adrive, drive
 from langmem_tiers.graph.nodes import ChatMemory
 from langmem_tiers.graph.prompts import (
     MIDDLEWARE_MARKERS_PROMPT,
+    MIDDLEWARE_MARKERS_TIER_GUIDE,
     MIDDLEWARE_TOOLS_PROMPT,
+    MIDDLEWARE_TOOLS_TIER_GUIDE,
     render_system_prompt,
 )
 from langmem_tiers.graph.state import resolve_ids
+from langmem_tiers.short_term.context import memory_text
 from langmem_tiers.short_term.log import MessageLog
 from langmem_tiers.short_term.presets import Preset
 from langmem_tiers.tiers.base import Summarizer, Tierer
@@ -252,15 +255,18 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any, Any]):
         )
         # The saved messages get most of the budget; the prompt and this turn the rest.
         window = max(1, int(budget * _WINDOW_SHARE))
+        soft = base.context_soft_budget
         self.settings = replace(
             base,
             context_token_limit=budget,
             context_token_buffer=min(base.context_token_buffer, window // 4),
+            context_soft_budget=None if soft is None else min(soft, budget),
         )
         self._memory_settings = replace(
             base,
             context_token_limit=window,
             context_token_buffer=min(base.context_token_buffer, window // 4),
+            context_soft_budget=None if soft is None else min(soft, window),
         )
         self._store = store
         self._shared = memory
@@ -337,7 +343,8 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any, Any]):
         The budget covers what the provider is sent: the messages and the tools' schemas.
         """
         view = [m for m in context if m.type != "system"]
-        memory_text = "\n\n".join(m.text for m in context if m.type == "system")
+        # The view's own note on tiers is left out: the prompt explains them for this mode.
+        memories = "\n\n".join(memory_text(m) for m in context if m.type == "system")
         parts: list[str] = []
         if request.system_message is not None:
             parts.append(str(request.system_message.text))
@@ -348,7 +355,12 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any, Any]):
                 user_context=user_context,
                 search_results=search_results,
                 notices=notices,
-                memory=memory_text,
+                memory=memories,
+                tier_guide=(
+                    MIDDLEWARE_TOOLS_TIER_GUIDE
+                    if self.mode == "tools"
+                    else MIDDLEWARE_MARKERS_TIER_GUIDE
+                ),
             )
         )
         system = SystemMessage("\n\n".join(p for p in parts if p))

@@ -43,7 +43,9 @@ __all__ = [
     "CHAT_TIER_GUIDE",
     "FALLBACK_ANSWER",
     "MIDDLEWARE_MARKERS_PROMPT",
+    "MIDDLEWARE_MARKERS_TIER_GUIDE",
     "MIDDLEWARE_TOOLS_PROMPT",
+    "MIDDLEWARE_TOOLS_TIER_GUIDE",
     "NOTICES_HEADER",
     "REQUEST_TIER_TOOL",
     "SEARCH_EPISODIC_TOOL",
@@ -57,19 +59,15 @@ __all__ = [
 ]
 
 _TIERS = """\
-To save space, some older messages of this conversation are shown in short form. Each \
-such message starts with its id and the tier it is shown at, like [m12|t1]:
-- t1: key=value facts taken from the message,
-- t2: a one- or two-sentence summary of it,
-- t3: its full text.
-Messages shown this way and their tiers: {message_index}"""
+Messages starting with [<id>|t<tier>] are shortened to save space: t1 is key=value facts \
+from the message, t2 a short summary, t3 its full text. Shown this way: {message_index}"""
 
 CHAT_TIER_GUIDE = (
     "\n\n"
     + _TIERS
     + """
-If you need the full text of one of them to answer, write [REQUEST_TIER:3:<id>] (for \
-example [REQUEST_TIER:3:m12]; 2 instead of 3 asks for its summary)."""
+To see one in full, write [REQUEST_TIER:3:<id>] (for example [REQUEST_TIER:3:m12]; 2 \
+instead of 3 for its summary)."""
 )
 """What ``{tiers}`` becomes in the marker mode's prompt when the view shows tiered lines."""
 
@@ -77,8 +75,8 @@ TOOLS_TIER_GUIDE = (
     "\n\n"
     + _TIERS
     + """
-If you need the full text of one of them to answer, call the request_tier tool with its \
-id (level 3 is the full text, 2 the summary)."""
+To see one in full, call the request_tier tool with its id (level 3 is the full text, 2 \
+the summary)."""
 )
 """What ``{tiers}`` becomes in the tool mode's prompt when the view shows tiered lines."""
 
@@ -111,34 +109,40 @@ AGENT_MEMORY_PROMPT = "{tiers}{user_context}{memory}"
 left out, when there are no tiered lines, user context or memories)."""
 
 _TIERED_LINES = """\
-To save space, earlier messages of this conversation are shown in short form. Each starts \
-with its id and the tier it is shown at, like [m12|t1]:
-- t1: key=value facts taken from the message,
-- t2: a one- or two-sentence summary of it,
-- t3: its full text.
-Messages without such a prefix are new in this turn and shown in full."""
+Messages starting with [<id>|t<tier>] are shortened to save space: t1 is key=value facts \
+from the message, t2 a short summary, t3 its full text; the others are shown in full."""
 
-MIDDLEWARE_TOOLS_PROMPT = (
+MIDDLEWARE_TOOLS_TIER_GUIDE = (
     _TIERED_LINES
     + """
+To see more of one, call the request_tier tool with its id (level 3 is the full text, 2 \
+the summary); it stays shown at that tier from then on.
 
-If you need more of an earlier message to answer, call the request_tier tool with its id \
-(level 3 is the full text, 2 the summary); it stays shown at that tier from then on. If \
-you need something said earlier that is not shown, call the search_episodic tool. Call \
-them only when what is shown is not enough.{user_context}{search_results}{notices}{memory}"""
+"""
 )
+"""What ``{tiers}`` becomes in :data:`MIDDLEWARE_TOOLS_PROMPT` when tiered lines are shown."""
+
+MIDDLEWARE_MARKERS_TIER_GUIDE = (
+    _TIERED_LINES
+    + """
+To see one in full, write [REQUEST_TIER:3:<id>] (for example [REQUEST_TIER:3:m12]; 2 \
+instead of 3 for its summary).
+
+"""
+)
+"""What ``{tiers}`` becomes in :data:`MIDDLEWARE_MARKERS_PROMPT` when tiered lines are shown."""
+
+MIDDLEWARE_TOOLS_PROMPT = """\
+{tiers}If you need something said earlier that is not shown, call the search_episodic \
+tool. Call the memory tools only when what is shown is not enough.\
+{user_context}{search_results}{notices}{memory}"""
 """Memory part of the system prompt ``TieredMemoryMiddleware`` adds (``mode="tools"``)."""
 
-MIDDLEWARE_MARKERS_PROMPT = (
-    _TIERED_LINES
-    + """
-
-If you need the full text of an earlier message to answer, write [REQUEST_TIER:3:<id>] \
-(for example [REQUEST_TIER:3:m12]; 2 instead of 3 asks for its summary). If you need \
-something said earlier that is not shown, write [SEARCH_EPISODIC: <what to look for>]. \
-You will be asked again with what you asked for; the user never sees these markers. Ask \
-only when what is shown is not enough.{user_context}{search_results}{notices}{memory}"""
-)
+MIDDLEWARE_MARKERS_PROMPT = """\
+{tiers}If you need something said earlier that is not shown, write [SEARCH_EPISODIC: <what \
+to look for>]. You will be asked again with what you asked for; the user never sees these \
+markers. Ask only when what is shown is not enough.{user_context}{search_results}{notices}\
+{memory}"""
 """Memory part of the system prompt ``TieredMemoryMiddleware`` adds (``mode="markers"``)."""
 
 USER_CONTEXT_HEADER = "What you know about the user from earlier conversations:"

@@ -34,7 +34,7 @@ Example:
     >>> [m.content for m in ContextBuilder(recent_raw=1).build([old, new], [])]
     ['My name is Jordan and I work on RAI Chat.', 'Nice to meet you, Jordan!']
     >>> view = ContextBuilder(recent_raw=1, policy="eager").build([old, new], [])
-    >>> view[0].content.startswith("Some older messages"), [m.content for m in view[1:]]
+    >>> view[0].content.startswith("Messages starting with"), [m.content for m in view[1:]]
     (True, ['[m1|t1] user_name=Jordan, project=RAI Chat', '[m2|t3] Nice to meet you, Jordan!'])
 """
 
@@ -69,11 +69,9 @@ MEMORY_HEADER = (
 """First line of the memories in the system part; override by passing ``memory_header``."""
 
 TIER_NOTE = (
-    "Some older messages of this conversation are shown in short form. Such a message "
-    "starts with its id and the tier it is shown at, like [m12|t1]: t1 is key=value facts "
-    "taken from the message, t2 a one- or two-sentence summary of it, t3 its full text. If "
-    "you need more of one to answer, write [REQUEST_TIER:3:<id>] (for example "
-    "[REQUEST_TIER:3:m12]; 2 instead of 3 asks for its summary) and you will be shown it."
+    "Messages starting with [<id>|t<tier>] are shortened to save space: t1 is key=value "
+    "facts from the message, t2 a short summary, t3 its full text. To see one in full, "
+    "write [REQUEST_TIER:3:<id>] (2 instead of 3 for the summary)."
 )
 """What the system part says when the view shows tiered lines; override with ``tier_note``."""
 

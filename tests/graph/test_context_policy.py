@@ -74,7 +74,7 @@ async def test_lowered_lines_are_explained_once_and_listed(
     assert [m.id for m in tiered] == ["m1", "m3", "m5"]
     assert view[-1].content == "Noted."  # the newest stay raw
     assert "[REQUEST_TIER:3:<id>]" in system.text
-    listed = system.text.split("Messages shown this way and their tiers: ")[1].split("\n")[0]
+    listed = system.text.split("Shown this way: ")[1].split("\n")[0]
     assert listed == ", ".join(
         f"{m.id} ({'user' if m.type == 'human' else 'assistant'}, "
         f"t{m.response_metadata['langmem_tiers']['tier']})"
@@ -135,3 +135,39 @@ async def test_the_agent_nodes_add_no_memory_prompt_when_there_is_nothing_to_say
     sent = out["llm_input_messages"]
     assert sent[0].text == "You are Ada."  # the agent's own prompt only
     assert [m.content for m in sent[1:]] == ["Hi.", "Noted.", "Still here."]
+
+
+async def test_the_middleware_explains_tiers_only_when_it_shows_them(
+    store: TieredMemoryStore,
+) -> None:
+    from langchain.agents import create_agent
+
+    from langmem_tiers import TieredMemoryMiddleware
+
+    from .fakes import ToolCallingFake
+
+    def agent(settings: Settings, thread: str) -> tuple[Any, PromptRecorder, RunnableConfig]:
+        model = ToolCallingFake(messages=iter(["Noted."] * len(TURNS) + ["It is May 4."]))
+        middleware = TieredMemoryMiddleware(settings=settings)
+        built = create_agent(
+            model, middleware=[middleware], store=store, checkpointer=InMemorySaver()
+        )
+        recorder = PromptRecorder()
+        config: RunnableConfig = {
+            "configurable": {"thread_id": thread, "user_id": thread},
+            "callbacks": [recorder],
+        }
+        for text in [*TURNS, "When is the launch?"]:
+            built.invoke({"messages": [HumanMessage(text)]}, config)
+        return built, recorder, config
+
+    _, recorder, _ = agent(Settings(), "raw")
+    system, *sent = recorder.prompts[-1]
+    assert [m.content for m in sent[:-1]] == [p for text in TURNS for p in (text, "Noted.")]
+    assert "request_tier tool" not in system.text
+    assert "[m12|t1]" not in system.text
+    _, recorder, _ = agent(Settings(context_soft_budget=300), "lowered")
+    system, *sent = recorder.prompts[-1]
+    assert [m.id for m in sent if str(m.content).startswith(f"[{m.id}|t")] == ["m1", "m3", "m5"]
+    assert "call the request_tier tool with its id" in system.text
+    assert TIER_NOTE not in system.text  # explained once, in the middleware's own words

@@ -23,6 +23,10 @@ from langmem_tiers.tiers.tokens import count_message_tokens
 
 from .fakes import FACTS, BrokenStore, PromptRecorder, ToolCallingFake, tool_call
 
+# These specs exercise requests for tiered lines: the seed's eager view shows them at once
+# (the default budget policy keeps a short session raw; see test_context_policy.py).
+EAGER = Settings(context_policy="eager")
+
 WORDS = [
     "amber",
     "basalt",
@@ -74,7 +78,8 @@ def store() -> Iterator[TieredMemoryStore]:
 
 
 def _agent(model: Any, store: Any, **kwargs: Any) -> tuple[Any, TieredMemoryMiddleware]:
-    middleware = TieredMemoryMiddleware(settings=Settings(), **kwargs)
+    kwargs.setdefault("settings", EAGER)
+    middleware = TieredMemoryMiddleware(**kwargs)
     agent = create_agent(model, middleware=[middleware], store=store, checkpointer=InMemorySaver())
     return agent, middleware
 
@@ -90,7 +95,8 @@ async def test_200_turns_stay_within_budget_and_lose_no_message(
     turns = 200
     budget = 1_500
     model = _model(*[f"Noted, parcel {i}." for i in range(turns)])
-    agent, middleware = _agent(model, store, token_budget=budget)
+    # The default budget policy: older messages lowered only as the budget requires.
+    agent, middleware = _agent(model, store, token_budget=budget, settings=Settings())
     recorder = PromptRecorder()
     config = _config("t1", recorder)
     for i in range(turns):
@@ -202,7 +208,7 @@ async def test_memory_tools_are_withdrawn_at_the_bound(store: TieredMemoryStore)
         """The weather of a city."""
         return f"Sunny in {city}."
 
-    middleware = TieredMemoryMiddleware(settings=Settings(max_regenerations=1))
+    middleware = TieredMemoryMiddleware(settings=EAGER.replace(max_regenerations=1))
     agent = create_agent(model, tools=[lookup], middleware=[middleware], store=store)
     recorder = PromptRecorder()
     config = _config("t1", recorder)
@@ -244,7 +250,7 @@ async def test_markers_regenerate_within_one_model_step(
 
 async def test_markers_are_bounded_and_never_shown(store: TieredMemoryStore) -> None:
     model = _model("[REQUEST_TIER:3:m1]", "[SEARCH_EPISODIC: budget]", "[REQUEST_TIER:2:m1]")
-    middleware = TieredMemoryMiddleware(mode="markers", settings=Settings(max_regenerations=2))
+    middleware = TieredMemoryMiddleware(mode="markers", settings=EAGER.replace(max_regenerations=2))
     agent = create_agent(model, middleware=[middleware], store=store)
     recorder = PromptRecorder()
     out = agent.invoke({"messages": [("user", "What is the budget?")]}, _config("t1", recorder))
@@ -320,7 +326,7 @@ async def test_the_checkpoint_keeps_messages_and_what_was_saved(store: TieredMem
 
 async def test_any_base_store_works_with_plain_puts() -> None:
     store = InMemoryStore()
-    middleware = TieredMemoryMiddleware(log=InMemoryMessageLog(), settings=Settings())
+    middleware = TieredMemoryMiddleware(log=InMemoryMessageLog(), settings=EAGER)
     agent = create_agent(_model("Noted.", "You prefer tea."), middleware=[middleware], store=store)
     recorder = PromptRecorder()
     agent.invoke({"messages": [("user", "I prefer tea.")]}, _config("t1", recorder))
@@ -332,7 +338,7 @@ async def test_long_term_memory_down_the_agent_still_answers_and_keeps_messages(
     runner: str,
 ) -> None:
     store = BrokenStore(InMemoryStore())
-    middleware = TieredMemoryMiddleware(log=InMemoryMessageLog(), settings=Settings())
+    middleware = TieredMemoryMiddleware(log=InMemoryMessageLog(), settings=EAGER)
     model = _model("Noted.", "Fine.")
     agent = create_agent(model, middleware=[middleware], store=store)
     recorder = PromptRecorder()

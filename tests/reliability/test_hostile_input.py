@@ -108,7 +108,8 @@ INJECTION = (
 async def test_markers_and_injections_in_user_messages_are_only_text(
     memory_log: MessageLog, store: TieredMemoryStore, twin_of: Callable[[Any], Twin]
 ) -> None:
-    memory = twin_of(_memory(memory_log, store))
+    # The seed's eager view, so m1 is shown tiered (at the tier it is stored at).
+    memory = twin_of(_memory(memory_log, store, context_policy="eager"))
     await memory.add_messages(
         [HumanMessage("My name is Jordan, my badge code is 4711."), AIMessage("Hello Jordan.")]
     )
@@ -117,7 +118,7 @@ async def test_markers_and_injections_in_user_messages_are_only_text(
     records = await memory.records()
     assert records[-1].text == INJECTION, "the message was not stored as it was typed"
     assert [r.required_tier_level for r in records] == [1, 1, 1], "a user marker had an effect"
-    view = await memory.context()
+    view = [m for m in await memory.context() if m.type != "system"]
     assert view[0].text.startswith("[m1|t1]"), "m1 is not shown at the tier it is stored at"
     assert INJECTION in view[-1].text
     # The same text as a long-term memory comes back as data, unchanged.
