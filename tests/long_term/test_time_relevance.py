@@ -60,7 +60,8 @@ def test_time_expressions_resolve_against_now(query: str, start: str, end: str) 
 )
 def test_no_time_expression_no_window(query: str) -> None:
     parsed = parse_time_query(query, NOW)
-    assert parsed.window is None and parsed.terms == {}
+    assert parsed.window is None
+    assert parsed.terms == {}
 
 
 @pytest.mark.parametrize(
@@ -172,7 +173,8 @@ def test_ended_and_superseded_facts_are_hidden_but_seen_as_of(
     assert [h.key for h in current] == ["now"]
     # What was current in 2022: the superseded fact, not the later ones' end dates.
     then = store.search(SEMANTIC, query="where does Alice work", as_of="2022-06-01T00:00:00Z")
-    assert "old" in [h.key for h in then] and "ended" in [h.key for h in then]
+    assert "old" in [h.key for h in then]
+    assert "ended" in [h.key for h in then]
     assert "now" not in [h.key for h in then]  # created after 2022
 
 

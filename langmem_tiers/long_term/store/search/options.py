@@ -135,7 +135,12 @@ def options_filter(
     """
     given = {
         name: value.isoformat() if isinstance(value, datetime) else value
-        for name, value in (("now", now), ("as_of", as_of), ("time", time), ("min_score", min_score))
+        for name, value in (
+            ("now", now),
+            ("as_of", as_of),
+            ("time", time),
+            ("min_score", min_score),
+        )
         if value is not None
     }
     if not given:

@@ -286,7 +286,7 @@ def parse_time_query(query: str, now: datetime) -> TimeQuery:
     terms: dict[str, float] = {}
     found: list[tuple[int, int, Window]] = []  # (granularity: 0 day .. 3 year, position, window)
 
-    def add(window: Window, granularity: int, position: int, extra: list[str] = ()) -> None:  # type: ignore[assignment]
+    def add(window: Window, granularity: int, position: int, extra: tuple[str, ...] = ()) -> None:
         for term in _window_terms(window):
             terms[term] = max(terms.get(term, 0.0), 1.0)
         for term in extra:
@@ -322,7 +322,7 @@ def parse_time_query(query: str, now: datetime) -> TimeQuery:
                     _days_window(d, 1, tz),
                     0,
                     m.start(),
-                    [f"{TIME_TERM_PREFIX}{MONTHS[month_n - 1]}"],
+                    (f"{TIME_TERM_PREFIX}{MONTHS[month_n - 1]}",),
                 )
                 consume(m)
     for m in list(_MONTH_ALONE.finditer(text)):
@@ -391,7 +391,7 @@ def parse_time_query(query: str, now: datetime) -> TimeQuery:
         if back == 0 and lead in ("last", "past", "previous"):
             back = 7
         day = today - timedelta(days=back)
-        add(_days_window(day, 1, tz), 0, m.start(), [f"{TIME_TERM_PREFIX}{WEEKDAYS[target]}"])
+        add(_days_window(day, 1, tz), 0, m.start(), (f"{TIME_TERM_PREFIX}{WEEKDAYS[target]}",))
         consume(m)
     window = min(found, key=lambda f: (f[0], f[1]))[2] if found else None
     return TimeQuery(terms, window, bool(_PRESENT.search(query)))
