@@ -131,6 +131,10 @@ class OfflineEmbeddings(Embeddings):
     #: 0.716 / 0.708 / 0.709 at weights 0 / 0.05 / 0.1 / 0.15 / 0.2, and any weight above
     #: ~0.3 lowered it further.
     fusion_dense_weight: float = 0.1
+    #: ``(mid, width)`` of the logistic curve that maps this embedder's cosine to an absolute
+    #: relevance (see ``long_term/store/search/relevance.py``): texts sharing no word have a
+    #: cosine near 0, a question and the message answering it typically 0.3-0.6.
+    relevance_cosine_curve: tuple[float, float] = (0.25, 0.08)
 
     def __init__(
         self,

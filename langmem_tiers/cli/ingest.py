@@ -3,7 +3,9 @@
 Two formats:
 
 - **JSONL**: one message per line, ``{"role": "user" | "assistant" | "system", "content":
-  "..."}`` (``human`` / ``ai`` too); an optional ``"session"`` puts a line in that session.
+  "..."}`` (``human`` / ``ai`` too); an optional ``"session"`` puts a line in that session,
+  an optional ``"at"`` (or ``"timestamp"``, ISO-8601) is when it was written: the message
+  keeps that time, and so do the episodic memories made of it.
 - **LoCoMo**: the dataset's JSON (a list of samples, or one sample): each
   ``session_<n>`` of a sample becomes session ``<sample_id>-session_<n>``, ``speaker_a``
   the user and ``speaker_b`` the assistant; image turns keep their caption as text.
@@ -26,12 +28,14 @@ import argparse
 import json
 import sys
 from collections.abc import Iterator, Sequence
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
 from langmem_tiers.errors import InvalidContentError
+from langmem_tiers.long_term.store.records import parse_timestamp
 
 __all__ = ["IngestMessage", "detect_format", "read_jsonl", "read_locomo", "run"]
 
@@ -53,6 +57,8 @@ class IngestMessage(NamedTuple):
     content: str
     scope: str | None = None
     """Whose long-term memory (LoCoMo: the sample id); None: the command's ``--scope``."""
+    at: str | None = None
+    """When the message was written (ISO-8601), if the file says."""
 
 
 def detect_format(path: Path) -> str:
@@ -99,7 +105,10 @@ def read_jsonl(text: str, session: str) -> Iterator[IngestMessage]:
             raise InvalidContentError(
                 f"line {number}: session must be a non-empty string, got {where!r}"
             )
-        yield IngestMessage(where, role, content)
+        at = row.get("at", row.get("timestamp"))
+        if at is not None:
+            parse_timestamp(at, field=f"line {number}: at")  # a clear error before any write
+        yield IngestMessage(where, role, content, None, at)
 
 
 def _sessions(conversation: dict[str, Any]) -> list[tuple[int, list[Any]]]:
@@ -109,6 +118,17 @@ def _sessions(conversation: dict[str, Any]) -> list[tuple[int, list[Any]]]:
         if name.startswith("session_") and suffix.isdigit() and isinstance(turns, list):
             found.append((int(suffix), turns))
     return sorted(found)
+
+
+def _locomo_time(raw: Any) -> str | None:
+    """A LoCoMo session time (``1:56 pm on 8 May, 2023``) as ISO-8601 UTC, or None."""
+    if not isinstance(raw, str):
+        return None
+    try:
+        parsed = datetime.strptime(raw.strip(), "%I:%M %p on %d %B, %Y")
+    except ValueError:
+        return None
+    return parsed.replace(tzinfo=timezone.utc).isoformat()
 
 
 def read_locomo(data: Any) -> Iterator[IngestMessage]:
@@ -124,6 +144,7 @@ def read_locomo(data: Any) -> Iterator[IngestMessage]:
         first = conversation.get("speaker_a")
         for number, turns in _sessions(conversation):
             session = f"{sample_id}-session_{number}"
+            at = _locomo_time(conversation.get(f"session_{number}_date_time"))
             for turn in turns:
                 if not isinstance(turn, dict) or not isinstance(turn.get("text"), str):
                     continue
@@ -134,15 +155,17 @@ def read_locomo(data: Any) -> Iterator[IngestMessage]:
                 if not text:
                     continue
                 role = "human" if turn.get("speaker") == first else "ai"
-                yield IngestMessage(session, role, text, sample_id)
+                yield IngestMessage(session, role, text, sample_id, at)
 
 
 def _message(row: IngestMessage) -> BaseMessage:
+    # The message's own time rides in additional_kwargs, where short-term memory reads it.
+    kwargs: dict[str, Any] = {"created_at": row.at} if row.at is not None else {}
     if row.role == "human":
-        return HumanMessage(row.content)
+        return HumanMessage(row.content, additional_kwargs=kwargs)
     if row.role == "ai":
-        return AIMessage(row.content)
-    return SystemMessage(row.content)
+        return AIMessage(row.content, additional_kwargs=kwargs)
+    return SystemMessage(row.content, additional_kwargs=kwargs)
 
 
 def _turns(rows: Sequence[IngestMessage]) -> Iterator[list[IngestMessage]]:

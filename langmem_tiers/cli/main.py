@@ -82,6 +82,16 @@ def _positive(text: str) -> int:
     return value
 
 
+def _unit(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from err
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be within 0 and 1, got {value}")
+    return value
+
+
 def settings_for(args: argparse.Namespace, **overrides: Any) -> Settings:
     """Settings from the environment, with the command line's ``--url`` and ``overrides``."""
     if getattr(args, "url", None) is not None:
@@ -225,6 +235,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--limit", type=_positive, default=10, help="results (default %(default)s)")
     p.add_argument("--all", action="store_true", help="include superseded, decayed, deleted")
+    p.add_argument(
+        "--min-score",
+        type=_unit,
+        default=None,
+        help="only memories at least this relevant (0-1, an absolute relevance)",
+    )
     _json_flag(p)
 
     p = add(

@@ -57,10 +57,15 @@ def _memory_line(memory: Any) -> str:
 
 
 def search(args: argparse.Namespace) -> int:
-    """``search QUERY --scope ID [--kind K]``: hybrid-ranked, with the score's components."""
+    """``search QUERY --scope ID [--kind K] [--min-score S]``: hybrid-ranked, with components."""
     with _engine(args) as engine:
         found = engine.retrieve(
-            args.scope, args.query, kinds=args.kind, limit=args.limit, include_inactive=args.all
+            args.scope,
+            args.query,
+            kinds=args.kind,
+            limit=args.limit,
+            include_inactive=args.all,
+            min_score=getattr(args, "min_score", None),
         )
         if args.json:
             print_json([plain(item) for item in found])

@@ -198,6 +198,13 @@ class RetrieveIn(_In):
     limit: int = Field(default=10, ge=1, le=100)
     include_inactive: bool = False
     as_of: UtcTime | None = Field(default=None, description="Only memories valid at this instant.")
+    min_score: float | None = Field(
+        default=None,
+        ge=0.0,
+        le=1.0,
+        description="Only memories at least this relevant: the semantic component, an absolute "
+        "relevance in [0, 1] (about 0.3 and up is a match).",
+    )
     agent_id: Text | None = _AGENT_ID
 
 

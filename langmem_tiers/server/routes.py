@@ -220,6 +220,7 @@ def build_router() -> APIRouter:
             limit=body.limit,
             include_inactive=body.include_inactive,
             as_of=body.as_of,
+            min_score=body.min_score,
         )
         return {"results": [_scored(item) for item in found]}
 

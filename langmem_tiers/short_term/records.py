@@ -307,5 +307,29 @@ def draft_from_message(
     if refusal is not None:
         raise InvalidContentError(refusal)
     return MessageDraft(
-        role=role, content=content, extra=extra, created_at=created_at or _now_iso()
+        role=role,
+        content=content,
+        extra=extra,
+        created_at=created_at or _message_time(extra, where) or _now_iso(),
     )
+
+
+def _message_time(extra: Mapping[str, Any], where: str) -> str | None:
+    """The time a message says it was written (``additional_kwargs["created_at"]``), as UTC ISO.
+
+    Past conversations brought in later (``langmem-tiers ingest``) keep their own times.
+    """
+    kwargs = extra.get("additional_kwargs")
+    raw = kwargs.get("created_at") if isinstance(kwargs, Mapping) else None
+    if raw is None:
+        return None
+    try:
+        parsed = datetime.fromisoformat(str(raw).replace("Z", "+00:00"))
+    except ValueError as err:
+        raise InvalidContentError(
+            f"{where}.additional_kwargs.created_at must be an ISO-8601 time like "
+            f"2024-05-01T12:00:00+00:00, got {raw!r}."
+        ) from err
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=timezone.utc)
+    return parsed.astimezone(timezone.utc).isoformat()

@@ -294,3 +294,52 @@ def test_serve_answers_health_and_refuses_requests_without_a_key(tmp_path: Path)
         finally:
             server.terminate()
             server.wait(timeout=10)
+
+
+def test_ingest_keeps_each_message_s_own_time(
+    tmp_path: Path,
+    url: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("LANGMEM_TIERS_CONTEXT_TOKEN_LIMIT", "200")
+    monkeypatch.setenv("LANGMEM_TIERS_CONTEXT_TOKEN_BUFFER", "50")
+    lines = []
+    for i in range(40):
+        at = f"2023-05-{1 + i % 28:02d}T10:00:00+00:00"
+        lines.append(
+            {"role": "user", "content": f"Note {i}: invoice {1000 + i} is paid.", "at": at}
+        )
+        lines.append({"role": "assistant", "content": "Noted.", "timestamp": at})
+    path = tmp_path / "old.jsonl"
+    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n", encoding="utf-8")
+    argv = ["ingest", str(path), "--scope", "u1", "--url", url, "--no-progress", "--json"]
+    assert main(argv) == 0
+    assert json.loads(capsys.readouterr().out)["archived_to_episodic"] > 0
+    with TieredMemoryStore.from_url(url) as store:
+        episodes = store.search(namespace_for("u1", "episodic"), limit=1000)
+        may = store.search(namespace_for("u1", "episodic"), query="invoice in May 2023")
+    assert episodes
+    assert all(e.value["event_timestamp"].startswith("2023-05-") for e in episodes)
+    assert may
+    assert may[0].value["event_timestamp"].startswith("2023-05-")
+
+
+def test_ingest_refuses_a_bad_time(
+    tmp_path: Path, url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_text(json.dumps({"role": "user", "content": "hi", "at": "yesterday"}) + "\n")
+    assert main(["ingest", str(path), "--scope", "u1", "--url", url, "--no-progress"]) == 1
+    assert "line 1: at must be an ISO-8601 timestamp" in capsys.readouterr().err
+
+
+def test_search_min_score_leaves_out_weak_matches(
+    url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with TieredMemoryStore.from_url(url) as store:
+        store.put(namespace_for("u1", "semantic"), "f", {"content": "Bob likes jazz"})
+    assert main(["search", "quantum", "--scope", "u1", "--url", url, "--min-score", "0.3"]) == 0
+    assert "nothing found" in capsys.readouterr().out
+    assert main(["search", "Bob jazz", "--scope", "u1", "--url", url, "--min-score", "0.3"]) == 0
+    assert "Bob likes jazz" in capsys.readouterr().out

@@ -274,14 +274,18 @@ class MemoryEngine(Upkeep):
         limit: int = 10,
         include_inactive: bool = False,
         as_of: Time | None = None,
+        min_score: float | None = None,
     ) -> list[ScoredMemory]:
         """The memories best matching ``query`` by the hybrid score, best first.
 
         Only active memories inside their validity interval, unless ``include_inactive``.
         ``as_of`` ranks the memories the scope had at that time (from the event log).
+        ``min_score`` keeps only memories whose relevance (the ``semantic`` component, an
+        absolute value in [0, 1]) is at least this. Time expressions in the query
+        ("yesterday", "in March") are resolved against the engine's clock.
         """
         return self._drive(
-            self._retrieve_steps(scope, query, kinds, limit, include_inactive, as_of)
+            self._retrieve_steps(scope, query, kinds, limit, include_inactive, as_of, min_score)
         )
 
     async def aretrieve(
@@ -293,10 +297,11 @@ class MemoryEngine(Upkeep):
         limit: int = 10,
         include_inactive: bool = False,
         as_of: Time | None = None,
+        min_score: float | None = None,
     ) -> list[ScoredMemory]:
         """Async twin of :meth:`retrieve`."""
         return await self._adrive(
-            self._retrieve_steps(scope, query, kinds, limit, include_inactive, as_of)
+            self._retrieve_steps(scope, query, kinds, limit, include_inactive, as_of, min_score)
         )
 
     # -- consolidation -------------------------------------------------------------------

@@ -73,6 +73,7 @@ from langmem_tiers.long_term.store.core import WriteNote
 from langmem_tiers.long_term.store.events import event_context
 from langmem_tiers.long_term.store.records import STATUSES, item_id
 from langmem_tiers.long_term.store.scope import namespace_for
+from langmem_tiers.long_term.store.search.options import check_min_score, options_filter
 from langmem_tiers.long_term.store.store import TieredMemoryStore
 from langmem_tiers.sql.flow import Flow, Sql, Transaction
 from langmem_tiers.tiers.base import Summarizer
@@ -468,10 +469,12 @@ class Operations:
         limit: int,
         include_inactive: bool,
         as_of: datetime | str | None,
+        min_score: float | None = None,
     ) -> Steps[list[ScoredMemory]]:
         label = check.label(scope)
         query = check.text("query", query)
         wanted, limit = check.kinds(kinds), check.limit(limit)
+        floor = check_min_score(min_score)
         if as_of is not None:
             at = check.time("as_of", as_of)
             found: list[ScoredMemory] = yield Db(
@@ -483,14 +486,16 @@ class Operations:
                     kinds=wanted,
                     include_inactive=include_inactive,
                     limit=limit,
+                    min_score=floor,
                 )
             )
             return found
         d = self._core.dialect
         where = f"i.scope = ? AND i.kind IN ({', '.join('?' for _ in wanted)})"
         params: list[Any] = [label, *wanted]
+        clock = self._now()
         if not include_inactive:
-            now = d.ts_param(self._now())
+            now = d.ts_param(clock)
             where += (
                 " AND (i.valid_from IS NULL OR i.valid_from <= ?)"
                 " AND (i.valid_until IS NULL OR i.valid_until > ?)"
@@ -499,7 +504,12 @@ class Operations:
         prefix = (label, wanted[0]) if len(wanted) == 1 else (label,)
         items = yield Db(
             self._core.search_flow(
-                SearchOp(prefix, query=query, limit=limit),
+                SearchOp(
+                    prefix,
+                    query=query,
+                    limit=limit,
+                    filter=options_filter(None, now=clock, min_score=floor),
+                ),
                 statuses=None if include_inactive else ("active",),
                 where=where,
                 params=params,

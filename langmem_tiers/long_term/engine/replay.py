@@ -33,8 +33,8 @@ from langmem_tiers.long_term.store.core import StoreCore
 from langmem_tiers.long_term.store.events import replay_snapshots
 from langmem_tiers.long_term.store.records import texts_to_index, validate_value
 from langmem_tiers.long_term.store.search import bm25 as lexical
-from langmem_tiers.long_term.store.search.fusion import fuse
 from langmem_tiers.long_term.store.search.ranking import Candidate, rank
+from langmem_tiers.long_term.store.search.relevance import absolute_relevance, idf_mass
 from langmem_tiers.long_term.store.vectors import normalize
 from langmem_tiers.sql.dialect import EVENTS, ITEMS, Dialect
 from langmem_tiers.sql.flow import Flow, Sql
@@ -156,8 +156,13 @@ def as_of_flow(
     kinds: Sequence[str],
     include_inactive: bool,
     limit: int,
+    min_score: float | None = None,
 ) -> Flow[list[ScoredMemory]]:
-    """The memories best matching ``query`` among those the scope had at ``at``."""
+    """The memories best matching ``query`` among those the scope had at ``at``.
+
+    Relevance is the store's absolute one (``search/relevance.py``); ``min_score`` drops
+    memories below it.
+    """
     state = yield from state_at_flow(core.dialect, scope_label, at)
     if not state:
         return []
@@ -185,9 +190,17 @@ def as_of_flow(
             unit = normalize(vector)
             dense[memory_id] = math.fsum(a * b for a, b in zip(unit, query_vector, strict=True))
     weights = lexical.query_weights(lexical.analyze_query(query))
-    bm25 = lexical.bm25_scores(weights, [lexical.analyze(texts[i]) for i in ids])
+    docs = [lexical.analyze(texts[i]) for i in ids]
+    bm25 = lexical.bm25_scores(weights, docs)
     lex = {i: s for i, s in zip(ids, bm25, strict=True) if s > 0}
-    relevance = fuse(dense, lex, weight=core.dense_weight)
+    df = {t: sum(1 for doc in docs if t in doc) for t in weights}
+    relevance = absolute_relevance(
+        dense,
+        lex,
+        idf_mass=idf_mass(weights, df, len(docs)),
+        weight=core.dense_weight,
+        curve=core.search.cosine_curve,
+    )
     candidates = [
         Candidate(
             id=m.id,
@@ -201,6 +214,9 @@ def as_of_flow(
     settings = core.settings
     ranked = rank(
         candidates, settings.weights, settings.recency_half_life_days, at, settings.ranking
-    )[:limit]
+    )
+    if min_score is not None:
+        ranked = [r for r in ranked if r.components.semantic >= min_score]
+    ranked = ranked[:limit]
     by_id = {m.id: m for m in pool}
     return [scored(by_id[r.id], r.score, r.components._asdict()) for r in ranked]

@@ -54,6 +54,7 @@ from langmem_tiers.long_term.store.search.query import (
     item_from_row,
     prepare_search,
 )
+from langmem_tiers.long_term.store.search.relevance import DEFAULT_COSINE_CURVE
 from langmem_tiers.long_term.store.vectors import VectorIndex, VectorRow
 from langmem_tiers.long_term.store.writes import (
     ENGINE_COLUMNS,
@@ -80,6 +81,7 @@ class StoreCore:
         fields: Sequence[str] | None,
         settings: Settings,
         dense_weight: float = 1.0,
+        cosine_curve: tuple[float, float] | None = None,
     ) -> None:
         self.dialect = dialect
         self.index = index
@@ -88,7 +90,14 @@ class StoreCore:
         self.settings = settings
         self.dense_weight = dense_weight
         self.access = AccessBuffer()
-        self.search = StoreSearch(dialect, index, settings, self.access, dense_weight=dense_weight)
+        self.search = StoreSearch(
+            dialect,
+            index,
+            settings,
+            self.access,
+            dense_weight=dense_weight,
+            cosine_curve=cosine_curve or DEFAULT_COSINE_CURVE,
+        )
         self.writer = StoreWriter(dialect, index)
 
     # -- setup ---------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
+from datetime import datetime
 from typing import Any, Literal, TypeVar
 
 from langchain_core.embeddings import Embeddings
@@ -38,6 +39,8 @@ from langmem_tiers.long_term.store.core import RankedItem, StoreCore
 from langmem_tiers.long_term.store.records import validate_namespace
 from langmem_tiers.long_term.store.retriever import TieredMemoryRetriever
 from langmem_tiers.long_term.store.search.fusion import dense_weight_for
+from langmem_tiers.long_term.store.search.options import TimeMode, options_filter
+from langmem_tiers.long_term.store.search.relevance import cosine_curve_for
 from langmem_tiers.long_term.store.vectors import (
     PgVectorIndex,
     QdrantIndex,
@@ -117,6 +120,7 @@ class TieredMemoryStore(BaseStore):
             fields=fields,
             settings=self.settings,
             dense_weight=dense_weight_for(embed),
+            cosine_curve=cosine_curve_for(embed),
         )
 
     @property
@@ -299,16 +303,48 @@ class TieredMemoryStore(BaseStore):
         limit: int = 10,
         offset: int = 0,
         refresh_ttl: bool | None = None,
+        now: datetime | str | None = None,
+        as_of: datetime | str | None = None,
+        time: TimeMode | None = None,
+        min_score: float | None = None,
     ) -> list[SearchItem]:
         """Items under ``namespace_prefix``: hybrid-ranked with a query, newest first without.
 
-        Results of a query search are :class:`RankedItem` with the score's components.
+        Results of a query search are :class:`RankedItem` with the score's components;
+        ``semantic`` is an absolute relevance in [0, 1]. Only current memories are found:
+        active, and inside their validity interval.
+
+        Args:
+            now: the time the search is made at (default: now): "yesterday", "last week",
+                "on Monday" in the query are resolved against it, recency is measured from it.
+            as_of: search memory as it stood then (superseded memories current then count).
+            time: what a time window named in the query does: ``"boost"`` (default),
+                ``"filter"`` (only memories of that window) or ``"off"``.
+            min_score: only results whose relevance is at least this (in [0, 1]).
+
+        These options ride in ``filter["$search"]`` (see
+        ``langmem_tiers.long_term.store.search.options``), so any ``BaseStore`` caller can
+        pass them through a filter.
+
+        Example::
+
+            >>> from langmem_tiers import TieredMemoryStore
+            >>> with TieredMemoryStore.from_url("sqlite:///:memory:") as store:
+            ...     store.put(("u", "episodic"), "e1", {"content": "Cooked a curry",
+            ...               "event_timestamp": "2024-03-13T19:00:00+00:00"})
+            ...     store.put(("u", "episodic"), "e2", {"content": "Went swimming",
+            ...               "event_timestamp": "2024-02-02T08:00:00+00:00"})
+            ...     hits = store.search(("u",), query="what did I do yesterday?",
+            ...                         now="2024-03-14T12:00:00+00:00")
+            ...     bad = store.search(("u",), query="quantum physics", min_score=0.3)
+            >>> [h.key for h in hits], bad
+            (['e1', 'e2'], [])
         """
         validate_namespace(namespace_prefix, field="namespace_prefix", prefix=True)
         return super().search(
             namespace_prefix,
             query=query,
-            filter=filter,
+            filter=options_filter(filter, now=now, as_of=as_of, time=time, min_score=min_score),
             limit=limit,
             offset=offset,
             refresh_ttl=refresh_ttl,
@@ -324,13 +360,17 @@ class TieredMemoryStore(BaseStore):
         limit: int = 10,
         offset: int = 0,
         refresh_ttl: bool | None = None,
+        now: datetime | str | None = None,
+        as_of: datetime | str | None = None,
+        time: TimeMode | None = None,
+        min_score: float | None = None,
     ) -> list[SearchItem]:
         """Async twin of :meth:`search`."""
         validate_namespace(namespace_prefix, field="namespace_prefix", prefix=True)
         return await super().asearch(
             namespace_prefix,
             query=query,
-            filter=filter,
+            filter=options_filter(filter, now=now, as_of=as_of, time=time, min_score=min_score),
             limit=limit,
             offset=offset,
             refresh_ttl=refresh_ttl,

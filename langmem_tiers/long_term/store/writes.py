@@ -24,6 +24,7 @@ from langmem_tiers.long_term.store.records import (
     validate_value,
 )
 from langmem_tiers.long_term.store.search import bm25
+from langmem_tiers.long_term.store.search.keys import extra_terms
 from langmem_tiers.long_term.store.vectors import VectorIndex, VectorRow
 from langmem_tiers.sql.dialect import ITEMS, TERMS, Dialect, item_columns
 from langmem_tiers.sql.flow import Flow, InsertRows, Sql, SqlMany
@@ -74,6 +75,7 @@ def prepare_put(op: PutOp, *, fields: Sequence[str] | None, max_chars: int) -> P
         return PreparedPut(record, op.namespace, key, [], {}, 0)
     texts = texts_to_index(record, list(op.index) if isinstance(op.index, list) else fields)
     terms = bm25.analyze(" ".join(text for _, text in texts))
+    terms.extend(extra_terms(record))
     return PreparedPut(record, op.namespace, key, texts, bm25.term_frequencies(terms), len(terms))
 
 

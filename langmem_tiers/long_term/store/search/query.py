@@ -30,8 +30,14 @@ from langmem_tiers.long_term.store.records import (
     validate_namespace,
 )
 from langmem_tiers.long_term.store.search import bm25
-from langmem_tiers.long_term.store.search.fusion import fuse
+from langmem_tiers.long_term.store.search.options import SearchOptions, split_options
 from langmem_tiers.long_term.store.search.ranking import Candidate, rank
+from langmem_tiers.long_term.store.search.relevance import (
+    DEFAULT_COSINE_CURVE,
+    absolute_relevance,
+    idf_mass,
+)
+from langmem_tiers.long_term.store.search.time import TimeQuery, parse_time_query, time_boosts
 from langmem_tiers.long_term.store.vectors import VectorIndex
 from langmem_tiers.sql.dialect import ITEMS, TERMS, Dialect
 from langmem_tiers.sql.flow import Flow, Sql
@@ -102,6 +108,9 @@ class PreparedSearch(NamedTuple):
     limit: int
     offset: int
     query: str | None
+    options: SearchOptions = SearchOptions()
+    reference: datetime | None = None  # the search's time: options' as_of or now, else None
+    time_query: TimeQuery | None = None
 
 
 def item_from_row(dialect: Dialect, row: Sequence[Any]) -> Item:
@@ -113,6 +122,15 @@ def item_from_row(dialect: Dialect, row: Sequence[Any]) -> Item:
         created_at=dialect.ts_value(row[3]),  # type: ignore[arg-type]
         updated_at=dialect.ts_value(row[4]),  # type: ignore[arg-type]
     )
+
+
+def query_weights(query: str, search: PreparedSearch) -> dict[str, float]:
+    """The lexical query: the query's terms and the time terms of its time expressions."""
+    weights = bm25.query_weights(bm25.analyze_query(query))
+    if search.time_query is not None:
+        for term, weight in search.time_query.terms.items():
+            weights[term] = max(weights.get(term, 0.0), weight)
+    return weights
 
 
 def check_page(limit: Any, offset: Any) -> tuple[int, int]:
@@ -148,9 +166,33 @@ def prepare_search(
         refusal = utf8_error(op.query, "query")
         if refusal is not None:
             raise InvalidContentError(refusal)
-    conditions = validate_filter(op.filter)
+    options, plain_filter = split_options(op.filter)
+    conditions = validate_filter(plain_filter)
     where_parts: list[str] = []
     bound: list[Any] = []
+    at = options.reference(dialect.now())
+    if options.as_of is not None and statuses is not None and tuple(statuses) == ("active",):
+        # Memory as it stood then: what has since been superseded was current.
+        statuses = ("active", "superseded")
+        # Known to exist then: from its validity, its event time, or when it was stored.
+        where_parts.append("COALESCE(i.valid_from, i.event_at, i.created_at) <= ?")
+        bound.append(dialect.ts_param(at))
+    if statuses is not None:
+        # Current facts only: a validity interval that has not begun or has ended hides it.
+        where_parts.append(
+            "(i.valid_from IS NULL OR i.valid_from <= ?) AND (i.valid_until IS NULL OR i.valid_until > ?)"
+        )
+        bound.extend([dialect.ts_param(at), dialect.ts_param(at)])
+    text = op.query if op.query and op.query.strip() else None
+    time_query = parse_time_query(text, at) if text and options.time != "off" else None
+    if time_query is not None and time_query.window is not None and options.time == "filter":
+        where_parts.append(
+            "COALESCE(i.event_at, i.valid_from, i.created_at) >= ?"
+            " AND COALESCE(i.event_at, i.valid_from, i.created_at) < ?"
+        )
+        bound.extend(
+            [dialect.ts_param(time_query.window.start), dialect.ts_param(time_query.window.end)]
+        )
     if statuses is not None and tuple(statuses) == ("active",):
         where_parts.append("i.status = 'active'")
     elif statuses is not None:
@@ -176,7 +218,10 @@ def prepare_search(
         bool(conditions),
         limit,
         offset,
-        op.query if op.query and op.query.strip() else None,
+        text,
+        options,
+        options.as_of or options.now,
+        time_query,
     )
 
 
@@ -191,12 +236,14 @@ class StoreSearch:
         access: AccessBuffer,
         *,
         dense_weight: float = 1.0,
+        cosine_curve: tuple[float, float] = DEFAULT_COSINE_CURVE,
     ) -> None:
         self.dialect = dialect
         self.index = index
         self.settings = settings
         self.access = access
         self.dense_weight = dense_weight
+        self.cosine_curve = cosine_curve
 
     def nearest_flow(
         self,
@@ -347,7 +394,7 @@ class StoreSearch:
         and its members when the vector index wants them). Two round trips at most: the
         query's postings with the statistics, then the feedback items' terms.
         """
-        weights = bm25.query_weights(bm25.analyze_query(query))
+        weights = query_weights(query, search)
         found = yield from self.postings_flow(
             search, weights, members=self.index.in_database and self.index.scans_members
         )
@@ -387,7 +434,11 @@ class StoreSearch:
         if want == 0:
             return [], []
         pool = want * self.settings.candidate_multiplier
+        now = search.reference or now
         scores, found = yield from self.lexical_flow(search.query, search)
+        weights = query_weights(search.query, search)
+        # The first read holds the postings of every query term: their document frequencies.
+        mass = idf_mass(weights, {t: len(found.tf.get(t, {})) for t in weights}, found.n_docs)
         lex = dict(sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:pool])
         # Complete both score maps over the union, so fusion compares like with like: the
         # index scores the lexical candidates in the same call, and every item's BM25 is
@@ -413,7 +464,9 @@ class StoreSearch:
             f" FROM {ITEMS} i WHERE i.id IN ({marks}) AND {search.where}",
             [*ids, *search.params],
         )
-        relevance = fuse(dense, lex, weight=self.dense_weight)
+        relevance = absolute_relevance(
+            dense, lex, idf_mass=mass, weight=self.dense_weight, curve=self.cosine_curve
+        )
         by_id = {row[5]: row for row in rows}
         candidates = [
             Candidate(
@@ -432,6 +485,16 @@ class StoreSearch:
             now,
             self.settings.ranking,
         )
+        if search.time_query is not None:
+            boosts = time_boosts({c.id: c.time for c in candidates}, search.time_query)
+            if boosts:
+                ranked = sorted(
+                    (r._replace(score=r.score * boosts[r.id]) for r in ranked),
+                    key=lambda r: (-r.score, r.id),
+                )
+        floor = search.options.min_score
+        if floor is not None:
+            ranked = [r for r in ranked if r.components.semantic >= floor]
         page = ranked[search.offset : search.offset + search.limit]
         out: list[SearchItem] = []
         for r in page:
