@@ -9,6 +9,7 @@ table names below and validated JSON paths.
 
 from __future__ import annotations
 
+import functools
 import json
 import struct
 from collections.abc import Sequence
@@ -38,6 +39,7 @@ STM_LEASES = "lmt_stm_leases"
 EVENTS = "lmt_events"
 API_KEYS = "lmt_api_keys"
 VERSIONS = "lmt_versions"
+SCOPE_CHANGES = "lmt_scope_changes"
 
 # Columns filled from a memory's value (see records.py), in insert order.
 item_columns: tuple[str, ...] = (
@@ -264,7 +266,23 @@ class Dialect:
                 f"CREATE INDEX {STM_MESSAGES}_user ON {STM_MESSAGES} (user_id, session_id, seq)"
                 " WHERE user_id IS NOT NULL",
             ],
+            [
+                # No global approximate vector index: every insert paid for one HNSW graph
+                # over all scopes (about 290 rows/s), while a search reads one scope, which
+                # an exact scan through the prefix index answers (see PgVectorIndex).
+                f"DROP INDEX IF EXISTS {VECTORS}_hnsw",
+            ],
+            # A change counter per namespace, for searches that cache a scope's data.
+            self.scope_change_migration(),
         ]
+
+    #: The database keeps :data:`SCOPE_CHANGES` (see :meth:`scope_change_migration`), so a
+    #: search may cache a scope's terms and vectors in process (search/scope_cache.py).
+    counts_scope_changes = False
+
+    def scope_change_migration(self) -> list[str]:
+        """Statements that keep a change counter per namespace (none: no counter)."""
+        return []
 
     def migration_lock_sql(self) -> str | None:
         """A statement that serialises concurrent migrations (None: the engine already does)."""
@@ -374,6 +392,25 @@ class SqliteDialect(Dialect):
     """SQLite: JSON as text, timestamps as ISO-8601 text in UTC, vectors as float32 blobs."""
 
     name = "sqlite"
+    counts_scope_changes = True
+
+    def scope_change_migration(self) -> list[str]:
+        # Triggers, so every writer counts, the engine's and other processes' too. An
+        # update counts when it may change what a search caches (content, status, length,
+        # namespace); access counts and usage columns do not.
+        bump = (
+            f"INSERT INTO {SCOPE_CHANGES} (prefix, changes) VALUES ({{row}}.prefix, 1)"
+            " ON CONFLICT (prefix) DO UPDATE SET changes = changes + 1;"
+        )
+        return [
+            f"CREATE TABLE {SCOPE_CHANGES} (prefix TEXT PRIMARY KEY, changes INTEGER NOT NULL)",
+            f"CREATE TRIGGER {SCOPE_CHANGES}_insert AFTER INSERT ON {ITEMS}"
+            f" BEGIN {bump.format(row='NEW')} END",
+            f"CREATE TRIGGER {SCOPE_CHANGES}_delete AFTER DELETE ON {ITEMS}"
+            f" BEGIN {bump.format(row='OLD')} END",
+            f"CREATE TRIGGER {SCOPE_CHANGES}_update AFTER UPDATE OF prefix, value, status, doc_len"
+            f" ON {ITEMS} BEGIN {bump.format(row='OLD')} {bump.format(row='NEW')} END",
+        ]
 
     def json_extract(self, path: Sequence[str]) -> tuple[str, list[Any]]:
         expr, _, params = _sqlite_lookup(path)
@@ -425,6 +462,11 @@ class SqliteDialect(Dialect):
         ]
 
 
+@functools.lru_cache(maxsize=16)
+def _vector_format(dims: int) -> str:
+    return "[" + ",".join(["%.9g"] * dims) + "]"
+
+
 _COMPARATORS = {"$eq": "=", "$ne": "<>", "$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
 
 
@@ -448,7 +490,9 @@ class PostgresDialect(Dialect):
         return raw  # psycopg already decodes JSONB (a JSON string comes back as str)
 
     def vector_param(self, vector: Sequence[float]) -> Any:
-        return "[" + ",".join(repr(float(x)) for x in vector) + "]"
+        # pgvector keeps float4: nine significant digits round-trip one exactly, and one
+        # %-format of the whole row is several times faster than a repr per element.
+        return _vector_format(len(vector)) % tuple(vector)
 
     def placeholder(self, column: str) -> str:
         return "?::vector" if column == "embedding" else "?"
@@ -484,7 +528,6 @@ class PostgresDialect(Dialect):
                 PRIMARY KEY (item_id, field)
             )""",
             f"CREATE INDEX {VECTORS}_prefix ON {VECTORS} (prefix)",
-            f"CREATE INDEX {VECTORS}_hnsw ON {VECTORS} USING hnsw (embedding vector_cosine_ops)",
         ]
 
     def json_extract(self, path: Sequence[str]) -> tuple[str, list[Any]]:

@@ -32,6 +32,7 @@ from langmem_tiers.long_term.store.records import (
 from langmem_tiers.long_term.store.search import bm25
 from langmem_tiers.long_term.store.search.fusion import fuse
 from langmem_tiers.long_term.store.search.ranking import Candidate, rank
+from langmem_tiers.long_term.store.search.scope_cache import ScopeCache, ScopeData
 from langmem_tiers.long_term.store.vectors import VectorIndex
 from langmem_tiers.sql.dialect import ITEMS, TERMS, Dialect
 from langmem_tiers.sql.flow import Flow, Sql
@@ -102,6 +103,8 @@ class PreparedSearch(NamedTuple):
     limit: int
     offset: int
     query: str | None
+    #: Active items of a namespace, nothing else: a search a scope cache can serve.
+    plain: bool = False
 
 
 def item_from_row(dialect: Dialect, row: Sequence[Any]) -> Item:
@@ -177,6 +180,7 @@ def prepare_search(
         limit,
         offset,
         op.query if op.query and op.query.strip() else None,
+        plain=statuses is not None and tuple(statuses) == ("active",) and not where and not conditions,
     )
 
 
@@ -197,6 +201,12 @@ class StoreSearch:
         self.settings = settings
         self.access = access
         self.dense_weight = dense_weight
+        # Only where the database counts changes and vectors are scored in process.
+        self.scope_cache: ScopeCache | None = (
+            ScopeCache()
+            if dialect.counts_scope_changes and index.in_database and index.scans_members
+            else None
+        )
 
     def nearest_flow(
         self,
@@ -379,6 +389,28 @@ class StoreSearch:
         )
         return bm25.score_postings(expanded, found.n_docs, found.avgdl, tf, doc_len), found
 
+    def cached_lexical(self, query: str, data: ScopeData) -> dict[str, float]:
+        """:meth:`lexical_flow`'s scores, from a scope's cached data (no I/O)."""
+        weights = bm25.query_weights(bm25.analyze_query(query))
+        if not weights or data.n_docs == 0 or data.avgdl <= 0:
+            return {}
+        first = bm25.score_postings(weights, data.n_docs, data.avgdl, data.postings, data.doc_len)
+        if data.n_docs < bm25.PRF_MIN_DOCS:
+            return first
+        best = sorted(first.items(), key=lambda kv: (-kv[1], kv[0]))[: bm25.PRF_DOCS]
+        feedback = [(i, s) for i, s in best if s > 0]
+        if not feedback:
+            return first
+        tfs = [data.item_terms.get(i, {}) for i, _ in feedback]
+        expanded = bm25.expand_query(
+            weights,
+            tfs,
+            [s for _, s in feedback],
+            doc_frequencies={t: len(data.postings.get(t, ())) for tf in tfs for t in tf},
+            n_docs=data.n_docs,
+        )
+        return bm25.score_postings(expanded, data.n_docs, data.avgdl, data.postings, data.doc_len)
+
     def ranked_flow(
         self, search: PreparedSearch, vector: list[float], now: datetime
     ) -> Flow[tuple[list[SearchItem], list[str]]]:
@@ -387,22 +419,30 @@ class StoreSearch:
         if want == 0:
             return [], []
         pool = want * self.settings.candidate_multiplier
-        scores, found = yield from self.lexical_flow(search.query, search)
-        lex = dict(sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:pool])
-        # Complete both score maps over the union, so fusion compares like with like: the
-        # index scores the lexical candidates in the same call, and every item's BM25 is
-        # already known.
-        dense = yield from self.nearest_flow(
-            vector,
-            search.where,
-            search.params,
-            pool,
-            prefix=join_namespace(search.prefix),
-            value_filtered=search.value_filtered,
-            candidates=found.n_docs or None,
-            include=list(lex),
-            members=found.members,
-        )
+        if self.scope_cache is not None and search.plain:
+            data = yield from self.scope_cache.data_flow(
+                join_namespace(search.prefix), search.where, search.params
+            )
+            scores = self.cached_lexical(search.query, data)
+            lex = dict(sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:pool])
+            dense = data.dense(vector, pool, list(lex))
+        else:
+            scores, found = yield from self.lexical_flow(search.query, search)
+            lex = dict(sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:pool])
+            # Complete both score maps over the union, so fusion compares like with like:
+            # the index scores the lexical candidates in the same call, and every item's
+            # BM25 is already known.
+            dense = yield from self.nearest_flow(
+                vector,
+                search.where,
+                search.params,
+                pool,
+                prefix=join_namespace(search.prefix),
+                value_filtered=search.value_filtered,
+                candidates=found.n_docs or None,
+                include=list(lex),
+                members=found.members,
+            )
         lex.update((i, scores[i]) for i in dense if i in scores)
         ids = sorted(set(dense) | set(lex))
         if not ids:
