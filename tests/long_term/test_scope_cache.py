@@ -37,19 +37,22 @@ def test_cached_search_ranks_like_the_uncached_one(tmp_path: Path) -> None:
         # 50 documents: 64 here).
         cached = store.core.search.cached_lexical("kayak river lake", _data(store))
         uncached = _lexical_uncached(store, "kayak river lake")
-        assert cached.keys() == uncached.keys() and len(cached) > 8
+        assert cached.keys() == uncached.keys()
+        assert len(cached) > 8
         for item, score in uncached.items():
             assert abs(cached[item] - score) < 1e-9
 
 
 def _data(store: TieredMemoryStore) -> object:
+    from langgraph.store.base import SearchOp
+
     from langmem_tiers.long_term.store.records import join_namespace
     from langmem_tiers.long_term.store.search.query import prepare_search
-    from langgraph.store.base import SearchOp
 
     search = prepare_search(SearchOp(NS, query="q", limit=10), store.core.dialect)
     cache = store.core.search.scope_cache
-    assert cache is not None and search.plain
+    assert cache is not None
+    assert search.plain
     return store.db.run(
         _in_tx(cache.data_flow(join_namespace(search.prefix), search.where, search.params))
     )
@@ -84,14 +87,16 @@ def test_changes_by_another_store_on_the_same_file_show_in_the_next_search(
     ):
         _fill(writer)
         before = [h.key for h in reader.search(NS, query="kayak river", limit=5)]
-        assert before and all(int(k[1:]) in range(16, 32) for k in before)
+        assert before
+        assert all(int(k[1:]) in range(16, 32) for k in before)
         # A new memory that matches better, a deletion and a change of content.
         writer.put(NS, "new", {"content": "kayak river kayak river paddle"})
         writer.delete(NS, before[0])
         writer.put(NS, before[1], {"content": "violin rehearsal"})
         after = [h.key for h in reader.search(NS, query="kayak river", limit=5)]
         assert after[0] == "new"
-        assert before[0] not in after and before[1] not in after
+        assert before[0] not in after
+        assert before[1] not in after
 
 
 def test_status_change_by_direct_sql_leaves_the_cached_scope(tmp_path: Path) -> None:

@@ -180,7 +180,10 @@ def prepare_search(
         limit,
         offset,
         op.query if op.query and op.query.strip() else None,
-        plain=statuses is not None and tuple(statuses) == ("active",) and not where and not conditions,
+        plain=statuses is not None
+        and tuple(statuses) == ("active",)
+        and not where
+        and not conditions,
     )
 
 
