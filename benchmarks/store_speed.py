@@ -13,7 +13,14 @@ so the store is timed, not an embedding model. Systems:
 * ``ours-postgres-qdrant``: PostgreSQL with vectors in Qdrant's local mode (qdrant-client's
   pure-Python emulation, slow past ~10k points: capped at 10,000 memories);
 * ``langgraph-inmemory``: LangGraph's ``InMemoryStore`` with an index;
-* ``langgraph-postgres``: LangGraph's ``PostgresStore`` (HNSW, cosine), default settings.
+* ``langgraph-postgres``: LangGraph's ``PostgresStore`` (HNSW, cosine), default settings;
+* ``langgraph-sqlite``: LangGraph's ``SqliteStore`` with sqlite-vec (cosine). It needs a
+  Python whose ``sqlite3`` can load extensions, which many builds (pyenv's, for one) cannot;
+  it therefore runs in a subprocess under a virtual environment made from the system
+  Python (``/usr/bin/python3``), created on first use in a cache directory with
+  ``langgraph-checkpoint-sqlite``, ``sqlite-vec`` and ``numpy`` from the package index. With
+  ``--quick`` (or ``--peer-install never``) a missing environment is not created and the
+  system is reported as skipped, with the reason.
 
 What "recall" means here. LangGraph's stores rank by cosine similarity alone, so their
 recall@10 is the share of the exact top 10 by cosine (brute force over the scope's
@@ -46,13 +53,17 @@ from __future__ import annotations
 
 import argparse
 import gc
+import json
+import os
 import re
+import subprocess
+import sys
 import tempfile
 import time
 import uuid
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -90,8 +101,15 @@ SYSTEMS: dict[str, str] = {
     "ours-postgres-qdrant": "langmem_tiers PostgreSQL+Qdrant local",
     "langgraph-inmemory": "LangGraph InMemoryStore",
     "langgraph-postgres": "LangGraph PostgresStore",
+    "langgraph-sqlite": "LangGraph SqliteStore (sqlite-vec)",
 }
 _POSTGRES_SYSTEMS = {"ours-postgres", "ours-postgres-qdrant", "langgraph-postgres"}
+#: Systems run in a subprocess under another Python (see :func:`peer_python`).
+_SUBPROCESS_SYSTEMS = {"langgraph-sqlite"}
+#: The Python the SqliteStore peer's environment is made from: Debian's can load
+#: SQLite extensions.
+SYSTEM_PYTHON = "/usr/bin/python3"
+PEER_PACKAGES = ("langgraph-checkpoint-sqlite", "sqlite-vec", "numpy")
 
 
 # -- PostgreSQL schemas ---------------------------------------------------------------------
@@ -149,6 +167,123 @@ def temporary_schema(url: str) -> Iterator[str]:
     finally:
         with psycopg.connect(url, autocommit=True) as conn:
             conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+
+
+# -- the SqliteStore peer's Python ------------------------------------------------------------
+
+
+def default_peer_venv() -> Path:
+    """Where the SqliteStore peer's virtual environment is kept between runs."""
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache) / "langmem-tiers-bench" / "sqlite-store-peer"
+
+
+def _can_load_extensions(python: str) -> str | None:
+    """Why ``python`` cannot run SqliteStore with sqlite-vec, or None when it can."""
+    probe = (
+        "import sqlite3, sqlite_vec, langgraph.store.sqlite, numpy\n"
+        "c = sqlite3.connect(':memory:')\n"
+        "c.enable_load_extension(True)\n"
+        "sqlite_vec.load(c)\n"
+    )
+    try:
+        done = subprocess.run(
+            [python, "-c", probe], capture_output=True, text=True, timeout=120, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired) as err:
+        return f"{python} does not run: {err}"
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        return f"{python} cannot load sqlite-vec: {last}"
+    return None
+
+
+def peer_python(venv: Path, *, install: bool) -> tuple[str | None, str | None]:
+    """The SqliteStore peer's Python (made when missing and ``install``), or why there is none.
+
+    Returns ``(python, None)`` or ``(None, reason)``.
+    """
+    python = venv / "bin" / "python"
+    if python.exists():
+        problem = _can_load_extensions(str(python))
+        return (str(python), None) if problem is None else (None, problem)
+    if not install:
+        return None, (
+            f"the SqliteStore peer needs a virtual environment at {venv} (made from "
+            f"{SYSTEM_PYTHON}, whose sqlite3 loads extensions) and installing it was not "
+            "allowed (--quick or --peer-install never); run once without --quick"
+        )
+    if not Path(SYSTEM_PYTHON).exists():
+        return None, f"{SYSTEM_PYTHON} is missing: no Python here can load sqlite-vec"
+    steps = [
+        [SYSTEM_PYTHON, "-m", "venv", str(venv)],
+        [str(python), "-m", "pip", "install", "--quiet", *PEER_PACKAGES],
+    ]
+    for step in steps:
+        try:
+            done = subprocess.run(step, capture_output=True, text=True, timeout=900, check=False)
+        except (OSError, subprocess.TimeoutExpired) as err:
+            return None, f"making the peer environment failed ({' '.join(step[:3])}): {err}"
+        if done.returncode != 0:
+            last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+            hint = " (apt-get install python3-venv)" if "venv" in step[2] else ""
+            return None, f"making the peer environment failed{hint}: {last}"
+    problem = _can_load_extensions(str(python))
+    return (str(python), None) if problem is None else (None, problem)
+
+
+def run_in_peer(
+    python: str, name: str, size: int, args: argparse.Namespace, *, log: Callable[[str], None]
+) -> dict[str, Any]:
+    """Run :func:`run_one` for ``name`` at ``size`` under ``python`` and return its result."""
+    root = Path(__file__).resolve().parents[1]
+    with tempfile.TemporaryDirectory(prefix="langmem-bench-peer-") as directory:
+        out = Path(directory) / "run.json"
+        command = [
+            python,
+            "-m",
+            "benchmarks.store_speed",
+            "--peer-run",
+            name,
+            "--sizes",
+            str(size),
+            "--queries",
+            str(args.queries),
+            "--gets",
+            str(args.gets),
+            "--seed",
+            str(args.seed),
+            "--out",
+            str(out),
+        ]
+        env = {**os.environ, "PYTHONPATH": str(root)}
+        done = subprocess.run(command, cwd=root, env=env, text=True, capture_output=True)
+        for line in done.stdout.splitlines():
+            log(line)
+        if done.returncode != 0:
+            last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+            raise RuntimeError(f"the peer process failed: {last}")
+        result: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
+        return result
+
+
+def _peer_run(args: argparse.Namespace) -> dict[str, Any]:
+    """What the peer subprocess does: one system, one size, its run written to ``--out``."""
+    size = (args.sizes or [FULL_SIZES[0]])[0]
+    embeddings = SeededEmbeddings(DIMS, seed=args.seed)
+    workload = Workload.build(
+        size,
+        embeddings=embeddings,
+        corpus=SyntheticCorpus(seed=args.seed),
+        n_queries=args.queries,
+        n_gets=args.gets,
+        seed=args.seed,
+    )
+    run = run_one(args.peer_run, workload, embeddings, args.postgres_url)
+    run["python"] = sys.version.split()[0]
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(run), encoding="utf-8")
+    return run
 
 
 # -- the workload ---------------------------------------------------------------------------
@@ -356,6 +491,18 @@ def open_system(
 
         yield InMemoryStore(index=_index_config(embeddings)), None, _nothing  # type: ignore[arg-type]
         return
+    if name == "langgraph-sqlite":
+        # Runs only under a Python whose sqlite3 loads extensions (see run_in_peer).
+        from langgraph.store.sqlite import SqliteStore
+
+        config = {**_index_config(embeddings), "distance_type": "cosine"}
+        with (
+            tempfile.TemporaryDirectory(prefix="langmem-bench-") as directory,
+            SqliteStore.from_conn_string(f"{directory}/store.db", index=config) as lite,  # type: ignore[arg-type]
+        ):
+            lite.setup()
+            yield lite, None, _nothing
+        return
     if name == "langgraph-postgres":
         from langgraph.store.postgres import PostgresStore
 
@@ -405,11 +552,10 @@ def run_one(
     log: Callable[[str], None] = print,
 ) -> dict[str, Any]:
     """Load ``workload`` into a fresh ``name`` store and time puts, gets and searches."""
-    from langmem_tiers.long_term.store.records import item_id
-
     profile = StatementProfile()
     ours = name.startswith("ours-")
-    with profile.active(), open_system(name, embeddings, postgres_url) as (store, dense, settle):
+    profiling = profile.active() if ours else nullcontext(profile)
+    with profiling, open_system(name, embeddings, postgres_url) as (store, dense, settle):
         gc.collect()
         profile.phase = "put"
         batch_seconds: list[float] = []
@@ -463,6 +609,8 @@ def run_one(
 
         dense_recall: dict[str, float] | None = None
         if dense is not None:
+            from langmem_tiers.long_term.store.records import item_id
+
             profile.phase = "dense-stage"
             pool = LIMIT * int(store.settings.candidate_multiplier)  # type: ignore[attr-defined]
             by_k: dict[int, list[float]] = {LIMIT: [], pool: []}
@@ -528,6 +676,26 @@ def evaluate_targets(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
             targets.append(
                 {
                     "target": f"search p95 on PostgreSQL <= PostgresStore's ({size:,})",
+                    "measured": f"{ours_p95:.1f} ms vs {peer_p95:.1f} ms",
+                    "met": ours_p95 <= peer_p95,
+                }
+            )
+    for size in sizes:
+        ours, peer = _find(runs, "ours-sqlite", size), _find(runs, "langgraph-sqlite", size)
+        if ours and peer:
+            ratio = ours["put"]["items_per_s"] / peer["put"]["items_per_s"]
+            targets.append(
+                {
+                    "target": f"put on SQLite >= SqliteStore's throughput ({size:,})",
+                    "measured": f"{ratio:.2f}x ({ours['put']['items_per_s']:,.0f} vs "
+                    f"{peer['put']['items_per_s']:,.0f} items/s)",
+                    "met": ratio >= 1,
+                }
+            )
+            ours_p95, peer_p95 = ours["search"]["p95_ms"], peer["search"]["p95_ms"]
+            targets.append(
+                {
+                    "target": f"search p95 on SQLite (hybrid) <= SqliteStore's ({size:,})",
                     "measured": f"{ours_p95:.1f} ms vs {peer_p95:.1f} ms",
                     "met": ours_p95 <= peer_p95,
                 }
@@ -601,7 +769,22 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     )
     parser.add_argument("--out", type=Path, default=RESULTS / "store_speed.json")
     parser.add_argument("--plot", type=Path, default=RESULTS / "search_p95.png")
+    parser.add_argument(
+        "--peer-venv",
+        type=Path,
+        default=None,
+        help=f"the SqliteStore peer's environment (default {default_peer_venv()})",
+    )
+    parser.add_argument(
+        "--peer-install",
+        choices=("auto", "never"),
+        default=None,
+        help="create the peer's environment when missing (default: auto, never with --quick)",
+    )
+    parser.add_argument("--peer-run", choices=sorted(_SUBPROCESS_SYSTEMS), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.peer_run:
+        return _peer_run(args)
 
     sizes = args.sizes or (QUICK_SIZES if args.quick else FULL_SIZES)
     qdrant_cap = args.qdrant_cap or (2_000 if args.quick else QDRANT_LOCAL_CAP)
@@ -615,6 +798,10 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     runs: list[dict[str, Any]] = []
     skipped: list[dict[str, Any]] = []
     started = time.perf_counter()
+    peer, peer_problem = None, None
+    if _SUBPROCESS_SYSTEMS.intersection(args.systems):
+        install = (args.peer_install or ("never" if args.quick else "auto")) == "auto"
+        peer, peer_problem = peer_python(args.peer_venv or default_peer_venv(), install=install)
     for size in sizes:
         print(f"store_speed: {size:,} memories", flush=True)
         workload = Workload.build(
@@ -639,8 +826,15 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
                     }
                 )
                 continue
+            if name in _SUBPROCESS_SYSTEMS and peer is None:
+                skipped.append({"system": name, "size": size, "reason": peer_problem})
+                continue
             try:
-                runs.append(run_one(name, workload, embeddings, args.postgres_url))
+                if name in _SUBPROCESS_SYSTEMS:
+                    assert peer is not None
+                    runs.append(run_in_peer(peer, name, size, args, log=print))
+                else:
+                    runs.append(run_one(name, workload, embeddings, args.postgres_url))
             except Exception as err:  # a broken backend is a result to report, not a crash
                 print(f"  {name} @ {size}: failed: {type(err).__name__}: {err}", flush=True)
                 skipped.append(

@@ -175,6 +175,40 @@ def test_store_speed_caps_qdrant_local_and_reports_it(tmp_path: Path) -> None:
     assert "capped at 100" in results["skipped"][0]["reason"]
 
 
+def test_store_speed_skips_the_sqlite_store_peer_without_its_environment(tmp_path: Path) -> None:
+    # --quick never creates the peer's environment (no network in CI): the run says why.
+    results = store_speed.main(
+        [
+            "--quick",
+            "--sizes",
+            "300",
+            "--systems",
+            "langgraph-sqlite",
+            "--peer-venv",
+            str(tmp_path / "missing-venv"),
+            "--out",
+            str(tmp_path / "s.json"),
+            "--plot",
+            str(tmp_path / "p.png"),
+        ]
+    )
+    assert results["runs"] == []
+    skipped = results["skipped"][0]
+    assert skipped["system"] == "langgraph-sqlite"
+    assert "not allowed" in skipped["reason"]
+    assert not (tmp_path / "missing-venv").exists()
+
+
+def test_targets_compare_the_embedded_store_with_sqlite_store() -> None:
+    runs = [
+        _run("ours-sqlite", 10_000, 8_000.0, 4.0, 1.0),
+        _run("langgraph-sqlite", 10_000, 7_000.0, 5.0, 1.0),
+    ]
+    targets = {t["target"]: t for t in store_speed.evaluate_targets(runs)}
+    assert targets["put on SQLite >= SqliteStore's throughput (10,000)"]["met"] is True
+    assert targets["search p95 on SQLite (hybrid) <= SqliteStore's (10,000)"]["met"] is True
+
+
 def _run(system: str, size: int, put: float, p95: float, full: float) -> dict[str, Any]:
     return {
         "system": system,
