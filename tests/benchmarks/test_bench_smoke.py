@@ -264,7 +264,8 @@ def test_stm_speed_runs_every_local_log(tmp_path: Path) -> None:
         assert run["add_one_late"]["n"] == 4
         assert run["context"]["n"] == 2
         assert run["messages_in_window"] == 40  # far under the token budget: nothing archived
-        assert 0 < run["context_tokens"] < run["raw_tokens"]  # older messages shown at tier 1
+        # The default context policy keeps messages raw while they fit the budget.
+        assert 0 < run["context_tokens"] <= run["raw_tokens"]
 
 
 @pytest.mark.slow
