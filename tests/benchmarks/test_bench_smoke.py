@@ -327,7 +327,8 @@ def test_token_savings_on_a_tiny_conversation(tmp_path: Path) -> None:
     assert set(conversation["checkpoints"]) == {"50", "end"}  # 200 and 500 never reached
     end = conversation["checkpoints"]["end"]
     assert end["turn"] == 60
-    assert end["context_tokens"] < end["raw_tokens"]
+    # The default context policy keeps messages raw while they fit the budget.
+    assert end["context_tokens"] <= end["raw_tokens"]
     # Under the default budget nothing is archived: every evidence turn is in the context.
     assert defaults["reachable"] == {
         "evidence_turns": 3,
