@@ -44,9 +44,7 @@ def _no_waiting(store: TieredMemoryStore) -> None:
     store.db.conn.execute("PRAGMA busy_timeout = 0")
 
 
-async def test_a_key_is_verified_while_another_connection_writes(
-    tmp_path: Path, mode: str
-) -> None:
+async def test_a_key_is_verified_while_another_connection_writes(tmp_path: Path, mode: str) -> None:
     path = tmp_path / "keys.db"
     with TieredMemoryStore.from_url(f"sqlite:///{path}") as store:
         keys = Twin(ApiKeys(store.db), mode)
@@ -56,7 +54,8 @@ async def test_a_key_is_verified_while_another_connection_writes(
         with _writer_holding_the_lock(path):
             found = await keys.verify(created.key)
             wrong = await keys.verify(created.key[:-1] + ("A" if created.key[-1] != "A" else "B"))
-        assert found is not None and found.scope == "agent-a"
+        assert found is not None
+        assert found.scope == "agent-a"
         assert wrong is None
 
 
@@ -72,7 +71,8 @@ async def test_a_search_does_not_take_the_write_lock(tmp_path: Path, mode: str) 
     # The access the search buffered is written when the store closes.
     with TieredMemoryStore.from_url(f"sqlite:///{path}") as store:
         memory = MemoryEngine(store).get("agent-a", stored.id)
-        assert memory is not None and memory.access_count >= 1
+        assert memory is not None
+        assert memory.access_count >= 1
 
 
 def test_the_api_authenticates_and_retrieves_while_another_connection_writes(
@@ -93,9 +93,7 @@ def test_the_api_authenticates_and_retrieves_while_another_connection_writes(
                     f"{V1}/memory/retrieve", json={"query": "where is Ravi"}, headers=headers
                 )
         assert found.status_code == 200, found.text
-        assert [r["memory"]["content"] for r in found.json()["results"]] == [
-            "Ravi moved to Lisbon"
-        ]
+        assert [r["memory"]["content"] for r in found.json()["results"]] == ["Ravi moved to Lisbon"]
 
 
 def test_the_app_opens_a_postgres_pool_of_pool_size_without_jit(postgres_url: str) -> None:
