@@ -109,7 +109,9 @@ def test_the_app_opens_a_postgres_pool_of_pool_size_without_jit(postgres_url: st
                 row = await cur.fetchone()
                 return str(row[0])
 
-        assert client.portal.call(jit) == "off"
+        portal = client.portal
+        assert portal is not None  # set while the client is open
+        assert portal.call(jit) == "off"
 
 
 @pytest.mark.parametrize(
