@@ -7,7 +7,9 @@ loop, so the load is bounded by the number of clients, never by a queue that gro
 endpoints are measured, each for ``--duration`` seconds:
 
 * ``retrieve``: ``POST /api/v1/memory/retrieve`` (hybrid search, top 10) over a seeded
-  preload of ``--preload`` events of one agent;
+  preload of ``--memories`` events of one agent (10,000; 200 with ``--quick``), stored
+  through the same endpoint; the engine's auto-consolidation adds semantic memories
+  from them, and the results record the scope's counts by kind;
 * ``episodic_store``: ``POST /api/v1/memory/episodic`` (a new event each time).
 
 Texts come from :class:`~benchmarks.fakes.SyntheticCorpus` (a made-up language of 6,000
@@ -23,6 +25,7 @@ Run::
 
     python -m benchmarks.http_load            # 60 s per endpoint and backend
     python -m benchmarks.http_load --quick    # 10 s each
+    python -m benchmarks.http_load --duration 15 --memories 1000 --workers 2
 
 and read ``benchmarks/results/http_load.json`` (``--quick`` writes
 ``benchmarks/results/quick/http_load.json``).
@@ -104,23 +107,31 @@ def _free_port() -> int:
         return port
 
 
-def _make_key(url: str) -> str:
+def _make_keys(url: str) -> tuple[str, str]:
     from langmem_tiers.config import Settings
     from langmem_tiers.long_term.store.store import TieredMemoryStore
     from langmem_tiers.server import ApiKeys
 
     with TieredMemoryStore.from_url(url, settings=Settings()) as store:
-        return ApiKeys(store.db).create(scope=SCOPE, name="http_load").key
+        keys = ApiKeys(store.db)
+        return (
+            keys.create(scope=SCOPE, name="http_load").key,
+            keys.create(admin=True, name="http_load counts").key,
+        )
 
 
 @contextmanager
-def served(url: str, *, log: Path) -> Iterator[tuple[str, str]]:
-    """Start ``langmem-tiers serve`` on ``url``; yields (base URL, API key); stops it after."""
-    key = _make_key(url)
+def served(
+    url: str, *, log: Path, workers: int = 1, pool_size: int | None = None
+) -> Iterator[tuple[str, str, str]]:
+    """Start ``langmem-tiers serve`` on ``url``; yields (base URL, agent key, admin key)."""
+    key, admin = _make_keys(url)
     port = _free_port()
     command = [
         sys.executable, "-m", "langmem_tiers", "--url", url, "serve",
         "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning",
+        "--workers", str(workers),
+        *(["--pool-size", str(pool_size)] if pool_size is not None else []),
     ]  # fmt: skip
     base = f"http://127.0.0.1:{port}"
     with open(log, "ab") as output:
@@ -138,7 +149,7 @@ def served(url: str, *, log: Path) -> Iterator[tuple[str, str]]:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"the server did not answer within 60 s; see {log}")
             time.sleep(0.1)
-        yield base, key
+        yield base, key, admin
     finally:
         process.send_signal(signal.SIGTERM)  # uvicorn shuts down gracefully on SIGTERM
         try:
@@ -151,9 +162,11 @@ def served(url: str, *, log: Path) -> Iterator[tuple[str, str]]:
 # -- the load ---------------------------------------------------------------------------------
 
 
-async def _preload(client: httpx.AsyncClient, headers: dict[str, str], count: int) -> None:
+async def _preload(
+    client: httpx.AsyncClient, headers: dict[str, str], count: int, concurrency: int
+) -> None:
     corpus = SyntheticCorpus(seed=_CORPUS_SEED)
-    semaphore = asyncio.Semaphore(8)
+    semaphore = asyncio.Semaphore(concurrency)
 
     async def one(n: int) -> None:
         async with semaphore:
@@ -162,6 +175,16 @@ async def _preload(client: httpx.AsyncClient, headers: dict[str, str], count: in
             response.raise_for_status()
 
     await asyncio.gather(*(one(n) for n in range(count)))
+
+
+async def _counts(client: httpx.AsyncClient, admin: str) -> dict[str, int]:
+    """The benchmark scope's memories by kind, as the server counts them."""
+    response = await client.get(API + "/agents", headers={"Authorization": f"Bearer {admin}"})
+    response.raise_for_status()
+    for agent in response.json()["agents"]:
+        if agent["agent_id"] == SCOPE:
+            return {k: agent[k] for k in ("episodic", "semantic", "procedural", "total")}
+    return {"episodic": 0, "semantic": 0, "procedural": 0, "total": 0}
 
 
 async def run_load(
@@ -225,13 +248,26 @@ def _run_backend(backend: str, args: argparse.Namespace, workdir: Path) -> list[
     summaries = []
     with (
         _database(backend, args.postgres_url, workdir) as url,
-        served(url, log=workdir / f"server-{backend}.log") as (base, key),
+        served(
+            url,
+            log=workdir / f"server-{backend}.log",
+            workers=args.workers,
+            pool_size=args.pool_size,
+        ) as (base, key, admin),
     ):
 
         async def all_phases() -> None:
             headers = {"Authorization": f"Bearer {key}"}
             async with httpx.AsyncClient(base_url=base, timeout=60) as client:
-                await _preload(client, headers, args.preload)
+                began = time.perf_counter()
+                await _preload(client, headers, args.memories, args.concurrency)
+                loaded = time.perf_counter() - began
+                counts = await _counts(client, admin)
+            print(
+                f"http_load: {backend} stored {args.memories:,} events in {loaded:.0f} s; "
+                f"the scope holds {counts['total']:,} memories {counts}",
+                flush=True,
+            )
             for endpoint in ("retrieve", "episodic_store"):
                 print(f"http_load: {backend} {endpoint} for {args.duration:g} s", flush=True)
                 result = await run_load(
@@ -244,6 +280,7 @@ def _run_backend(backend: str, args: argparse.Namespace, workdir: Path) -> list[
                     seed=args.seed,
                 )
                 summary = result.summary()
+                summary["memories"] = counts
                 print(
                     f"  {summary['requests_per_s']} req/s, p50 {summary['p50_ms']} ms, "
                     f"p99 {summary['p99_ms']} ms, {summary['errors']} errors",
@@ -261,7 +298,17 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--quick", action="store_true", help="10 s per endpoint and backend")
     parser.add_argument("--duration", type=float, help="seconds per endpoint (default 60)")
     parser.add_argument("--concurrency", type=int, default=8, help="clients (default 8)")
-    parser.add_argument("--preload", type=int, help="events stored before (default 1000)")
+    parser.add_argument(
+        "--memories",
+        "--preload",
+        dest="memories",
+        type=int,
+        help="events stored before the load (default 10000; 200 with --quick)",
+    )
+    parser.add_argument("--workers", type=int, default=1, help="server processes (default 1)")
+    parser.add_argument(
+        "--pool-size", type=int, help="PostgreSQL connections per process (server default)"
+    )
     parser.add_argument("--backends", nargs="+", choices=["sqlite", "postgres"],
                         default=["sqlite", "postgres"])  # fmt: skip
     parser.add_argument("--seed", type=int, default=7)
@@ -269,7 +316,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--out", type=Path, help="default benchmarks/results/http_load.json")
     args = parser.parse_args(argv)
     args.duration = args.duration or (10.0 if args.quick else 60.0)
-    args.preload = args.preload if args.preload is not None else (200 if args.quick else 1000)
+    args.memories = args.memories if args.memories is not None else (200 if args.quick else 10_000)
     out = args.out or (RESULTS / "quick" if args.quick else RESULTS) / "http_load.json"
 
     runs: list[dict[str, Any]] = []
@@ -288,10 +335,13 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "config": {
             "duration_s": args.duration,
             "concurrency": args.concurrency,
-            "preload": args.preload,
+            "preload": args.memories,
+            "workers": args.workers,
+            "pool_size": args.pool_size,
             "corpus": f"SyntheticCorpus(seed={_CORPUS_SEED}), scope 0",
             "seed": args.seed,
-            "server": "python -m langmem_tiers serve (uvicorn, 1 process, loopback)",
+            "server": f"python -m langmem_tiers serve (uvicorn, {args.workers} process(es), "
+            "loopback)",
             "client": f"httpx {httpx.__version__}, asyncio, closed loop, same machine",
             "cpu_count": os.cpu_count(),
         },

@@ -396,15 +396,27 @@ _ENDPOINT_NAMES = {
 
 def _http_load(data: dict[str, Any]) -> list[str]:
     config = data["config"]
+    workers = int(config.get("workers") or 1)
+    processes = "one process" if workers == 1 else f"{workers} worker processes"
+    totals = sorted(
+        {r["memories"]["total"] for r in data["runs"] if r.get("endpoint") == "retrieve"
+         and isinstance(r.get("memories"), dict)}
+    )  # fmt: skip
+    held = (
+        f" (with the semantic memories consolidation makes of them, "
+        f"{' / '.join(f'{t:,}' for t in totals)} memories)"
+        if totals
+        else ""
+    )
     out = [
         "### HTTP API under load",
         "",
-        f"`python -m langmem_tiers serve` (uvicorn, one process) on loopback; "
+        f"`python -m langmem_tiers serve` (uvicorn, {processes}) on loopback; "
         f"{config['concurrency']} closed-loop clients (httpx, asyncio) on the same machine, "
         f"{config['duration_s']:g} s per endpoint and backend. *retrieve* is a hybrid top-10 "
-        f"search over {config['preload']:,} stored events; *episodic store* adds a new event "
-        "each time. An error is any answer that is not 2xx, or no answer. Client and server "
-        "share the cores, so these are a floor.",
+        f"search over {config['preload']:,} stored events{held}; *episodic store* adds a new "
+        "event each time. An error is any answer that is not 2xx, or no answer. Client and "
+        "server share the cores, so these are a floor.",
     ]
     machine = _machine_line(data.get("machine"))
     if machine:

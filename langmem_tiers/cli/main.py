@@ -367,6 +367,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--model", default=None, help="chat model for conflict checks (default: offline)"
     )
+    p.add_argument(
+        "--workers",
+        type=_positive,
+        default=1,
+        help="server processes on the port (default %(default)s)",
+    )
+    p.add_argument(
+        "--pool-size",
+        type=_positive,
+        default=None,
+        help="PostgreSQL connections per process (default 10)",
+    )
     p.add_argument("--log-level", default="info", help="uvicorn log level (default %(default)s)")
 
     p = add(

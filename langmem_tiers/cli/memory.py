@@ -274,22 +274,21 @@ def keys(args: argparse.Namespace) -> int:
 
 def serve(args: argparse.Namespace) -> int:
     """``serve``: the HTTP API with uvicorn."""
-    try:
-        import uvicorn
-    except ImportError as err:
-        from langmem_tiers.errors import MissingDependencyError
-
-        raise MissingDependencyError("langmem-tiers serve", "server", "uvicorn") from err
-    from langmem_tiers.server import DEFAULT_MAX_BODY_BYTES, create_app
+    from langmem_tiers.server import DEFAULT_MAX_BODY_BYTES, DEFAULT_POOL_SIZE
+    from langmem_tiers.server import serve as run_server
 
     settings = settings_for(args)
-    app = create_app(
+    run_server(
         settings.url,
         settings=settings,
         model=args.model,
         max_body_bytes=args.max_body_bytes or DEFAULT_MAX_BODY_BYTES,
+        pool_size=args.pool_size or DEFAULT_POOL_SIZE,
+        workers=args.workers,
+        host=args.host,
+        port=args.port,
+        log_level=args.log_level,
     )
-    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level)
     return 0
 
 

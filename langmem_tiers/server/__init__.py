@@ -6,7 +6,22 @@ Example:
     'langmem-tiers'
 """
 
-from langmem_tiers.server.app import DEFAULT_MAX_BODY_BYTES, ServerState, create_app
+from langmem_tiers.server.app import (
+    DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_POOL_SIZE,
+    ServerState,
+    create_app,
+    serve,
+)
 from langmem_tiers.server.keys import ApiKey, ApiKeys, CreatedKey
 
-__all__ = ["DEFAULT_MAX_BODY_BYTES", "ApiKey", "ApiKeys", "CreatedKey", "ServerState", "create_app"]
+__all__ = [
+    "DEFAULT_MAX_BODY_BYTES",
+    "DEFAULT_POOL_SIZE",
+    "ApiKey",
+    "ApiKeys",
+    "CreatedKey",
+    "ServerState",
+    "create_app",
+    "serve",
+]

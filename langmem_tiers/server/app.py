@@ -4,6 +4,12 @@ Install the extra (``pip install 'langmem-tiers[server]'``), create a key, and s
 
     $ langmem-tiers keys create --scope agent-a
     $ langmem-tiers serve --host 127.0.0.1 --port 8080
+    $ langmem-tiers serve --workers 4 --pool-size 10   # 4 processes, 10 PG connections each
+
+One process answers many requests at once: the routes await the engine's async methods
+(SQLite work runs in worker threads, PostgreSQL on an async pool of ``pool_size``
+connections), but its Python work (ranking, JSON) shares one core; ``--workers`` runs
+several processes on the same port (see :func:`serve`).
 
 The OpenAPI schema is at ``/openapi.json`` and the interactive docs at ``/docs``. Every
 endpoint but ``/api/v1/health`` needs an API key (see :mod:`~langmem_tiers.server.auth`).
@@ -19,10 +25,12 @@ Example:
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.language_models import BaseChatModel
 
@@ -36,10 +44,25 @@ if TYPE_CHECKING:
     from langmem_tiers.long_term.engine.engine import MemoryEngine
     from langmem_tiers.server.keys import ApiKeys
 
-__all__ = ["DEFAULT_MAX_BODY_BYTES", "ServerState", "create_app"]
+__all__ = [
+    "DEFAULT_MAX_BODY_BYTES",
+    "DEFAULT_POOL_SIZE",
+    "ServerState",
+    "create_app",
+    "create_app_from_environment",
+    "serve",
+]
 
 DEFAULT_MAX_BODY_BYTES = 1_048_576
 """Largest request body accepted by default (1 MiB); larger ones get 413."""
+
+DEFAULT_POOL_SIZE = 10
+"""PostgreSQL connections per server process when the app opens the store: more than a
+handful of concurrent requests, so a request does not wait for a connection while the
+database has capacity left."""
+
+OPTIONS_ENV = "LANGMEM_TIERS_SERVER_OPTIONS"
+"""How :func:`serve` hands its options to worker processes (JSON; internal)."""
 
 API_PREFIX = "/api/v1"
 
@@ -86,6 +109,7 @@ def create_app(
     engine: MemoryEngine | None = None,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     title: str = "langmem-tiers",
+    pool_size: int = DEFAULT_POOL_SIZE,
 ) -> FastAPI:
     """The FastAPI application of the memory engine.
 
@@ -100,10 +124,13 @@ def create_app(
             one built on the store.
         max_body_bytes: request bodies larger than this are refused with 413.
         title: the API's title in the OpenAPI schema.
+        pool_size: PostgreSQL connections of the pool the app opens from a URL (unused
+            for SQLite, and for a store you pass).
 
     Raises:
         MissingDependencyError: FastAPI is not installed.
-        ConfigurationError: ``max_body_bytes`` is not a positive whole number.
+        ConfigurationError: ``max_body_bytes`` or ``pool_size`` is not a positive whole
+            number.
     """
     try:
         from fastapi import FastAPI
@@ -113,14 +140,7 @@ def create_app(
     from langmem_tiers.server.errors import BodyLimitAndErrorsMiddleware, install_error_handlers
     from langmem_tiers.server.routes import build_router
 
-    if (
-        isinstance(max_body_bytes, bool)
-        or not isinstance(max_body_bytes, int)
-        or max_body_bytes < 1
-    ):
-        raise ConfigurationError(
-            f"max_body_bytes must be a whole number >= 1, got {max_body_bytes!r}."
-        )
+    _check_counts(max_body_bytes=max_body_bytes, pool_size=pool_size)
     chat_model = _chat_model(model)
     state = ServerState()
     if isinstance(store_or_url, TieredMemoryStore):
@@ -139,7 +159,9 @@ def create_app(
         if state.store is not None:
             yield
             return
-        async with TieredMemoryStore.afrom_url(url, settings=settings) as store:
+        async with TieredMemoryStore.afrom_url(
+            url, settings=settings, pool_size=pool_size
+        ) as store:
             state.attach(store, engine, chat_model)
             try:
                 yield
@@ -158,6 +180,92 @@ def create_app(
     app.add_middleware(BodyLimitAndErrorsMiddleware, max_body_bytes=max_body_bytes)
     app.include_router(build_router(), prefix=API_PREFIX)
     return app
+
+
+def serve(
+    url: str | None = None,
+    *,
+    settings: Settings | None = None,
+    model: str | None = None,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    pool_size: int = DEFAULT_POOL_SIZE,
+    workers: int = 1,
+    host: str = "127.0.0.1",
+    port: int = 8080,
+    log_level: str = "info",
+) -> None:
+    """Run the API with uvicorn until it is stopped (what ``langmem-tiers serve`` does).
+
+    With ``workers`` > 1, uvicorn starts that many processes on one socket, each with
+    its own store (and ``pool_size`` PostgreSQL connections); the schema is set up
+    here first, so a bad URL fails once instead of in every worker. Worker processes
+    read their settings from the environment, like this process.
+
+    Raises:
+        MissingDependencyError: uvicorn is not installed.
+        ConfigurationError: a bad option (or URL).
+    """
+    try:
+        import uvicorn
+    except ImportError as err:
+        raise MissingDependencyError("langmem-tiers serve", "server", "uvicorn") from err
+    _check_counts(workers=workers, max_body_bytes=max_body_bytes, pool_size=pool_size)
+    settings = settings or Settings.from_env()
+    url = url if url is not None else settings.url
+    if workers == 1:
+        app = create_app(
+            url, settings=settings, model=model, max_body_bytes=max_body_bytes, pool_size=pool_size
+        )
+        uvicorn.run(app, host=host, port=port, log_level=log_level)
+        return
+    with TieredMemoryStore.from_url(url, settings=settings, pool_size=1):
+        pass  # sets the schema up once, before the workers open the store
+    options = {
+        "url": url,
+        "model": model,
+        "max_body_bytes": max_body_bytes,
+        "pool_size": pool_size,
+    }
+    os.environ[OPTIONS_ENV] = json.dumps(options)
+    try:
+        uvicorn.run(
+            f"{__name__}:create_app_from_environment",
+            factory=True,
+            workers=workers,
+            host=host,
+            port=port,
+            log_level=log_level,
+        )
+    finally:
+        os.environ.pop(OPTIONS_ENV, None)
+
+
+def create_app_from_environment() -> FastAPI:
+    """The app of a worker process started by :func:`serve` (options from the environment).
+
+    Raises:
+        ConfigurationError: the options are missing (not started by :func:`serve`).
+    """
+    raw = os.environ.get(OPTIONS_ENV)
+    if not raw:
+        raise ConfigurationError(
+            f"{OPTIONS_ENV} is not set: start the server with langmem-tiers serve "
+            "(or call create_app yourself)."
+        )
+    options: dict[str, Any] = json.loads(raw)
+    return create_app(
+        options["url"],
+        settings=Settings.from_env(),
+        model=options["model"],
+        max_body_bytes=options["max_body_bytes"],
+        pool_size=options["pool_size"],
+    )
+
+
+def _check_counts(**numbers: Any) -> None:
+    for name, number in numbers.items():
+        if isinstance(number, bool) or not isinstance(number, int) or number < 1:
+            raise ConfigurationError(f"{name} must be a whole number >= 1, got {number!r}.")
 
 
 def _version(package: str) -> str:

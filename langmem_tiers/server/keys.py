@@ -6,7 +6,7 @@ stored (a key of this entropy needs no slow password hash), and the comparison u
 :func:`hmac.compare_digest`. A key is bound to one scope (an agent or user id), or is an
 admin key (every scope, and the ``agents`` listing).
 
-The queries are flows (``long_term/flow.py``): :class:`ApiKeys` runs them with the
+The queries are flows (``sql/flow.py``): :class:`ApiKeys` runs them with the
 store's database, sync or async.
 
 Example:
@@ -178,8 +178,10 @@ def verify_key_flow(dialect: Dialect, key: str, *, now: datetime) -> Flow[ApiKey
     if record.revoked_at is not None:
         return None
     if record.last_used_at is None or now - record.last_used_at >= _TOUCH_EVERY:
+        # One statement, atomic on its own; a key revoked since the read keeps its time.
         yield Sql(
-            f"UPDATE {API_KEYS} SET last_used_at = ? WHERE id = ?", [dialect.ts_param(now), key_id]
+            f"UPDATE {API_KEYS} SET last_used_at = ? WHERE id = ? AND revoked_at IS NULL",
+            [dialect.ts_param(now), key_id],
         )
         record = record._replace(last_used_at=now)
     return record
@@ -257,12 +259,17 @@ class ApiKeys:
         )
 
     def verify(self, key: str) -> ApiKey | None:
-        """The record of a valid, unrevoked key; None for anything else."""
-        return self.db.run(_transaction(verify_key_flow(self.dialect, key, now=self._now())))
+        """The record of a valid, unrevoked key; None for anything else.
+
+        Every request of the server calls this, so it is a plain read (no transaction,
+        which on SQLite would take the write lock per request); the last-use time is
+        written at most once a minute per key.
+        """
+        return self.db.run(verify_key_flow(self.dialect, key, now=self._now()))
 
     async def averify(self, key: str) -> ApiKey | None:
         """Async twin of :meth:`verify`."""
-        return await self.db.arun(_transaction(verify_key_flow(self.dialect, key, now=self._now())))
+        return await self.db.arun(verify_key_flow(self.dialect, key, now=self._now()))
 
     def list_keys(self, *, scope: str | None = None) -> list[ApiKey]:
         """Every key's record (or a scope's), oldest first."""

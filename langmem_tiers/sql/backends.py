@@ -164,12 +164,17 @@ class SqliteIO(_SharedIO):
         with self.lock:
             self.conn.executemany(_insert_sql(request), [tuple(r) for r in request.rows])
 
-    def transaction(self, flow: Flow[T]) -> T:
-        """One transaction; a nested one is a savepoint, so flows compose."""
+    def transaction(self, flow: Flow[T], read_only: bool = False) -> T:
+        """One transaction; a nested one is a savepoint, so flows compose.
+
+        A writing one starts ``IMMEDIATE`` (writers queue on the busy timeout instead of
+        failing on a lock upgrade); a read-only one is deferred, a snapshot that never
+        takes the write lock.
+        """
         with self.lock:
             depth = self.owner.depth
             begin, commit, rollback = (
-                ("BEGIN IMMEDIATE", "COMMIT", "ROLLBACK")
+                ("BEGIN" if read_only else "BEGIN IMMEDIATE", "COMMIT", "ROLLBACK")
                 if depth == 0
                 else (f"SAVEPOINT sp{depth}", f"RELEASE sp{depth}", f"ROLLBACK TO sp{depth}")
             )
@@ -210,7 +215,8 @@ class _PgConnIO(_SharedIO):
             for row in request.rows:
                 copy.write_row(row)
 
-    def transaction(self, flow: Flow[T]) -> T:
+    def transaction(self, flow: Flow[T], read_only: bool = False) -> T:
+        # PostgreSQL readers never wait for writers: read_only changes nothing here.
         with self.conn.transaction():
             return run(flow, self)
 
@@ -245,7 +251,7 @@ class PostgresIO(_SharedIO):
         with self._connection() as conn, conn.transaction():
             _PgConnIO(conn, self.embeddings, self.qdrant_client).insert_rows(request)
 
-    def transaction(self, flow: Flow[T]) -> T:
+    def transaction(self, flow: Flow[T], read_only: bool = False) -> T:
         with self._connection() as conn, conn.transaction():
             return run(flow, _PgConnIO(conn, self.embeddings, self.qdrant_client))
 
@@ -292,7 +298,7 @@ class _AsyncPgConnIO(_AsyncShared):
             for row in request.rows:
                 await copy.write_row(row)
 
-    async def transaction(self, flow: Flow[T]) -> T:
+    async def transaction(self, flow: Flow[T], read_only: bool = False) -> T:
         async with self.conn.transaction():
             return await arun(flow, self)
 
@@ -326,6 +332,6 @@ class AsyncPostgresIO(_AsyncShared):
         async with self._connection() as conn, conn.transaction():
             await _AsyncPgConnIO(conn, self.embeddings, self.qdrant_client).insert_rows(request)
 
-    async def transaction(self, flow: Flow[T]) -> T:
+    async def transaction(self, flow: Flow[T], read_only: bool = False) -> T:
         async with self._connection() as conn, conn.transaction():
             return await arun(flow, _AsyncPgConnIO(conn, self.embeddings, self.qdrant_client))

@@ -81,9 +81,13 @@ class Transaction(NamedTuple):
     """Run a nested flow inside one database transaction; the result is the flow's return.
 
     The transaction commits when the flow returns and rolls back when it raises.
+    ``read_only`` promises the flow writes nothing: SQLite then starts a deferred (read)
+    transaction, so readers in other connections and processes do not queue behind it
+    for the write lock.
     """
 
     flow: Flow[Any]
+    read_only: bool = False
 
 
 Request = Sql | SqlMany | InsertRows | Embed | QdrantCall | Transaction
@@ -98,7 +102,7 @@ class SyncIO(Protocol):
     def insert_rows(self, request: InsertRows) -> None: ...
     def embed(self, request: Embed) -> list[list[float]]: ...
     def qdrant(self, request: QdrantCall) -> Any: ...
-    def transaction(self, flow: Flow[T]) -> T: ...
+    def transaction(self, flow: Flow[T], read_only: bool = False) -> T: ...
 
 
 class AsyncIO(Protocol):
@@ -109,7 +113,7 @@ class AsyncIO(Protocol):
     async def insert_rows(self, request: InsertRows) -> None: ...
     async def embed(self, request: Embed) -> list[list[float]]: ...
     async def qdrant(self, request: QdrantCall) -> Any: ...
-    async def transaction(self, flow: Flow[T]) -> T: ...
+    async def transaction(self, flow: Flow[T], read_only: bool = False) -> T: ...
 
 
 def run(flow: Flow[T], io: SyncIO) -> T:
@@ -122,7 +126,7 @@ def run(flow: Flow[T], io: SyncIO) -> T:
             InsertRows: io.insert_rows,
             Embed: io.embed,
             QdrantCall: io.qdrant,
-            Transaction: lambda request: io.transaction(request.flow),
+            Transaction: lambda request: io.transaction(request.flow, request.read_only),
         },
     )
 
@@ -137,6 +141,6 @@ async def arun(flow: Flow[T], io: AsyncIO) -> T:
             InsertRows: io.insert_rows,
             Embed: io.embed,
             QdrantCall: io.qdrant,
-            Transaction: lambda request: io.transaction(request.flow),
+            Transaction: lambda request: io.transaction(request.flow, request.read_only),
         },
     )

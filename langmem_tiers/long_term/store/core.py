@@ -260,9 +260,14 @@ class StoreCore:
         if search.query:
             vector = (yield from self.embed_flow([search.query], query=True))[0]
         now = self.dialect.now()
+        # A read transaction (one snapshot, no write lock on SQLite, so concurrent
+        # searches of other connections and processes do not queue behind each other);
+        # buffered access counts are written after it, in their own transaction.
         items: list[SearchItem] = yield Transaction(
-            self._search_transaction_flow(search, vector, now)
+            self._search_transaction_flow(search, vector, now), read_only=True
         )
+        if search.query and self.access.due(force=False):
+            yield Transaction(self.access.flush_flow(self.dialect))
         return items
 
     def _search_transaction_flow(
@@ -271,8 +276,6 @@ class StoreCore:
         if not search.query:
             return (yield from self.search.list_flow(search))
         items, ids = yield from self.search.ranked_flow(search, vector, now)
-        if self.access.due(force=False):
-            yield from self.access.flush_flow(self.dialect)
         self.access.record(ids, now)
         return items
 
