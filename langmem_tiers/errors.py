@@ -6,6 +6,8 @@ keeps working around code that validates input::
 
     LangmemTiersError
     ├── ConfigurationError (ValueError)        a setting is invalid (name, value, fix)
+    │   └── InvalidStateError                  also asyncio.InvalidStateError: a sync call
+    │                                          on the event loop of an async store
     ├── MissingDependencyError (ImportError)   an optional extra is not installed
     ├── ValidationError (ValueError)           bad input at the public edge
     │   ├── InvalidNamespaceError              also langgraph's InvalidNamespaceError
@@ -25,6 +27,8 @@ Messages say what was wrong, the value received, and how to fix it.
 
 from __future__ import annotations
 
+import asyncio
+
 from langgraph.store.base import InvalidNamespaceError as _LangGraphInvalidNamespaceError
 
 __all__ = [
@@ -36,6 +40,7 @@ __all__ = [
     "InvalidContentError",
     "InvalidFilterError",
     "InvalidNamespaceError",
+    "InvalidStateError",
     "InvalidTierError",
     "LangmemTiersError",
     "MigrationError",
@@ -52,6 +57,13 @@ class LangmemTiersError(Exception):
 
 class ConfigurationError(LangmemTiersError, ValueError):
     """A setting (argument, environment variable or preset) is invalid."""
+
+
+class InvalidStateError(ConfigurationError, asyncio.InvalidStateError):
+    """A sync method was called on the event loop of a store opened with an async connection.
+
+    It is also an ``asyncio.InvalidStateError``, what LangGraph's async stores raise then.
+    """
 
 
 class MissingDependencyError(LangmemTiersError, ImportError):

@@ -83,6 +83,7 @@ from langmem_tiers.graph.state import (
     resolve_ids,
     unpack,
 )
+from langmem_tiers.long_term.store.guard import require_store
 from langmem_tiers.short_term.context import memory_text
 from langmem_tiers.short_term.log import MessageLog
 from langmem_tiers.short_term.presets import Preset
@@ -504,6 +505,7 @@ def build_tiered_chat_graph(
     """
     if mode not in get_args(ChatMode):
         raise ConfigurationError(f"mode must be 'markers' or 'tools', got {mode!r}.")
+    require_store(store, where="build_tiered_chat_graph", optional=True)
     if memory is None:
         memory = ChatMemory(
             store,

@@ -53,6 +53,7 @@ from langmem_tiers.config import Settings
 from langmem_tiers.errors import InvalidNamespaceError
 from langmem_tiers.graph.chat import node_runnable
 from langmem_tiers.graph.flows import Call, Flow, adrive, drive, twin
+from langmem_tiers.long_term.store.guard import require_store
 from langmem_tiers.long_term.store.scope import namespace_for
 from langmem_tiers.tiers import OfflineSummarizer
 from langmem_tiers.tiers.base import Summarizer, Summary
@@ -406,6 +407,7 @@ def build_consolidation_graph(
     ``attach_store=False`` compiles it without the store (a LangGraph API server brings
     its own); the nodes use ``store`` either way.
     """
+    require_store(store, where="build_consolidation_graph")
     settings = settings if settings is not None else Settings()
     chosen = summarizer if summarizer is not None else OfflineSummarizer()
 

@@ -56,6 +56,7 @@ from langmem_tiers.config import Settings
 from langmem_tiers.errors import ConfigurationError, InvalidTierError, NotFoundError
 from langmem_tiers.graph.flows import Call, Flow, adrive, drive, twin
 from langmem_tiers.graph.prompts import tier_metadata
+from langmem_tiers.long_term.store.guard import require_store
 from langmem_tiers.long_term.store.scope import namespace_for
 from langmem_tiers.short_term.log import MessageLog
 from langmem_tiers.short_term.memory import ShortTermMemory
@@ -350,7 +351,7 @@ class ChatMemory:
         self.preset = get_preset(preset)
         self.engine = engine
         self.settings = settings if settings is not None else Settings.from_env()
-        self._store = store
+        self._store: BaseStore | None = require_store(store, where="ChatMemory", optional=True)
         self.log = log if log is not None else self._default_log(directory)
         self.policy = build_policy(self.preset.window, self.settings)
         self.tierer = tierer if tierer is not None else OfflineTierer()

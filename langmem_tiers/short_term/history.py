@@ -31,6 +31,7 @@ from langchain_core.messages import BaseMessage
 from langgraph.store.base import BaseStore
 
 from langmem_tiers.config import Settings
+from langmem_tiers.long_term.store.guard import require_store
 from langmem_tiers.short_term.log import MessageLog
 from langmem_tiers.short_term.memory import ShortTermMemory
 from langmem_tiers.short_term.presets import Preset, build_memory
@@ -68,6 +69,7 @@ class TieredChatMessageHistory(BaseChatMessageHistory):
         token_counter: TokenCounter | None = None,
         memory: ShortTermMemory | None = None,
     ) -> None:
+        require_store(store, where="TieredChatMessageHistory", optional=True)
         self.memory = memory or build_memory(
             session_id,
             preset=preset,

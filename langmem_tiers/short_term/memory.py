@@ -51,6 +51,7 @@ from langmem_tiers.errors import (
     NotFoundError,
     ValidationError,
 )
+from langmem_tiers.long_term.store.guard import require_store
 from langmem_tiers.long_term.store.scope import namespace_for
 from langmem_tiers.short_term.archiving import consolidate_flow, facts_flow, recover_flow
 from langmem_tiers.short_term.context import ContextBuilder
@@ -187,6 +188,7 @@ class ShortTermMemory:
             raise ConfigurationError(f"target must be 'session' or 'user', got {target!r}.")
         if view not in ("tiered", "raw"):
             raise ConfigurationError(f"view must be 'tiered' or 'raw', got {view!r}.")
+        store = require_store(store, where="ShortTermMemory", optional=True)
         if policy.consolidates and store is None:
             raise ConfigurationError(
                 f"the {policy.name} policy moves messages to long-term memory, so it needs a "

@@ -49,6 +49,7 @@ from langgraph.store.base import BaseStore
 
 from langmem_tiers.config import Settings, default_data_dir
 from langmem_tiers.errors import ConfigurationError
+from langmem_tiers.long_term.store.guard import require_store
 from langmem_tiers.short_term.jsonl_log import JsonlMessageLog
 from langmem_tiers.short_term.log import InMemoryMessageLog, MessageLog
 from langmem_tiers.short_term.memory import ConsolidationTarget, ShortTermMemory, ViewMode
@@ -239,6 +240,7 @@ def build_memory(
     """
     chosen = get_preset(preset)
     settings = settings if settings is not None else Settings.from_env()
+    store = require_store(store, where="build_memory", optional=True)
     policy = build_policy(chosen.window, settings)
     if not settings.ltm_enabled:
         if policy.consolidates:

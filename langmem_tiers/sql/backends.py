@@ -39,7 +39,14 @@ from langmem_tiers.sql.flow import (
     run,
 )
 
-__all__ = ["AsyncPostgresIO", "ConnectionOwner", "PostgresIO", "SqliteIO", "to_psycopg"]
+__all__ = [
+    "AsyncPostgresIO",
+    "ConnectionOwner",
+    "PostgresIO",
+    "SqliteIO",
+    "is_pool",
+    "to_psycopg",
+]
 
 T = TypeVar("T")
 
@@ -48,6 +55,11 @@ def _insert_sql(request: InsertRows) -> str:
     """The one-row INSERT statement of ``request`` (``?`` placeholders)."""
     marks = ", ".join("?" for _ in request.columns)
     return f"INSERT INTO {request.table} ({', '.join(request.columns)}) VALUES ({marks})"
+
+
+def is_pool(conn: Any) -> bool:
+    """Whether ``conn`` is a psycopg_pool pool (a psycopg connection is not one)."""
+    return type(conn).__module__.startswith("psycopg_pool")
 
 
 def _copy_sql(request: InsertRows) -> str:
@@ -232,7 +244,7 @@ class PostgresIO(_SharedIO):
 
     @contextmanager
     def _connection(self) -> Iterator[Any]:
-        if hasattr(self.conn, "connection"):  # a pool
+        if is_pool(self.conn):
             with self.conn.connection() as conn:
                 yield conn
         else:
@@ -241,7 +253,14 @@ class PostgresIO(_SharedIO):
 
     def sql(self, request: Sql) -> list[tuple[Any, ...]]:
         with self._connection() as conn:
-            return _PgConnIO(conn, self.embeddings, self.qdrant_client).sql(request)
+            io = _PgConnIO(conn, self.embeddings, self.qdrant_client)
+            if conn.autocommit:
+                return io.sql(request)
+            # Outside autocommit a statement would open a transaction nobody commits (or
+            # join the caller's): a transaction block of its own is ours to commit, and a
+            # savepoint inside the caller's transaction, which stays the caller's to commit.
+            with conn.transaction():
+                return io.sql(request)
 
     def sql_many(self, request: SqlMany) -> None:
         with self._connection() as conn, conn.transaction():
@@ -313,7 +332,7 @@ class AsyncPostgresIO(_AsyncShared):
 
     @asynccontextmanager
     async def _connection(self) -> AsyncIterator[Any]:
-        if hasattr(self.conn, "connection"):
+        if is_pool(self.conn):
             async with self.conn.connection() as conn:
                 yield conn
         else:
@@ -322,7 +341,11 @@ class AsyncPostgresIO(_AsyncShared):
 
     async def sql(self, request: Sql) -> list[tuple[Any, ...]]:
         async with self._connection() as conn:
-            return await _AsyncPgConnIO(conn, self.embeddings, self.qdrant_client).sql(request)
+            io = _AsyncPgConnIO(conn, self.embeddings, self.qdrant_client)
+            if conn.autocommit:
+                return await io.sql(request)
+            async with conn.transaction():  # see PostgresIO.sql
+                return await io.sql(request)
 
     async def sql_many(self, request: SqlMany) -> None:
         async with self._connection() as conn, conn.transaction():

@@ -15,6 +15,7 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import re
 import sqlite3
 from pathlib import Path
 from typing import Any, TypeVar
@@ -26,6 +27,7 @@ from langmem_tiers.config import default_data_dir
 from langmem_tiers.errors import (
     BackendError,
     ConfigurationError,
+    InvalidStateError,
     LangmemTiersError,
     MissingDependencyError,
 )
@@ -46,6 +48,7 @@ __all__ = [
     "open_async_connection",
     "open_connection",
     "parse_url",
+    "redact_url",
 ]
 
 T = TypeVar("T")
@@ -107,21 +110,32 @@ class Database:
         except Exception as err:
             raise backend_error(err) from err
 
+    def on_own_loop(self) -> bool:
+        """Whether the caller runs on the event loop this async connection belongs to.
+
+        A store opened with an async connection but not used yet has no loop of its own:
+        any running loop counts, since that is where its first await would run.
+        """
+        if not self.is_async:
+            return False
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            return False
+        return self._loop is None or running is self._loop
+
     def _run_on_loop(self, flow: Flow[T]) -> T:
+        if self.on_own_loop():
+            raise InvalidStateError(
+                "sync methods cannot run on the event loop of an async connection: they "
+                "would wait for the loop they block. Use the async methods instead, e.g. "
+                "`await store.aput(...)` for `store.put(...)`."
+            )
         loop = self._loop
         if loop is None or not loop.is_running():
             raise ConfigurationError(
                 "this was opened with an async connection; use the async methods "
                 "(aput, asearch, ...) or open it with a sync connection."
-            )
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is loop:
-            raise ConfigurationError(
-                "sync methods cannot run on the event loop of an async connection; "
-                "use the async methods (aput, asearch, ...)."
             )
         return asyncio.run_coroutine_threadsafe(self.arun(flow), loop).result()
 
@@ -137,6 +151,10 @@ def backend_error(err: Exception) -> Exception:
 
 
 # -- opening from a URL --------------------------------------------------------------------
+
+
+# libpq's key=value form ("host=db dbname=app"), which psycopg takes as well as URLs.
+_CONNINFO = re.compile(r"^\s*\w+\s*=")
 
 
 def parse_url(url: str | None) -> tuple[str, str]:
@@ -155,7 +173,7 @@ def parse_url(url: str | None) -> tuple[str, str]:
             )
         return "sqlite", path
     scheme = urlsplit(url).scheme
-    if scheme in ("postgresql", "postgres"):
+    if scheme in ("postgresql", "postgres") or _CONNINFO.match(url):
         return "postgres", url
     raise ConfigurationError(
         f"url {url!r} has an unknown scheme {scheme!r}; use sqlite:///path.db, "
@@ -184,6 +202,7 @@ def open_connection(url: str | None, *, pool_size: int = 4) -> Any:
     if kind == "sqlite":
         return _open_sqlite(target)
     pool_cls = _psycopg_pool("ConnectionPool")
+    _probe(target)
     return pool_cls(
         target,
         min_size=1,
@@ -201,6 +220,7 @@ async def open_async_connection(url: str | None, *, pool_size: int = 4) -> Any:
     if kind == "sqlite":
         return await asyncio.to_thread(_open_sqlite, target)
     pool_cls = _psycopg_pool("AsyncConnectionPool")
+    await _aprobe(target)
     pool = pool_cls(
         target,
         min_size=1,
@@ -219,6 +239,63 @@ async def aclose(resource: Any) -> None:
     result = resource.close()
     if asyncio.iscoroutine(result):
         await result
+
+
+# Seconds to wait for the server when the URL does not say (libpq's own default is forever).
+PROBE_TIMEOUT = 5
+
+
+def redact_url(url: str) -> str:
+    """``url`` with its password (if any) replaced by ``***``.
+
+    Example:
+        >>> redact_url("postgresql://bob:s3cret@db:5432/app")
+        'postgresql://bob:***@db:5432/app'
+    """
+    if _CONNINFO.match(url):
+        return re.sub(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", r"\1***", url)
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return parts._replace(netloc=netloc).geturl()
+
+
+def _connect_kwargs(url: str) -> dict[str, Any]:
+    return {} if "connect_timeout=" in url else {"connect_timeout": PROBE_TIMEOUT}
+
+
+def _unreachable(url: str, err: Exception) -> BackendError:
+    reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+    return BackendError(
+        f"cannot connect to PostgreSQL at {redact_url(url)}: {reason}. Check the URL's host, "
+        "port, user, password and database name, that the server is running, and that the "
+        "database exists (create it with `createdb NAME` or CREATE DATABASE)."
+    )
+
+
+def _probe(url: str) -> None:
+    """Open and close one connection, so a wrong URL fails now with the server's reason.
+
+    A pool only logs why its connections fail and reports a timeout 30 s later.
+    """
+    import psycopg
+
+    try:
+        psycopg.connect(url, autocommit=True, **_connect_kwargs(url)).close()
+    except psycopg.Error as err:
+        raise _unreachable(url, err) from err
+
+
+async def _aprobe(url: str) -> None:
+    """Async twin of :func:`_probe`."""
+    import psycopg
+
+    try:
+        conn = await psycopg.AsyncConnection.connect(url, autocommit=True, **_connect_kwargs(url))
+    except psycopg.Error as err:
+        raise _unreachable(url, err) from err
+    await conn.close()
 
 
 def _open_sqlite(path: str) -> sqlite3.Connection:

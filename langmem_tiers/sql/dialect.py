@@ -63,6 +63,8 @@ item_columns: tuple[str, ...] = (
     "importance",
     "status",
     "doc_len",
+    "expires_at",
+    "ttl_minutes",
 )
 
 # Columns an update must not overwrite: creation time and usage statistics.
@@ -106,6 +108,10 @@ class Dialect:
 
     def json_compare(self, path: Sequence[str], op: str, operand: Any) -> tuple[str, list[Any]]:
         """A WHERE clause comparing the value at ``path`` with ``operand``."""
+        raise NotImplementedError
+
+    def json_is_number(self, path: Sequence[str]) -> tuple[str, list[Any]]:
+        """A WHERE clause that holds when the value at ``path`` is a JSON number."""
         raise NotImplementedError
 
     # -- schema ----------------------------------------------------------------------
@@ -271,6 +277,15 @@ class Dialect:
                 # an exact scan through the prefix index answers (see PgVectorIndex).
                 f"DROP INDEX IF EXISTS {VECTORS}_hnsw",
             ],
+            [
+                # Time to live, as LangGraph's stores define it: an item with a TTL expires
+                # ttl_minutes after it was written (or last read, with refresh on read);
+                # reads skip expired items and the sweep deletes them.
+                f"ALTER TABLE {ITEMS} ADD COLUMN expires_at {ts}",
+                f"ALTER TABLE {ITEMS} ADD COLUMN ttl_minutes DOUBLE PRECISION",
+                f"CREATE INDEX {ITEMS}_expires ON {ITEMS} (expires_at)"
+                " WHERE expires_at IS NOT NULL",
+            ],
         ]
 
     def migration_lock_sql(self) -> str | None:
@@ -329,6 +344,17 @@ class Dialect:
     def placeholder(self, column: str) -> str:
         return "?"
 
+    def expiry_sql(self) -> str:
+        """``now + ttl_minutes`` of an item row, as :meth:`ts_param` would write it (one ``?``: now).
+
+        SQLite keeps timestamps as ISO-8601 text, compared as text: the millisecond
+        strftime output is padded to the microseconds and offset that ts_param writes.
+        """
+        return (
+            "strftime('%Y-%m-%dT%H:%M:%f', ?, '+' || (ttl_minutes * 60.0) || ' seconds')"
+            " || '000+00:00'"
+        )
+
     def create_migrations_table(self) -> str:
         return (
             f"CREATE TABLE IF NOT EXISTS {MIGRATIONS} "
@@ -381,6 +407,10 @@ class SqliteDialect(Dialect):
     """SQLite: JSON as text, timestamps as ISO-8601 text in UTC, vectors as float32 blobs."""
 
     name = "sqlite"
+
+    def json_is_number(self, path: Sequence[str]) -> tuple[str, list[Any]]:
+        _, typed, params = _sqlite_lookup(path)
+        return f"({typed} IN ('integer', 'real'))", params
 
     def json_extract(self, path: Sequence[str]) -> tuple[str, list[Any]]:
         expr, _, params = _sqlite_lookup(path)
@@ -467,6 +497,9 @@ class PostgresDialect(Dialect):
     def placeholder(self, column: str) -> str:
         return "?::vector" if column == "embedding" else "?"
 
+    def expiry_sql(self) -> str:
+        return "CAST(? AS TIMESTAMPTZ) + ttl_minutes * INTERVAL '1 minute'"
+
     def migration_lock_sql(self) -> str | None:
         return "SELECT pg_advisory_xact_lock(hashtext('langmem_tiers.migrations'))"
 
@@ -502,6 +535,10 @@ class PostgresDialect(Dialect):
 
     def json_extract(self, path: Sequence[str]) -> tuple[str, list[Any]]:
         return "(value #> ?::text[])", [list(path)]
+
+    def json_is_number(self, path: Sequence[str]) -> tuple[str, list[Any]]:
+        expr, params = self.json_extract(path)
+        return f"(jsonb_typeof({expr}) = 'number')", params
 
     def json_compare(self, path: Sequence[str], op: str, operand: Any) -> tuple[str, list[Any]]:
         expr, params = self.json_extract(path)

@@ -970,8 +970,8 @@ async def test_frequency_alone_breaks_a_semantic_tie(
 @pytest.mark.usefixtures("ours")
 @pytest.mark.parametrize(
     "namespace",
-    [(), ("agent_a", ""), ("agent.a", "semantic"), ("langgraph", "semantic"), ("a\x00", "x")],
-    ids=["empty", "empty-label", "dot", "root-langgraph", "nul"],
+    [(), ("agent_a", ""), ("agent.a", "semantic"), ("a\x00", "x")],
+    ids=["empty", "empty-label", "dot", "nul"],
 )
 async def test_invalid_namespace_is_refused(twin: Twin, namespace: tuple[str, ...]) -> None:
     with pytest.raises(errors.InvalidNamespaceError):
@@ -1125,3 +1125,473 @@ async def test_embedder_failure_mid_batch_stores_nothing(
     assert existing is not None
     assert existing.value == {"content": "apple"}
     assert keys(await twin.search(ns, query="car")) == ["existing"]
+
+
+# ---------------------------------------------------------------------------------------
+# Part 3: a drop-in for LangGraph's own stores (TTL, construction, edge cases of the API)
+# ---------------------------------------------------------------------------------------
+
+
+def _sql(store: BaseStore, text: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+    """Rows of one statement on the store's own database (a test's view from outside)."""
+    from langmem_tiers.sql.flow import Sql
+
+    def flow() -> Any:
+        return (yield Sql(text, list(params)))
+
+    return store.db.run(flow())  # type: ignore[attr-defined, no-any-return]
+
+
+def _backdate(store: BaseStore, ns: tuple[str, ...], key: str) -> None:
+    """Make an item expired a minute ago without deleting it (as if no sweep ran yet)."""
+    d = store.db.dialect  # type: ignore[attr-defined]
+    past = d.ts_param(datetime.now(timezone.utc) - timedelta(minutes=1))
+    _sql(
+        store,
+        "UPDATE lmt_items SET expires_at = ? WHERE prefix = ? AND key = ?",
+        [past, ".".join(ns), key],
+    )
+
+
+def _expiry(store: BaseStore, ns: tuple[str, ...], key: str) -> tuple[Any, Any]:
+    """``(expires_at, ttl_minutes)`` of an item as stored (None, None when gone)."""
+    rows = _sql(
+        store,
+        "SELECT expires_at, ttl_minutes FROM lmt_items WHERE prefix = ? AND key = ?",
+        [".".join(ns), key],
+    )
+    if not rows:
+        return None, None
+    d = store.db.dialect  # type: ignore[attr-defined]
+    return d.ts_value(rows[0][0]), rows[0][1]
+
+
+def _ttl_store(make_store: MakeStore, backend: str, **ttl: Any) -> Any:
+    """A store of ``backend`` with a TTL config (the reference has no TTL)."""
+    store = make_store()
+    store.ttl_config = dict(ttl) or None
+    return store
+
+
+@pytest.mark.usefixtures("ours")
+async def test_expired_items_are_never_read_even_before_a_sweep(
+    make_store: MakeStore, twin_of: TwinOf, backend: str
+) -> None:
+    store = _ttl_store(make_store, backend, default_ttl=5)
+    twin = twin_of(store)
+    gone, kept = ("ttl", "gone"), ("ttl", "kept")
+    await twin.put(gone, "e", {"text": "apple pie recipe"})
+    await twin.put(gone, "live", {"text": "apple crumble"}, ttl=None)
+    await twin.put(kept, "k", {"text": "apple tart"}, ttl=None)
+    _backdate(store, gone, "e")
+    assert await twin.get(gone, "e") is None
+    assert await twin.get(gone, "e", refresh_ttl=True) is None  # no resurrection
+    assert keys(await twin.search(gone)) == ["live"]
+    assert "e" not in keys(await twin.search(("ttl",), query="apple pie", limit=10))
+    assert keys(await twin.search(gone, filter={"text": "apple pie recipe"})) == []
+    await twin.delete(gone, "live")
+    assert await twin.list_namespaces(prefix=("ttl",)) == [kept]
+    # Only the sweep deletes the row, with a delete event.
+    assert _expiry(store, gone, "e")[1] == 5
+    assert await twin.sweep_ttl() == 1
+    assert _expiry(store, gone, "e") == (None, None)
+    assert await twin.sweep_ttl() == 0
+    events = _sql(
+        store,
+        "SELECT type, metadata FROM lmt_events WHERE prefix = ? AND key = ? ORDER BY seq",
+        ["ttl.gone", "e"],
+    )
+    assert [e[0] for e in events] == ["memory.created", "memory.deleted"]
+    assert "expired" in str(events[-1][1])
+    assert await twin.get(kept, "k") is not None
+
+
+@pytest.mark.usefixtures("ours")
+async def test_put_ttl_default_ttl_and_none(
+    make_store: MakeStore, twin_of: TwinOf, backend: str
+) -> None:
+    store = _ttl_store(make_store, backend, default_ttl=30)
+    twin = twin_of(store)
+    ns = ("ttl",)
+    before = datetime.now(timezone.utc)
+    await twin.put(ns, "default", {"v": 1})
+    await twin.put(ns, "explicit", {"v": 2}, ttl=2.5)
+    await twin.put(ns, "never", {"v": 3}, ttl=None)
+    await twin.batch([PutOp(ns, "batched", {"v": 4})])  # an op carries its own ttl (None)
+    expires, minutes = _expiry(store, ns, "default")
+    assert minutes == 30
+    assert before + timedelta(minutes=29) < expires < before + timedelta(minutes=31)
+    assert _expiry(store, ns, "explicit")[1] == 2.5
+    assert _expiry(store, ns, "never") == (None, None) or _expiry(store, ns, "never")[0] is None
+    assert _expiry(store, ns, "batched")[0] is None
+    # A put replaces the TTL, as in LangGraph.
+    await twin.put(ns, "explicit", {"v": 5}, ttl=None)
+    assert _expiry(store, ns, "explicit") == (None, None)
+    for bad in (0, -1, math.inf, math.nan, "5", True):
+        with pytest.raises(errors.InvalidContentError, match="ttl"):
+            await twin.put(ns, "bad", {"v": 6}, ttl=bad)
+    assert await twin.get(ns, "bad") is None
+
+
+@pytest.mark.usefixtures("ours")
+async def test_reads_refresh_the_ttl_as_configured(
+    make_store: MakeStore, twin_of: TwinOf, backend: str
+) -> None:
+    store = _ttl_store(make_store, backend, default_ttl=1)
+    twin = twin_of(store)
+    ns = ("ttl",)
+    await put_all(twin, ns, {"g": {"text": "get me"}, "s": {"text": "search me"}})
+    await twin.put(ns, "forever", {"text": "search me too"}, ttl=None)
+    g0, s0 = _expiry(store, ns, "g")[0], _expiry(store, ns, "s")[0]
+    await asyncio.sleep(0.05)
+    assert await twin.get(ns, "g", refresh_ttl=False) is not None
+    assert await twin.search(ns, filter={"text": "search me"}, refresh_ttl=False)
+    assert _expiry(store, ns, "g")[0] == g0
+    assert _expiry(store, ns, "s")[0] == s0
+    assert await twin.get(ns, "g") is not None  # refresh_on_read defaults to True
+    assert _expiry(store, ns, "g")[0] > g0
+    assert keys(await twin.search(ns, query="search me", refresh_ttl=True))[:2] != []
+    s1 = _expiry(store, ns, "s")[0]
+    assert s1 > s0
+    assert _expiry(store, ns, "forever") == (None, None) or _expiry(store, ns, "forever")[0] is None
+    store.ttl_config = {"default_ttl": 1, "refresh_on_read": False}
+    await asyncio.sleep(0.05)
+    await twin.get(ns, "s")
+    await twin.search(ns)
+    assert _expiry(store, ns, "s")[0] == s1
+
+
+@pytest.mark.usefixtures("ours")
+async def test_ttl_sweeper_deletes_in_the_background(
+    make_store: MakeStore, twin_of: TwinOf, backend: str
+) -> None:
+    store = _ttl_store(make_store, backend, sweep_interval_minutes=0.002)
+    twin = twin_of(store)
+    ns = ("ttl",)
+    await twin.put(ns, "old", {"v": 1}, ttl=10)
+    await twin.put(ns, "new", {"v": 2}, ttl=10)
+    _backdate(store, ns, "old")
+    done = store.start_ttl_sweeper()
+    assert store.start_ttl_sweeper() is done  # one sweeper per store
+    for _ in range(200):
+        if _expiry(store, ns, "old") == (None, None):
+            break
+        await asyncio.sleep(0.05)
+    assert _expiry(store, ns, "old") == (None, None)
+    assert store.stop_ttl_sweeper(timeout=10)
+    assert done.done()
+    assert await twin.get(ns, "new") is not None
+
+
+@pytest.mark.usefixtures("ours")
+def test_ttl_config_is_checked(backend: str, tmp_path: Any) -> None:
+    from langmem_tiers import TieredMemoryStore
+
+    for bad in ({"default_ttl": -1}, {"refresh_on_read": "yes"}, {"ttl": 5}, [5]):
+        with (
+            pytest.raises(errors.ConfigurationError, match="ttl"),
+            TieredMemoryStore.from_url(f"sqlite:///{tmp_path / 'x.db'}", ttl=bad),  # type: ignore[arg-type]
+        ):
+            pass
+
+
+@pytest.mark.usefixtures("ours")
+async def test_batch_may_write_under_the_langgraph_namespace(twin: Twin) -> None:
+    # LangGraph refuses the namespace in the public put only; its server writes there
+    # through batch.
+    ns = ("langgraph", "threads")
+    with pytest.raises(errors.InvalidNamespaceError, match="langgraph"):
+        await twin.put(ns, "k", {"v": 1})
+    assert await twin.batch([PutOp(ns, "k", {"v": 1})]) == [None]
+    item = await twin.get(ns, "k")
+    assert item is not None
+    assert item.value == {"v": 1}
+    assert keys(await twin.search(("langgraph",))) == ["k"]
+    await twin.delete(ns, "k")
+    assert await twin.get(ns, "k") is None
+
+
+@pytest.mark.usefixtures("ours")
+async def test_namespaces_may_be_lists(twin: Twin) -> None:
+    # As LangGraph's SQL stores take them (its InMemoryStore fails to hash a list).
+    await twin.put(["test", "a"], "k", {"v": 1})  # type: ignore[arg-type]
+    item = await twin.get(["test", "a"], "k")  # type: ignore[arg-type]
+    assert item is not None
+    assert item.namespace == ("test", "a")
+    assert keys(await twin.search(["test"])) == ["k"]  # type: ignore[arg-type]
+    assert await twin.list_namespaces(prefix=["test"]) == [("test", "a")]
+    found = await twin.batch([SearchOp(["test"]), GetOp(["test", "a"], "k")])  # type: ignore[arg-type]
+    assert keys(found[0]) == ["k"]
+    assert found[1].key == "k"
+
+
+@pytest.mark.usefixtures("ours")
+async def test_a_string_namespace_is_refused(twin: Twin) -> None:
+    with pytest.raises(errors.InvalidNamespaceError, match="tuple"):
+        await twin.search("test")
+
+
+async def test_filters_with_infinity_and_nan_compare_as_floats(twin: Twin) -> None:
+    ns = ("numbers",)
+    await put_all(twin, ns, {"one": {"n": 1}, "five": {"n": 5.5}})
+    inf, nan = math.inf, math.nan
+    expect = {
+        "$lt": {inf: ["five", "one"], -inf: []},
+        "$lte": {inf: ["five", "one"], -inf: []},
+        "$gt": {inf: [], -inf: ["five", "one"]},
+        "$gte": {inf: [], -inf: ["five", "one"]},
+        "$eq": {inf: [], -inf: []},
+        "$ne": {inf: ["five", "one"], -inf: ["five", "one"]},
+    }
+    for op, by_operand in expect.items():
+        for operand, wanted in by_operand.items():
+            found = await twin.search(ns, filter={"n": {op: operand}})
+            assert sorted(keys(found)) == wanted, (op, operand)
+    for op in ("$eq", "$lt", "$lte", "$gt", "$gte"):
+        assert await twin.search(ns, filter={"n": {op: nan}}) == [], op
+    assert sorted(keys(await twin.search(ns, filter={"n": {"$ne": nan}}))) == ["five", "one"]
+    assert await twin.search(ns, filter={"n": inf}) == []
+
+
+@pytest.mark.usefixtures("ours")
+async def test_index_config_keeps_what_was_passed(make_store: MakeStore, twin_of: TwinOf) -> None:
+    emb = KeywordEmbeddings()
+    index = {
+        **_content_index(emb),
+        "distance_type": "cosine",
+        "text_fields": ["content"],
+        "ann_index_config": {"kind": "hnsw"},
+    }
+    store = make_store(index=index)
+    assert store.embeddings is emb  # type: ignore[attr-defined]
+    config = store.index_config  # type: ignore[attr-defined]
+    assert config["text_fields"] == ["content"]
+    assert config["distance_type"] == "cosine"
+    assert config["ann_index_config"] == {"kind": "hnsw"}
+    assert config["embed"] is emb
+    assert config["dims"] == index["dims"]
+    with pytest.raises(errors.ConfigurationError, match="distance_type"):
+        make_store(index={**index, "distance_type": "l2"})
+
+
+# -- construction: connections, URLs, store objects ---------------------------------------
+
+
+def _url(backend: str, request: pytest.FixtureRequest, tmp_path: Any) -> str:
+    if backend == "reference":
+        pytest.skip("construction of langmem_tiers' store")
+    if backend == "sqlite":
+        return f"sqlite:///{tmp_path / 'store.db'}"
+    new_schema: Callable[[], str] = request.getfixturevalue("postgres_schemas")
+    return new_schema()
+
+
+def _qdrant(backend: str) -> dict[str, Any]:
+    return {"qdrant": ":memory:"} if backend == "postgres+qdrant" else {}
+
+
+async def test_from_conn_string_is_from_url(
+    backend: str, mode: str, request: pytest.FixtureRequest, tmp_path: Any
+) -> None:
+    from langmem_tiers import TieredMemoryStore
+
+    url = _url(backend, request, tmp_path)
+    conn_string = str(tmp_path / "store.db") if backend == "sqlite" else url
+    ns = ("docs",)
+    if mode == "sync":
+        with TieredMemoryStore.from_conn_string(conn_string, **_qdrant(backend)) as store:
+            store.put(ns, "a", {"text": "apple"})
+        with TieredMemoryStore.from_url(url, **_qdrant(backend)) as store:
+            assert store.get(ns, "a") is not None
+    else:
+        async with TieredMemoryStore.afrom_conn_string(conn_string, **_qdrant(backend)) as store:
+            await store.aput(ns, "a", {"text": "apple"})
+            assert (await store.aget(ns, "a")) is not None
+
+
+async def test_await_setup_works_on_any_store(
+    backend: str, request: pytest.FixtureRequest, tmp_path: Any
+) -> None:
+    from langmem_tiers import TieredMemoryStore
+
+    url = _url(backend, request, tmp_path)
+    async with TieredMemoryStore.afrom_url(url, setup=False, **_qdrant(backend)) as store:
+        await store.setup()  # as LangGraph's async stores are set up
+        await store.setup()  # idempotent
+        await store.aput(("docs",), "a", {"text": "apple"})
+    with TieredMemoryStore.from_url(url, setup=False, **_qdrant(backend)) as store:
+        store.setup()  # the sync form still runs at once
+        await store.setup()  # and awaiting it is harmless
+        assert store.get(("docs",), "a") is not None
+
+
+async def test_sync_calls_on_the_loop_of_an_async_store_raise_invalid_state(
+    backend: str, request: pytest.FixtureRequest, tmp_path: Any
+) -> None:
+    if backend in ("reference", "sqlite"):
+        pytest.skip("an async connection (PostgreSQL's async pool)")
+    from langmem_tiers import TieredMemoryStore
+
+    url = _url(backend, request, tmp_path)
+    async with TieredMemoryStore.afrom_url(url, **_qdrant(backend)) as store:
+        with pytest.raises(asyncio.InvalidStateError, match="aput"):
+            store.put(("docs",), "a", {"text": "apple"})
+        with pytest.raises(errors.InvalidStateError):
+            store.get(("docs",), "a")
+        # From another thread, sync calls run on the store's loop.
+        await asyncio.to_thread(store.put, ("docs",), "a", {"text": "apple"})
+        assert (await store.aget(("docs",), "a")) is not None
+
+
+@pytest.mark.parametrize("kind", ["connection", "pool"])
+async def test_psycopg_connections_and_pools_are_accepted(
+    backend: str, mode: str, kind: str, request: pytest.FixtureRequest, tmp_path: Any
+) -> None:
+    if backend in ("reference", "sqlite"):
+        pytest.skip("psycopg connections")
+    import psycopg
+    from psycopg_pool import AsyncConnectionPool, ConnectionPool
+
+    from langmem_tiers import TieredMemoryStore
+
+    url = _url(backend, request, tmp_path)
+    ns = ("docs",)
+    if mode == "sync" and kind == "connection":
+        with psycopg.connect(url, autocommit=True) as conn:
+            store = TieredMemoryStore(conn, **_qdrant(backend))
+            store.setup()
+            store.put(ns, "a", {"text": "apple"})
+            assert store.get(ns, "a") is not None
+    elif mode == "sync":
+        with ConnectionPool(url, min_size=1, max_size=2, open=True) as pool:
+            store = TieredMemoryStore(pool, **_qdrant(backend))
+            store.setup()
+            store.put(ns, "a", {"text": "apple"})
+            assert store.get(ns, "a") is not None
+    elif kind == "connection":
+        async with await psycopg.AsyncConnection.connect(url, autocommit=True) as aconn:
+            store = TieredMemoryStore(aconn, **_qdrant(backend))
+            await store.setup()
+            await store.aput(ns, "a", {"text": "apple"})
+            assert (await store.aget(ns, "a")) is not None
+    else:
+        async with AsyncConnectionPool(url, min_size=1, max_size=2, open=False) as apool:
+            store = TieredMemoryStore(apool, **_qdrant(backend))
+            await store.setup()
+            await store.aput(ns, "a", {"text": "apple"})
+            assert (await store.aget(ns, "a")) is not None
+    with TieredMemoryStore.from_url(url, **_qdrant(backend)) as check:
+        assert check.get(ns, "a") is not None
+
+
+async def test_a_callers_transaction_is_never_committed(
+    backend: str, request: pytest.FixtureRequest, tmp_path: Any
+) -> None:
+    if backend in ("reference", "sqlite", "postgres+qdrant"):
+        pytest.skip("a psycopg connection outside autocommit")
+    import psycopg
+
+    from langmem_tiers import TieredMemoryStore
+
+    url = _url(backend, request, tmp_path)
+    with TieredMemoryStore.from_url(url):
+        pass  # the schema
+    ns = ("docs",)
+    with psycopg.connect(url) as conn:  # autocommit off, as psycopg's default
+        store = TieredMemoryStore(conn)
+        # No transaction open: the store's work is its own, committed.
+        store.put(ns, "own", {"text": "apple"})
+        assert conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        # The caller's open transaction holds the store's work until the caller decides.
+        conn.execute("SELECT 1")
+        store.put(ns, "callers", {"text": "banana"})
+        assert store.get(ns, "callers") is not None
+        assert conn.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS
+        conn.rollback()
+    with TieredMemoryStore.from_url(url) as check:
+        assert check.get(ns, "own") is not None
+        assert check.get(ns, "callers") is None
+
+
+async def test_a_wrong_postgres_url_fails_with_the_servers_reason(
+    backend: str, mode: str, request: pytest.FixtureRequest, tmp_path: Any
+) -> None:
+    if backend != "postgres":
+        pytest.skip("PostgreSQL URLs")
+    from urllib.parse import urlsplit
+
+    from langmem_tiers import TieredMemoryStore
+
+    good = urlsplit(_url(backend, request, tmp_path))
+    bad = good._replace(netloc=f"postgres:s3cret@{good.hostname}:{good.port}", path="/nope")
+
+    async def open_store() -> None:
+        if mode == "sync":
+            with TieredMemoryStore.from_url(bad.geturl()):
+                pass
+        else:
+            async with TieredMemoryStore.afrom_url(bad.geturl()):
+                pass
+
+    with pytest.raises(errors.BackendError, match='database "nope" does not exist') as caught:
+        await open_store()
+    message = str(caught.value)
+    assert "s3cret" not in message
+    assert "postgres:***@" in message
+    assert "createdb" in message
+
+
+def test_an_unentered_store_context_manager_is_refused_everywhere(tmp_path: Any) -> None:
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+
+    from langmem_tiers import TieredMemoryStore
+    from langmem_tiers.graph.chat import build_tiered_chat_graph
+    from langmem_tiers.graph.consolidation_graph import build_consolidation_graph
+    from langmem_tiers.graph.nodes import ChatMemory
+    from langmem_tiers.short_term.history import TieredChatMessageHistory
+    from langmem_tiers.short_term.memory import ShortTermMemory
+    from langmem_tiers.short_term.presets import build_memory
+
+    opener = TieredMemoryStore.from_url(f"sqlite:///{tmp_path / 'x.db'}")
+    model = GenericFakeChatModel(messages=iter([]))
+    attempts: list[Callable[[], Any]] = [
+        lambda: build_memory("s1", store=opener),
+        lambda: TieredChatMessageHistory("s1", store=opener),
+        lambda: ChatMemory(opener),
+        lambda: build_tiered_chat_graph(model, store=opener),
+        lambda: build_consolidation_graph(opener),
+        lambda: ShortTermMemory("s1", log=None, store=opener, policy=None),  # type: ignore[arg-type]
+    ]
+    for attempt in attempts:
+        with pytest.raises(errors.ConfigurationError, match=r"with TieredMemoryStore\.from_url"):
+            attempt()
+    with pytest.raises(errors.ConfigurationError, match="BaseStore"):
+        build_consolidation_graph(object())  # type: ignore[arg-type]
+
+
+# -- many concurrent async calls ------------------------------------------------------------
+
+
+async def test_thousands_of_concurrent_async_calls_share_batches(
+    backend: str, request: pytest.FixtureRequest, tmp_path: Any
+) -> None:
+    from langmem_tiers import TieredMemoryStore
+
+    url = _url(backend, request, tmp_path)
+    n = 5_000
+    ns = ("bulk",)
+    async with TieredMemoryStore.afrom_url(url, pool_size=2, **_qdrant(backend)) as store:
+        await asyncio.gather(*(store.aput(ns, f"k{i}", {"text": f"item {i}"}) for i in range(n)))
+        got = await asyncio.gather(*(store.aget(ns, f"k{i}") for i in range(n)))
+        assert [item.value["text"] for item in got if item is not None] == [
+            f"item {i}" for i in range(n)
+        ]
+        # One bad value fails its own call only.
+        outcomes = await asyncio.gather(
+            store.aput(ns, "bad", {"text": "nul \x00"}),
+            *(store.aput(ns, f"ok{i}", {"text": "fine"}) for i in range(50)),
+            return_exceptions=True,
+        )
+        assert isinstance(outcomes[0], errors.InvalidContentError)
+        assert outcomes[1:] == [None] * 50
+        assert len(await store.asearch(ns, limit=n + 100)) == n + 50

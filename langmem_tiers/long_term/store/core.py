@@ -39,6 +39,7 @@ from langmem_tiers.errors import DimensionMismatchError, InvalidNamespaceError, 
 from langmem_tiers.long_term.store.access import AccessBuffer
 from langmem_tiers.long_term.store.embedding import embed_flow
 from langmem_tiers.long_term.store.records import (
+    as_namespace,
     item_id,
     join_namespace,
     split_namespace,
@@ -47,6 +48,7 @@ from langmem_tiers.long_term.store.records import (
 )
 from langmem_tiers.long_term.store.search.query import (
     ITEM_COLS,
+    LIVE_SQL,
     PreparedSearch,
     RankedItem,
     StoreSearch,
@@ -139,7 +141,7 @@ class StoreCore:
         ``notes`` (by item id) annotate puts, ``vectors`` (by text) are embeddings the
         caller already has (they are not computed again), ``now`` stamps the writes.
         """
-        ops = list(ops)
+        ops = [_with_tuple_namespace(op) for op in ops]
         for note_id, note in (notes or {}).items():
             unknown = set(note.columns or {}) - set(ENGINE_COLUMNS)
             if unknown:
@@ -149,6 +151,7 @@ class StoreCore:
                 )
         puts: dict[tuple[tuple[str, ...], str], PreparedPut] = {}
         searches: dict[int, PreparedSearch] = {}
+        now = now or self.dialect.now()
         for i, op in enumerate(ops):
             if isinstance(op, PutOp):
                 prepared = prepare_put(
@@ -156,9 +159,9 @@ class StoreCore:
                 )
                 puts[(prepared.namespace, prepared.key)] = prepared  # the last put wins
             elif isinstance(op, SearchOp):
-                searches[i] = prepare_search(op, self.dialect)
+                searches[i] = prepare_search(op, self.dialect, now=now)
             elif isinstance(op, GetOp):
-                validate_namespace(op.namespace)
+                validate_namespace(op.namespace, reserved_ok=True)
                 validate_key(op.key)
             elif isinstance(op, ListNamespacesOp):
                 for condition in op.match_conditions or ():
@@ -191,7 +194,6 @@ class StoreCore:
         if not self.index.in_database and puts:
             yield from self.index.write_flow(rows, written_ids)
 
-        now = now or self.dialect.now()
         results: list[Result] = yield Transaction(
             self._transaction_flow(
                 ops, searches, query_vector, list(puts.values()), rows, now, notes or {}
@@ -214,27 +216,34 @@ class StoreCore:
     ) -> Flow[list[Result]]:
         results: list[Result] = [None] * len(ops)
         accessed: list[str] = []
+        refresh: list[str] = []  # items read with refresh_ttl that have a TTL
         gets = [(i, op) for i, op in enumerate(ops) if isinstance(op, GetOp)]
         if gets:
-            found = yield from self._get_flow([op for _, op in gets])
-            for (i, _get), hit in zip(gets, found, strict=True):
+            found = yield from self._get_flow([op for _, op in gets], now)
+            for (i, get), hit in zip(gets, found, strict=True):
                 results[i] = hit[0] if hit else None
                 if hit:
                     accessed.append(hit[1])
+                    if hit[2] and get.refresh_ttl:
+                        refresh.append(hit[1])
         for i, search in searches.items():
+            wants = refresh if search.refresh_ttl else None
             if search.query:
                 items, ids = yield from self.search.ranked_flow(
-                    search, query_vector[search.query], now
+                    search, query_vector[search.query], now, wants
                 )
                 accessed.extend(ids)
                 results[i] = items
             else:
-                results[i] = yield from self.search.list_flow(search)
+                results[i] = yield from self.search.list_flow(search, wants)
         for i, op in enumerate(ops):
             if isinstance(op, ListNamespacesOp):
-                results[i] = yield from self._namespaces_flow(op)
+                results[i] = yield from self._namespaces_flow(op, now)
         if puts:
             yield from self.writer.write_flow(puts, rows, now, notes)
+        if refresh:
+            # After the writes: their item locks come first, as in every other writer.
+            yield from self._refresh_flow(refresh, now)
         if self.access.due(force=bool(puts)):
             yield from self.access.flush_flow(self.dialect)
         self.access.record(accessed, now)
@@ -255,7 +264,9 @@ class StoreCore:
         placeholders bound to ``params``; it is trusted SQL written by this package,
         never text from a user.
         """
-        search = prepare_search(op, self.dialect, statuses=statuses, where=where, params=params)
+        search = prepare_search(
+            _with_tuple_namespace(op), self.dialect, statuses=statuses, where=where, params=params
+        )
         vector: list[float] = []
         if search.query:
             vector = (yield from self.embed_flow([search.query], query=True))[0]
@@ -296,23 +307,87 @@ class StoreCore:
         return (yield from embed_flow(texts, dims=self.dims, query=query))
 
     # -- reads -------------------------------------------------------------------------------
-    def _get_flow(self, ops: list[GetOp]) -> Flow[list[tuple[Item, str] | None]]:
+    def _get_flow(
+        self, ops: list[GetOp], now: datetime
+    ) -> Flow[list[tuple[Item, str, bool] | None]]:
+        """Per op, the live item with its id and whether it has a TTL (None: not found)."""
         by_prefix: dict[str, list[str]] = {}
         for op in ops:
             by_prefix.setdefault(join_namespace(op.namespace), []).append(op.key)
-        found: dict[tuple[str, str], tuple[Item, str]] = {}
+        found: dict[tuple[str, str], tuple[Item, str, bool]] = {}
+        live = self.dialect.ts_param(now)
         for prefix, keys in by_prefix.items():
             marks = ", ".join("?" for _ in keys)
             rows = yield Sql(
-                f"SELECT {ITEM_COLS} FROM {ITEMS} i WHERE i.prefix = ? AND i.key IN ({marks})",
-                [prefix, *keys],
+                f"SELECT {ITEM_COLS}, i.ttl_minutes FROM {ITEMS} i"
+                f" WHERE i.prefix = ? AND i.key IN ({marks}) AND {LIVE_SQL}",
+                [prefix, *keys, live],
             )
             for row in rows:
-                found[(row[0], row[1])] = (item_from_row(self.dialect, row), row[5])
+                item = item_from_row(self.dialect, row)
+                found[(row[0], row[1])] = (item, row[5], row[6] is not None)
         return [found.get((join_namespace(op.namespace), op.key)) for op in ops]
 
-    def _namespaces_flow(self, op: ListNamespacesOp) -> Flow[list[tuple[str, ...]]]:
-        rows = yield Sql(f"SELECT DISTINCT prefix FROM {ITEMS}")
+    def _refresh_flow(self, ids: Sequence[str], now: datetime) -> Flow[None]:
+        """Restart the TTL of items that were read, unless they expired meanwhile."""
+        ids = sorted(set(ids))
+        marks = ", ".join("?" for _ in ids)
+        live = self.dialect.ts_param(now)
+        # Rows are locked in id order, so two refreshing readers cannot deadlock.
+        yield Sql(
+            f"UPDATE {ITEMS} SET expires_at = {self.dialect.expiry_sql()} WHERE id IN"
+            f" (SELECT i.id FROM {ITEMS} i WHERE i.id IN ({marks})"
+            f" AND i.ttl_minutes IS NOT NULL AND {LIVE_SQL}"
+            f" ORDER BY i.id{self.dialect.for_update})",
+            [live, *ids, live],
+        )
+
+    def sweep_flow(self, *, now: datetime | None = None, chunk: int = 500) -> Flow[int]:
+        """Delete expired items, as deletes (terms, vectors and a ``memory.deleted`` event
+        with ``{"reason": "expired"}``); the number deleted.
+
+        Each chunk is one transaction, which re-reads the candidates once their items are
+        locked: an item a writer renewed meanwhile is not deleted.
+        """
+        total = 0
+        while True:
+            at = now or self.dialect.now()
+            rows = yield Sql(
+                f"SELECT i.id FROM {ITEMS} i WHERE i.expires_at IS NOT NULL"
+                f" AND i.expires_at <= ? ORDER BY i.expires_at LIMIT ?",
+                [self.dialect.ts_param(at), chunk],
+            )
+            if not rows:
+                return total
+            deleted: list[str] = yield Transaction(self._sweep_chunk_flow([r[0] for r in rows], at))
+            if deleted and not self.index.in_database:
+                yield from self.index.delete_flow(deleted)
+            total += len(deleted)
+            if len(rows) < chunk:
+                return total
+
+    def _sweep_chunk_flow(self, ids: list[str], now: datetime) -> Flow[list[str]]:
+        lock = self.dialect.lock_items_sql()
+        if lock:
+            yield Sql(lock, [sorted(ids)])
+        marks = ", ".join("?" for _ in ids)
+        rows = yield Sql(
+            f"SELECT i.id, i.prefix, i.key FROM {ITEMS} i WHERE i.id IN ({marks})"
+            " AND i.expires_at IS NOT NULL AND i.expires_at <= ?",
+            [*ids, self.dialect.ts_param(now)],
+        )
+        if not rows:
+            return []
+        deletes = [PreparedPut(None, split_namespace(r[1]), r[2], [], {}, 0) for r in rows]
+        note = WriteNote(metadata={"reason": "expired"})
+        yield from self.writer.write_flow(deletes, [], now, {r[0]: note for r in rows})
+        return [r[0] for r in rows]
+
+    def _namespaces_flow(self, op: ListNamespacesOp, now: datetime) -> Flow[list[tuple[str, ...]]]:
+        rows = yield Sql(
+            f"SELECT DISTINCT i.prefix FROM {ITEMS} i WHERE {LIVE_SQL}",
+            [self.dialect.ts_param(now)],
+        )
         namespaces = [split_namespace(r[0]) for r in rows]
         for condition in op.match_conditions or ():
             namespaces = [ns for ns in namespaces if _matches(condition, ns)]
@@ -325,6 +400,24 @@ class StoreCore:
         """Write buffered access counts now (the store does this on close)."""
         if self.access.counts:
             yield Transaction(self.access.flush_flow(self.dialect))
+
+
+def _with_tuple_namespace(op: Op) -> Op:
+    """``op`` with its namespace (or prefix, or match paths) as tuples: LangGraph takes lists."""
+    if isinstance(op, (GetOp, PutOp)):
+        return op._replace(namespace=as_namespace(op.namespace))
+    if isinstance(op, SearchOp):
+        return op._replace(
+            namespace_prefix=as_namespace(op.namespace_prefix, field="namespace_prefix")
+        )
+    if isinstance(op, ListNamespacesOp) and op.match_conditions:
+        return op._replace(
+            match_conditions=tuple(
+                c._replace(path=as_namespace(c.path, field="match path"))
+                for c in op.match_conditions
+            )
+        )
+    return op
 
 
 def _matches(condition: Any, namespace: tuple[str, ...]) -> bool:

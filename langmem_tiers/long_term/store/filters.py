@@ -3,7 +3,8 @@
 A filter maps top-level value keys to a value (equality) or to operators
 (``$eq $ne $gt $gte $lt $lte``), as in LangGraph. A dict without operators matches
 nested keys (``{"meta": {"lang": "en"}}`` means ``value.meta.lang == "en"``).
-Ordering operators compare numbers as numbers (9 < 10) and strings as strings.
+Ordering operators compare numbers as numbers (9 < 10) and strings as strings. NaN and
+infinity compare as floats do: every number is below ``inf``, nothing equals NaN.
 
 Example:
     >>> validate_filter({"score": {"$gte": 10}, "lang": "en"})
@@ -84,8 +85,11 @@ def _check_operand(path: tuple[str, ...], op: str, operand: Any) -> None:
     refusal = _string_refusal(operand, 0)
     if refusal is not None:
         raise InvalidFilterError(f"filter on {name!r}: {refusal}")
-    if isinstance(operand, float) and not math.isfinite(operand):
-        raise InvalidFilterError(f"filter on {name!r}: {operand!r} is not a finite number.")
+    if isinstance(operand, (list, dict)) and _has_non_finite(operand, 0):
+        raise InvalidFilterError(
+            f"filter on {name!r}: {operand!r} holds NaN or infinity, which no stored JSON "
+            "value can equal; compare with finite numbers."
+        )
     if op in _ORDERING:
         if isinstance(operand, bool) or not isinstance(operand, (int, float, str)):
             raise InvalidFilterError(
@@ -104,10 +108,44 @@ def compile_filter(conditions: list[Condition], dialect: Dialect) -> tuple[str, 
     parts: list[str] = []
     params: list[Any] = []
     for path, op, operand in conditions:
-        sql, p = dialect.json_compare(path, op, operand)
+        if isinstance(operand, float) and not math.isfinite(operand):
+            sql, p = _non_finite(path, op, operand, dialect)
+        else:
+            sql, p = dialect.json_compare(path, op, operand)
         parts.append(sql)
         params.extend(p)
     return " AND ".join(parts), params
+
+
+def _non_finite(
+    path: tuple[str, ...], op: str, operand: float, dialect: Dialect
+) -> tuple[str, list[Any]]:
+    """A comparison with NaN or infinity, as IEEE floats (and LangGraph's stores) compare.
+
+    Stored values are finite JSON numbers: none equals NaN or infinity, so ``$eq`` holds
+    for no item and ``$ne`` for every one; every number is below +inf and above -inf,
+    and no ordering holds with NaN.
+    """
+    if op == "$eq":
+        return "1=0", []
+    if op == "$ne":
+        return "1=1", []
+    below = op in ("$lt", "$lte")
+    if math.isnan(operand) or (operand > 0) != below:
+        return "1=0", []
+    return dialect.json_is_number(path)
+
+
+def _has_non_finite(value: Any, depth: int) -> bool:
+    if depth > _MAX_DEPTH:
+        raise InvalidFilterError(f"a filter value is nested more than {_MAX_DEPTH} levels deep.")
+    if isinstance(value, float):
+        return not math.isfinite(value)
+    if isinstance(value, dict):
+        return any(_has_non_finite(v, depth + 1) for v in value.values())
+    if isinstance(value, list):
+        return any(_has_non_finite(v, depth + 1) for v in value)
+    return False
 
 
 def _string_refusal(value: Any, depth: int) -> str | None:

@@ -35,6 +35,7 @@ from langmem_tiers.long_term.store.scope import parse_memory_namespace
 __all__ = [
     "STATUSES",
     "ItemRecord",
+    "as_namespace",
     "item_id",
     "join_namespace",
     "json_utf8_error",
@@ -155,8 +156,35 @@ def item_id(namespace: Sequence[str], key: str) -> str:
     return str(uuid.uuid5(_ITEM_ID_NAMESPACE, join_namespace(namespace) + "\x1f" + key))
 
 
-def validate_namespace(namespace: Any, *, field: str = "namespace", prefix: bool = False) -> None:
-    """Raise InvalidNamespaceError unless ``namespace`` is a valid (prefix of a) namespace."""
+def as_namespace(namespace: Any, *, field: str = "namespace") -> tuple[str, ...]:
+    """A namespace given as any sequence of labels (a list, as LangGraph accepts), as a tuple.
+
+    Example:
+        >>> as_namespace(["agent_a", "semantic"])
+        ('agent_a', 'semantic')
+    """
+    if isinstance(namespace, tuple):
+        return namespace
+    if isinstance(namespace, (str, bytes)) or not isinstance(namespace, Sequence):
+        raise InvalidNamespaceError(
+            f"{field} must be a tuple (or list) of strings, got {type(namespace).__name__} "
+            f"{namespace!r}; e.g. ('agent_a', 'semantic')."
+        )
+    return tuple(namespace)
+
+
+def validate_namespace(
+    namespace: Any,
+    *,
+    field: str = "namespace",
+    prefix: bool = False,
+    reserved_ok: bool = False,
+) -> None:
+    """Raise InvalidNamespaceError unless ``namespace`` is a valid (prefix of a) namespace.
+
+    ``reserved_ok`` allows a first label ``langgraph``, which only LangGraph's public
+    ``put`` refuses (its own server writes there through ``batch``).
+    """
     if not isinstance(namespace, tuple):
         raise InvalidNamespaceError(
             f"{field} must be a tuple of strings, got {type(namespace).__name__} {namespace!r}."
@@ -182,7 +210,7 @@ def validate_namespace(namespace: Any, *, field: str = "namespace", prefix: bool
         refusal = utf8_error(label, f"{field} label {label!r}")
         if refusal is not None:
             raise InvalidNamespaceError(refusal)
-    if namespace and namespace[0] == "langgraph" and not prefix:
+    if namespace and namespace[0] == "langgraph" and not prefix and not reserved_ok:
         raise InvalidNamespaceError(
             f"{field} may not start with 'langgraph' (reserved by LangGraph), got {namespace!r}."
         )

@@ -11,22 +11,43 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
-from contextlib import asynccontextmanager, contextmanager
+import concurrent.futures
+import re
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Generator,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
+from contextlib import (
+    AbstractAsyncContextManager,
+    AbstractContextManager,
+    asynccontextmanager,
+    contextmanager,
+)
 from datetime import datetime
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, cast
 
 from langchain_core.embeddings import Embeddings
 from langgraph.store.base import (
     NOT_PROVIDED,
     BaseStore,
+    GetOp,
     IndexConfig,
     Item,
+    ListNamespacesOp,
+    MatchCondition,
     NamespacePath,
     NotProvided,
     Op,
+    PutOp,
     Result,
     SearchItem,
+    SearchOp,
+    TTLConfig,
 )
 
 from langmem_tiers.config import Settings
@@ -35,12 +56,14 @@ from langmem_tiers.errors import (
     ConfigurationError,
     MissingDependencyError,
 )
+from langmem_tiers.long_term.store.coalesce import OpQueue
 from langmem_tiers.long_term.store.core import RankedItem, StoreCore
-from langmem_tiers.long_term.store.records import validate_namespace
+from langmem_tiers.long_term.store.records import as_namespace, validate_namespace
 from langmem_tiers.long_term.store.retriever import TieredMemoryRetriever
 from langmem_tiers.long_term.store.search.fusion import dense_weight_for
 from langmem_tiers.long_term.store.search.options import TimeMode, options_filter
 from langmem_tiers.long_term.store.search.relevance import cosine_curve_for
+from langmem_tiers.long_term.store.ttl import DEFAULT_SWEEP_MINUTES, TTLSweeper, check_ttl_config
 from langmem_tiers.long_term.store.vectors import (
     PgVectorIndex,
     QdrantIndex,
@@ -57,8 +80,6 @@ from langmem_tiers.sql.dialect import PostgresDialect
 
 __all__ = ["RankedItem", "TieredMemoryStore"]
 
-T = TypeVar("T")
-
 DEFAULT_QDRANT_COLLECTION = "langmem_tiers"
 
 
@@ -67,22 +88,46 @@ class TieredMemoryStore(BaseStore):
 
     Use :meth:`from_url` (a context manager that owns what it opens), or pass a connection
     you own (``sqlite3.Connection``, a psycopg ``Connection``/``ConnectionPool``, or their
-    async twins) and call :meth:`setup` once.
+    async twins) and call :meth:`setup` once. A psycopg connection outside autocommit
+    mode is never committed by the store: its work runs in savepoints of your open
+    transaction, or in transactions of its own when none is open.
 
     Args:
         conn: the database connection or pool.
         index: LangGraph's index config (``dims``, ``embed``, ``fields``). ``embed`` may be
-            any LangChain ``Embeddings``, a provider string or a function.
+            any LangChain ``Embeddings``, a provider string or a function. Vectors are
+            compared by cosine similarity (``distance_type`` may only be ``"cosine"``).
         embeddings: shortcut for ``index={"embed": embeddings}``; ``None`` with no index
             means the offline deterministic embedder.
         qdrant: put vectors in Qdrant: a ``QdrantClient``, a server URL, a local path or
             ``":memory:"`` (qdrant-client's local mode).
         qdrant_collection: the Qdrant collection name.
         settings: ranking weights, limits and the rest (:class:`~langmem_tiers.config.Settings`).
+        ttl: LangGraph's ``TTLConfig``: ``default_ttl`` (minutes, for puts that give no
+            ``ttl``), ``refresh_on_read`` (default True) and ``sweep_interval_minutes``
+            (for :meth:`start_ttl_sweeper`).
+
+    Example:
+        >>> with TieredMemoryStore.from_conn_string(":memory:", ttl={"default_ttl": 60}) as s:
+        ...     s.put(("docs",), "a", {"text": "kept for an hour"})
+        ...     s.put(("docs",), "b", {"text": "kept"}, ttl=None)
+        ...     [item.key for item in s.search(["docs"])], s.sweep_ttl()
+        (['b', 'a'], 0)
     """
 
-    supports_ttl = False
-    __slots__ = ("_embeddings", "_owned", "_qdrant", "core", "db", "index_config", "settings")
+    supports_ttl = True
+    __slots__ = (
+        "_owned",
+        "_qdrant",
+        "_queue",
+        "_sweeper",
+        "core",
+        "db",
+        "embeddings",
+        "index_config",
+        "settings",
+        "ttl_config",
+    )
 
     def __init__(
         self,
@@ -93,12 +138,20 @@ class TieredMemoryStore(BaseStore):
         qdrant: Any | None = None,
         qdrant_collection: str = DEFAULT_QDRANT_COLLECTION,
         settings: Settings | None = None,
+        ttl: TTLConfig | None = None,
     ) -> None:
         self.settings = settings or Settings.from_env()
+        self.ttl_config = check_ttl_config(ttl)
         self._owned: list[Any] = []
         embed, dims, fields = _resolve_index(index, embeddings)
-        self._embeddings = embed
-        self.index_config = {"dims": dims, "embed": embed, "fields": fields}
+        self.embeddings: Embeddings = embed
+        # What the caller passed (text_fields, ann_index_config, ...) stays readable.
+        self.index_config: dict[str, Any] = {
+            **(index or {}),
+            "dims": dims,
+            "embed": embed,
+            "fields": fields,
+        }
         self._qdrant = _qdrant_client(qdrant) if isinstance(qdrant, str) else qdrant
         if isinstance(qdrant, str):
             self._owned.append(self._qdrant)
@@ -122,6 +175,8 @@ class TieredMemoryStore(BaseStore):
             dense_weight=dense_weight_for(embed),
             cosine_curve=cosine_curve_for(embed),
         )
+        self._queue = OpQueue(self.abatch)
+        self._sweeper = TTLSweeper(self.sweep_ttl, self.asweep_ttl, self.db.on_own_loop)
 
     @property
     def conn(self) -> Any:
@@ -138,6 +193,7 @@ class TieredMemoryStore(BaseStore):
         qdrant: Any | None,
         qdrant_collection: str,
         settings: Settings,
+        ttl: TTLConfig | None,
     ) -> TieredMemoryStore:
         """A store that owns ``conn``; arguments left out come from ``settings``."""
         store = cls(
@@ -147,6 +203,7 @@ class TieredMemoryStore(BaseStore):
             qdrant=qdrant if qdrant is not None else settings.qdrant_location,
             qdrant_collection=qdrant_collection,
             settings=settings,
+            ttl=ttl,
         )
         store._owned.append(conn)
         return store
@@ -164,24 +221,26 @@ class TieredMemoryStore(BaseStore):
         settings: Settings | None = None,
         setup: bool = True,
         pool_size: int = 4,
+        ttl: TTLConfig | None = None,
     ) -> Iterator[TieredMemoryStore]:
         """Open a store for ``url`` and close everything it opened on exit.
 
         ``url=None`` is the embedded default: an SQLite file in the user's data
         directory. ``sqlite:///path.db`` (or ``sqlite:///:memory:``) and
         ``postgresql://user@host/db`` choose the backend. ``setup=True`` runs the
-        migrations (idempotent).
+        migrations (idempotent). A PostgreSQL URL that cannot be used fails at once with
+        the server's reason (a BackendError).
         """
         settings = settings or Settings.from_env()
         conn = open_connection(url if url is not None else settings.url, pool_size=pool_size)
         try:
-            store = cls._owning(conn, index, embeddings, qdrant, qdrant_collection, settings)
+            store = cls._owning(conn, index, embeddings, qdrant, qdrant_collection, settings, ttl)
         except BaseException:
             conn.close()
             raise
         try:
             if setup:
-                store.setup()
+                store.db.run(store.core.setup_flow())
             yield store
         finally:
             store.close()
@@ -199,13 +258,14 @@ class TieredMemoryStore(BaseStore):
         settings: Settings | None = None,
         setup: bool = True,
         pool_size: int = 4,
+        ttl: TTLConfig | None = None,
     ) -> AsyncIterator[TieredMemoryStore]:
         """Async twin of :meth:`from_url`; PostgreSQL gets an async pool."""
         settings = settings or Settings.from_env()
         url = url if url is not None else settings.url
         conn = await open_async_connection(url, pool_size=pool_size)
         try:
-            store = cls._owning(conn, index, embeddings, qdrant, qdrant_collection, settings)
+            store = cls._owning(conn, index, embeddings, qdrant, qdrant_collection, settings, ttl)
         except BaseException:
             await aclose(conn)
             raise
@@ -216,18 +276,45 @@ class TieredMemoryStore(BaseStore):
         finally:
             await store.aclose()
 
+    @classmethod
+    def from_conn_string(
+        cls, conn_string: str, **kwargs: Any
+    ) -> AbstractContextManager[TieredMemoryStore]:
+        """LangGraph's name for :meth:`from_url` (same keyword arguments).
+
+        ``conn_string`` is a URL, a libpq ``key=value`` string, or, as LangGraph's
+        ``SqliteStore`` takes it, an SQLite file path (or ``":memory:"``).
+        """
+        return cls.from_url(_conn_string_url(conn_string), **kwargs)
+
+    @classmethod
+    def afrom_conn_string(
+        cls, conn_string: str, **kwargs: Any
+    ) -> AbstractAsyncContextManager[TieredMemoryStore]:
+        """LangGraph's name for :meth:`afrom_url` (see :meth:`from_conn_string`)."""
+        return cls.afrom_url(_conn_string_url(conn_string), **kwargs)
+
     # -- lifecycle -----------------------------------------------------------------------
-    def setup(self) -> None:
-        """Create or upgrade the schema (idempotent; safe to call on every start)."""
+    def setup(self) -> Awaitable[None]:
+        """Create or upgrade the schema (idempotent; safe to call on every start).
+
+        ``store.setup()`` runs it; ``await store.setup()`` works too, as with LangGraph's
+        async stores: on a store opened with an async connection, called on its event
+        loop, it returns the coroutine that does the work (it must be awaited there).
+        """
+        if self.db.on_own_loop():
+            return self.asetup()
         self.db.run(self.core.setup_flow())
+        return _DONE
 
     async def asetup(self) -> None:
         """Async twin of :meth:`setup`."""
         await self.db.arun(self.core.setup_flow())
 
     def close(self) -> None:
-        """Flush buffered access counts and close what :meth:`from_url` opened."""
+        """Stop the TTL sweeper, flush buffered access counts and close what :meth:`from_url` opened."""
         try:
+            self._sweeper.stop(timeout=5)
             if not self.db.is_async:
                 self.db.run(self.core.flush_flow())
         finally:
@@ -238,13 +325,101 @@ class TieredMemoryStore(BaseStore):
     async def aclose(self) -> None:
         """Async twin of :meth:`close`."""
         try:
+            self._sweeper.stop(timeout=0)
             await self.db.arun(self.core.flush_flow())
         finally:
             for resource in reversed(self._owned):
                 await aclose(resource)
             self._owned.clear()
 
-    # -- BaseStore's validating wrappers: raise this package's errors (also LangGraph's) --
+    # -- time to live ---------------------------------------------------------------------
+    def sweep_ttl(self) -> int:
+        """Delete expired items now (each with a ``memory.deleted`` event); how many.
+
+        Reads never return expired items, so sweeping only reclaims space.
+        """
+        return self.db.run(self.core.sweep_flow())
+
+    async def asweep_ttl(self) -> int:
+        """Async twin of :meth:`sweep_ttl`."""
+        return await self.db.arun(self.core.sweep_flow())
+
+    def start_ttl_sweeper(
+        self, sweep_interval_minutes: float | None = None
+    ) -> concurrent.futures.Future[None]:
+        """Sweep expired items in the background every ``sweep_interval_minutes``.
+
+        The interval defaults to the ``ttl`` config's ``sweep_interval_minutes``, else 5.
+        A daemon thread does it, or, called on the event loop of a store opened with an
+        async connection, a task of that loop. The future completes when it stops; a
+        second call while it runs returns the same future. :meth:`close` stops it.
+        """
+        interval = (
+            sweep_interval_minutes
+            or (self.ttl_config or {}).get("sweep_interval_minutes")
+            or DEFAULT_SWEEP_MINUTES
+        )
+        return self._sweeper.start(interval)
+
+    def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
+        """Stop the background sweeper; False if it did not stop within ``timeout`` seconds."""
+        return self._sweeper.stop(timeout)
+
+    # -- BaseStore's methods: each builds one op (shared by the twins) ----------------------
+    def _put_op(
+        self,
+        namespace: Sequence[str],
+        key: str,
+        value: Mapping[str, Any] | None,
+        index: Literal[False] | list[str] | None = None,
+        ttl: float | NotProvided | None = NOT_PROVIDED,
+    ) -> PutOp:
+        namespace = as_namespace(namespace)
+        # LangGraph reserves the "langgraph" namespace in put only (not delete or batch).
+        validate_namespace(namespace, reserved_ok=value is None)
+        if isinstance(ttl, NotProvided):
+            ttl = (self.ttl_config or {}).get("default_ttl")
+        return PutOp(namespace, str(key), value, index=index, ttl=ttl)
+
+    def _get_op(self, namespace: Sequence[str], key: str, refresh_ttl: bool | None) -> GetOp:
+        namespace = as_namespace(namespace)
+        validate_namespace(namespace, reserved_ok=True)
+        return GetOp(namespace, str(key), self._refresh(refresh_ttl))
+
+    def _search_op(
+        self,
+        namespace_prefix: Sequence[str],
+        query: str | None,
+        filter: dict[str, Any] | None,
+        limit: int,
+        offset: int,
+        refresh_ttl: bool | None,
+    ) -> SearchOp:
+        prefix = as_namespace(namespace_prefix, field="namespace_prefix")
+        validate_namespace(prefix, field="namespace_prefix", prefix=True)
+        return SearchOp(prefix, filter, limit, offset, query, self._refresh(refresh_ttl))
+
+    def _list_op(
+        self,
+        prefix: NamespacePath | None,
+        suffix: NamespacePath | None,
+        max_depth: int | None,
+        limit: int,
+        offset: int,
+    ) -> ListNamespacesOp:
+        conditions = []
+        for match_type, path in (("prefix", prefix), ("suffix", suffix)):
+            if path:
+                path = as_namespace(path, field=match_type)
+                validate_namespace(path, field=match_type, prefix=True)
+                conditions.append(MatchCondition(match_type, path))  # type: ignore[arg-type]
+        return ListNamespacesOp(tuple(conditions), max_depth, limit, offset)
+
+    def _refresh(self, refresh_ttl: bool | None) -> bool:
+        if refresh_ttl is not None:
+            return bool(refresh_ttl)
+        return bool((self.ttl_config or {}).get("refresh_on_read", True))
+
     def put(
         self,
         namespace: tuple[str, ...],
@@ -254,9 +429,12 @@ class TieredMemoryStore(BaseStore):
         *,
         ttl: float | NotProvided | None = NOT_PROVIDED,
     ) -> None:
-        """Store or replace an item (see LangGraph's ``BaseStore.put``)."""
-        validate_namespace(namespace)
-        super().put(namespace, key, value, index, ttl=ttl)
+        """Store or replace an item (see LangGraph's ``BaseStore.put``).
+
+        ``ttl``: minutes until it expires (``None``: never); left out, the ``ttl``
+        config's ``default_ttl``.
+        """
+        self.batch([self._put_op(namespace, key, value, index, ttl)])
 
     async def aput(
         self,
@@ -267,9 +445,8 @@ class TieredMemoryStore(BaseStore):
         *,
         ttl: float | NotProvided | None = NOT_PROVIDED,
     ) -> None:
-        """Async twin of :meth:`put`."""
-        validate_namespace(namespace)
-        await super().aput(namespace, key, value, index, ttl=ttl)
+        """Async twin of :meth:`put`; concurrent calls share one batch (see coalesce.py)."""
+        await self._queue.submit(self._put_op(namespace, key, value, index, ttl))
 
     def get(
         self,
@@ -278,9 +455,12 @@ class TieredMemoryStore(BaseStore):
         *,
         refresh_ttl: bool | None = None,
     ) -> Item | None:
-        """The item at ``namespace``/``key``, or None."""
-        validate_namespace(namespace)
-        return super().get(namespace, key, refresh_ttl=refresh_ttl)
+        """The item at ``namespace``/``key``, or None (also once it has expired).
+
+        ``refresh_ttl`` restarts its TTL (default: the config's ``refresh_on_read``, True).
+        """
+        result: Item | None = self.batch([self._get_op(namespace, key, refresh_ttl)])[0]
+        return result
 
     async def aget(
         self,
@@ -290,8 +470,8 @@ class TieredMemoryStore(BaseStore):
         refresh_ttl: bool | None = None,
     ) -> Item | None:
         """Async twin of :meth:`get`."""
-        validate_namespace(namespace)
-        return await super().aget(namespace, key, refresh_ttl=refresh_ttl)
+        result: Item | None = await self._queue.submit(self._get_op(namespace, key, refresh_ttl))
+        return result
 
     def search(
         self,
@@ -340,15 +520,15 @@ class TieredMemoryStore(BaseStore):
             >>> [h.key for h in hits], bad
             (['e1', 'e2'], [])
         """
-        validate_namespace(namespace_prefix, field="namespace_prefix", prefix=True)
-        return super().search(
+        op = self._search_op(
             namespace_prefix,
-            query=query,
-            filter=options_filter(filter, now=now, as_of=as_of, time=time, min_score=min_score),
-            limit=limit,
-            offset=offset,
-            refresh_ttl=refresh_ttl,
+            query,
+            options_filter(filter, now=now, as_of=as_of, time=time, min_score=min_score),
+            limit,
+            offset,
+            refresh_ttl,
         )
+        return cast("list[SearchItem]", self.batch([op])[0])
 
     async def asearch(
         self,
@@ -366,15 +546,15 @@ class TieredMemoryStore(BaseStore):
         min_score: float | None = None,
     ) -> list[SearchItem]:
         """Async twin of :meth:`search`."""
-        validate_namespace(namespace_prefix, field="namespace_prefix", prefix=True)
-        return await super().asearch(
+        op = self._search_op(
             namespace_prefix,
-            query=query,
-            filter=options_filter(filter, now=now, as_of=as_of, time=time, min_score=min_score),
-            limit=limit,
-            offset=offset,
-            refresh_ttl=refresh_ttl,
+            query,
+            options_filter(filter, now=now, as_of=as_of, time=time, min_score=min_score),
+            limit,
+            offset,
+            refresh_ttl,
         )
+        return cast("list[SearchItem]", await self._queue.submit(op))
 
     def list_namespaces(
         self,
@@ -386,10 +566,10 @@ class TieredMemoryStore(BaseStore):
         offset: int = 0,
     ) -> list[tuple[str, ...]]:
         """Namespaces matching a prefix and/or suffix (``*`` matches any one label)."""
-        _validate_match_paths(prefix, suffix)
-        return super().list_namespaces(
-            prefix=prefix, suffix=suffix, max_depth=max_depth, limit=limit, offset=offset
-        )
+        result: list[tuple[str, ...]] = self.batch(
+            [self._list_op(prefix, suffix, max_depth, limit, offset)]
+        )[0]
+        return result
 
     async def alist_namespaces(
         self,
@@ -401,20 +581,18 @@ class TieredMemoryStore(BaseStore):
         offset: int = 0,
     ) -> list[tuple[str, ...]]:
         """Async twin of :meth:`list_namespaces`."""
-        _validate_match_paths(prefix, suffix)
-        return await super().alist_namespaces(
-            prefix=prefix, suffix=suffix, max_depth=max_depth, limit=limit, offset=offset
+        result: list[tuple[str, ...]] = await self._queue.submit(
+            self._list_op(prefix, suffix, max_depth, limit, offset)
         )
+        return result
 
     def delete(self, namespace: tuple[str, ...], key: str) -> None:
         """Delete an item (a no-op when it does not exist)."""
-        validate_namespace(namespace)
-        super().delete(namespace, key)
+        self.batch([self._put_op(namespace, key, None, ttl=None)])
 
     async def adelete(self, namespace: tuple[str, ...], key: str) -> None:
         """Async twin of :meth:`delete`."""
-        validate_namespace(namespace)
-        await super().adelete(namespace, key)
+        await self._queue.submit(self._put_op(namespace, key, None, ttl=None))
 
     def as_retriever(self, scope: str | tuple[str, ...], **options: Any) -> TieredMemoryRetriever:
         """A LangChain retriever over ``scope`` (``kinds``, ``filter``, ``k``, ``min_score``)."""
@@ -430,12 +608,6 @@ class TieredMemoryStore(BaseStore):
         return await self.db.arun(self.core.batch_flow(list(ops)))
 
 
-def _validate_match_paths(prefix: Any, suffix: Any) -> None:
-    for name, path in (("prefix", prefix), ("suffix", suffix)):
-        if path is not None:
-            validate_namespace(tuple(path), field=name, prefix=True)
-
-
 def _resolve_index(
     index: IndexConfig | None, embeddings: Embeddings | str | None
 ) -> tuple[Embeddings, int, list[str] | None]:
@@ -447,6 +619,12 @@ def _resolve_index(
     if index is not None:
         if not isinstance(index, dict):
             raise ConfigurationError(f"index must be a dict like IndexConfig, got {index!r}.")
+        distance = index.get("distance_type", "cosine")
+        if distance != "cosine":
+            raise ConfigurationError(
+                f"index['distance_type'] must be 'cosine' (the only distance this store "
+                f"ranks by), got {distance!r}; leave it out or set it to 'cosine'."
+            )
         spec = index.get("embed")
         dims = index.get("dims")
         raw_fields = index.get("fields")
@@ -466,6 +644,33 @@ def _resolve_index(
     return embed, dims, fields
 
 
+class _Done:
+    """An awaitable of work already done (what a sync ``setup`` returns)."""
+
+    __slots__ = ()
+
+    def __await__(self) -> Generator[Any, None, None]:
+        return
+        yield  # pragma: no cover - makes this a generator
+
+
+_DONE = _Done()
+
+_CONNINFO = re.compile(r"^\s*\w+\s*=")
+
+
+def _conn_string_url(conn_string: str) -> str:
+    """A URL for what LangGraph's ``from_conn_string`` takes: a URL, libpq key=value, a path."""
+    if not isinstance(conn_string, str) or not conn_string:
+        raise ConfigurationError(
+            f"conn_string must be a non-empty string (a URL or an SQLite path), got "
+            f"{conn_string!r}."
+        )
+    if "://" in conn_string or _CONNINFO.match(conn_string):
+        return conn_string
+    return f"sqlite:///{conn_string}"
+
+
 def _qdrant_client(location: str) -> Any:
     try:
         from qdrant_client import QdrantClient
@@ -479,8 +684,6 @@ def _qdrant_client(location: str) -> Any:
 
 
 def _check_name(name: str, field: str) -> None:
-    import re
-
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_\-]{0,62}", name):
         raise ConfigurationError(
             f"{field} must be 1-63 letters, digits, '_' or '-' starting with a letter, got {name!r}."

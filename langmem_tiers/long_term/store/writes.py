@@ -7,12 +7,14 @@ one event per changed item with its before and after snapshots.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
 from langgraph.store.base import PutOp
 
+from langmem_tiers.errors import InvalidContentError
 from langmem_tiers.long_term.store.events import EventRow, snapshot_flow, write_events_flow
 from langmem_tiers.long_term.store.records import (
     ItemRecord,
@@ -29,7 +31,14 @@ from langmem_tiers.long_term.store.vectors import VectorIndex, VectorRow
 from langmem_tiers.sql.dialect import ITEMS, TERMS, Dialect, item_columns
 from langmem_tiers.sql.flow import Flow, InsertRows, Sql, SqlMany
 
-__all__ = ["ENGINE_COLUMNS", "PreparedPut", "StoreWriter", "WriteNote", "prepare_put"]
+__all__ = [
+    "ENGINE_COLUMNS",
+    "PreparedPut",
+    "StoreWriter",
+    "WriteNote",
+    "prepare_put",
+    "validate_ttl",
+]
 
 # Memory columns a value does not carry, kept by the memory engine: name -> is a timestamp.
 ENGINE_COLUMNS: dict[str, bool] = {
@@ -62,21 +71,42 @@ class PreparedPut(NamedTuple):
     texts: list[tuple[str, str]]  # (field, text) to embed
     terms: dict[str, int]
     doc_len: int
+    ttl: float | None = None  # minutes to live (None: no expiry)
+
+
+def validate_ttl(ttl: Any) -> float | None:
+    """``ttl`` (minutes) as a float, None for none; InvalidContentError when it is no TTL."""
+    if ttl is None:
+        return None
+    if (
+        isinstance(ttl, bool)
+        or not isinstance(ttl, (int, float))
+        or not math.isfinite(ttl)
+        or ttl <= 0
+    ):
+        raise InvalidContentError(
+            f"ttl must be a number of minutes > 0 (or None for no expiry), got {ttl!r}."
+        )
+    return float(ttl)
 
 
 def prepare_put(op: PutOp, *, fields: Sequence[str] | None, max_chars: int) -> PreparedPut:
     """Validate ``op`` and analyse its text (pure: no I/O)."""
-    validate_namespace(op.namespace)
+    namespace = tuple(op.namespace)
+    # Not the public put's check: LangGraph reserves "langgraph" there only, and its
+    # server writes under that namespace through batch.
+    validate_namespace(namespace, reserved_ok=True)
     key = validate_key(op.key)
     if op.value is None:
-        return PreparedPut(None, op.namespace, key, [], {}, 0)
-    record = validate_value(op.namespace, key, op.value, max_chars=max_chars)
+        return PreparedPut(None, namespace, key, [], {}, 0)
+    ttl = validate_ttl(op.ttl)
+    record = validate_value(namespace, key, op.value, max_chars=max_chars)
     if op.index is False:
-        return PreparedPut(record, op.namespace, key, [], {}, 0)
+        return PreparedPut(record, namespace, key, [], {}, 0, ttl)
     texts = texts_to_index(record, list(op.index) if isinstance(op.index, list) else fields)
     terms = bm25.analyze(" ".join(text for _, text in texts))
     terms.extend(extra_terms(record))
-    return PreparedPut(record, op.namespace, key, texts, bm25.term_frequencies(terms), len(terms))
+    return PreparedPut(record, namespace, key, texts, bm25.term_frequencies(terms), len(terms), ttl)
 
 
 class StoreWriter:
@@ -195,5 +225,7 @@ class StoreWriter:
             "importance": r.importance,
             "status": r.status,
             "doc_len": p.doc_len,
+            "expires_at": d.ts_param(now + timedelta(minutes=p.ttl)) if p.ttl else None,
+            "ttl_minutes": p.ttl,
         }
         return tuple(values[c] for c in item_columns)

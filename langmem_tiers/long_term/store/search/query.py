@@ -44,6 +44,7 @@ from langmem_tiers.sql.flow import Flow, Sql
 
 __all__ = [
     "ITEM_COLS",
+    "LIVE_SQL",
     "Postings",
     "PreparedSearch",
     "RankedItem",
@@ -58,6 +59,9 @@ _MAX_PAGE = 2**31  # what every database here can bind as a LIMIT/OFFSET
 
 #: The item columns every read selects, in the order :func:`item_from_row` expects.
 ITEM_COLS = "i.prefix, i.key, i.value, i.created_at, i.updated_at, i.id"
+
+#: The condition (one ``?``: now) an item must meet to be read: it has not expired.
+LIVE_SQL = "(i.expires_at IS NULL OR i.expires_at > ?)"
 
 
 class RankedItem(SearchItem):
@@ -111,6 +115,7 @@ class PreparedSearch(NamedTuple):
     options: SearchOptions = SearchOptions()
     reference: datetime | None = None  # the search's time: options' as_of or now, else None
     time_query: TimeQuery | None = None
+    refresh_ttl: bool = False  # extend the TTL of the items returned
 
 
 def item_from_row(dialect: Dialect, row: Sequence[Any]) -> Item:
@@ -150,7 +155,12 @@ def prepare_search(
     statuses: Sequence[str] | None = ("active",),
     where: str | None = None,
     params: Sequence[Any] = (),
+    now: datetime | None = None,
 ) -> PreparedSearch:
+    """Validate ``op`` into a condition on live items: ``statuses``, not expired at ``now``.
+
+    ``where`` is an extra trusted SQL condition with ``?`` bound to ``params``.
+    """
     prefix = tuple(op.namespace_prefix)
     validate_namespace(prefix, field="namespace_prefix", prefix=True)
     limit, offset = check_page(op.limit, op.offset)
@@ -203,6 +213,9 @@ def prepare_search(
     if where:
         where_parts.append(f"({where})")
         bound.extend(params)
+    # Expired items are never read, whether or not a sweep has deleted them yet.
+    where_parts.append(LIVE_SQL)
+    bound.append(dialect.ts_param(now or dialect.now()))
     if prefix:
         joined = join_namespace(prefix)
         # Items in the namespace itself or below it: '/' sorts right after '.'.
@@ -222,6 +235,7 @@ def prepare_search(
         options,
         options.as_of or options.now,
         time_query,
+        bool(op.refresh_ttl),
     )
 
 
@@ -315,12 +329,17 @@ class StoreSearch:
         )
         return {r[0] for r in rows}
 
-    def list_flow(self, search: PreparedSearch) -> Flow[list[SearchItem]]:
+    def list_flow(
+        self, search: PreparedSearch, with_ttl: list[str] | None = None
+    ) -> Flow[list[SearchItem]]:
+        """A page of the filtered set, newest first; ids of its items with a TTL go to ``with_ttl``."""
         rows = yield Sql(
-            f"SELECT {ITEM_COLS} FROM {ITEMS} i WHERE {search.where}"
+            f"SELECT {ITEM_COLS}, i.ttl_minutes FROM {ITEMS} i WHERE {search.where}"
             " ORDER BY i.updated_at DESC, i.prefix, i.key LIMIT ? OFFSET ?",
             [*search.params, search.limit, search.offset],
         )
+        if with_ttl is not None:
+            with_ttl.extend(row[5] for row in rows if row[6] is not None)
         out = []
         for row in rows:
             item = item_from_row(self.dialect, row)
@@ -427,8 +446,13 @@ class StoreSearch:
         return bm25.score_postings(expanded, found.n_docs, found.avgdl, tf, doc_len), found
 
     def ranked_flow(
-        self, search: PreparedSearch, vector: list[float], now: datetime
+        self,
+        search: PreparedSearch,
+        vector: list[float],
+        now: datetime,
+        with_ttl: list[str] | None = None,
     ) -> Flow[tuple[list[SearchItem], list[str]]]:
+        """The ranked page and its item ids; ids of its items with a TTL go to ``with_ttl``."""
         assert search.query is not None
         want = search.offset + search.limit
         if want == 0:
@@ -460,7 +484,7 @@ class StoreSearch:
             return [], []
         marks = ", ".join("?" for _ in ids)
         rows = yield Sql(
-            f"SELECT {ITEM_COLS}, i.event_at, i.access_count, i.confidence"
+            f"SELECT {ITEM_COLS}, i.event_at, i.access_count, i.confidence, i.ttl_minutes"
             f" FROM {ITEMS} i WHERE i.id IN ({marks}) AND {search.where}",
             [*ids, *search.params],
         )
@@ -496,6 +520,8 @@ class StoreSearch:
         if floor is not None:
             ranked = [r for r in ranked if r.components.semantic >= floor]
         page = ranked[search.offset : search.offset + search.limit]
+        if with_ttl is not None:
+            with_ttl.extend(r.id for r in page if by_id[r.id][9] is not None)
         out: list[SearchItem] = []
         for r in page:
             item = item_from_row(self.dialect, by_id[r.id])
