@@ -1580,7 +1580,10 @@ async def test_thousands_of_concurrent_async_calls_share_batches(
     url = _url(backend, request, tmp_path)
     n = 5_000
     ns = ("bulk",)
-    async with TieredMemoryStore.afrom_url(url, pool_size=2, **_qdrant(backend)) as store:
+    index = default_index()
+    async with TieredMemoryStore.afrom_url(
+        url, index=index, pool_size=2, **_qdrant(backend)
+    ) as store:
         await asyncio.gather(*(store.aput(ns, f"k{i}", {"text": f"item {i}"}) for i in range(n)))
         got = await asyncio.gather(*(store.aget(ns, f"k{i}") for i in range(n)))
         assert [item.value["text"] for item in got if item is not None] == [

@@ -264,8 +264,13 @@ class StoreCore:
         placeholders bound to ``params``; it is trusted SQL written by this package,
         never text from a user.
         """
+        prefix = as_namespace(op.namespace_prefix, field="namespace_prefix")
         search = prepare_search(
-            _with_tuple_namespace(op), self.dialect, statuses=statuses, where=where, params=params
+            op._replace(namespace_prefix=prefix),
+            self.dialect,
+            statuses=statuses,
+            where=where,
+            params=params,
         )
         vector: list[float] = []
         if search.query:

@@ -459,8 +459,7 @@ class TieredMemoryStore(BaseStore):
 
         ``refresh_ttl`` restarts its TTL (default: the config's ``refresh_on_read``, True).
         """
-        result: Item | None = self.batch([self._get_op(namespace, key, refresh_ttl)])[0]
-        return result
+        return cast("Item | None", self.batch([self._get_op(namespace, key, refresh_ttl)])[0])
 
     async def aget(
         self,
@@ -566,10 +565,8 @@ class TieredMemoryStore(BaseStore):
         offset: int = 0,
     ) -> list[tuple[str, ...]]:
         """Namespaces matching a prefix and/or suffix (``*`` matches any one label)."""
-        result: list[tuple[str, ...]] = self.batch(
-            [self._list_op(prefix, suffix, max_depth, limit, offset)]
-        )[0]
-        return result
+        op = self._list_op(prefix, suffix, max_depth, limit, offset)
+        return cast("list[tuple[str, ...]]", self.batch([op])[0])
 
     async def alist_namespaces(
         self,

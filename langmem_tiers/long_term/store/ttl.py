@@ -70,6 +70,11 @@ def check_ttl_config(ttl: TTLConfig | None) -> TTLConfig | None:
     return ttl
 
 
+def _settle(done: concurrent.futures.Future[None]) -> None:
+    if not done.done():
+        done.set_result(None)
+
+
 class TTLSweeper:
     """Runs a sweep every few minutes until stopped; at most one at a time per store.
 
@@ -110,7 +115,7 @@ class TTLSweeper:
         if self._on_loop():
             task = asyncio.get_running_loop().create_task(self._arun(seconds))
             task.set_name("langmem_tiers-ttl-sweeper")
-            task.add_done_callback(lambda _t: done.done() or done.set_result(None))
+            task.add_done_callback(lambda _t: _settle(done))
             self._task = task
         else:
             thread = threading.Thread(
