@@ -2,7 +2,10 @@
 replay, timeline, stats, keys, serve and mcp.
 
 Each opens the store of ``--url``, calls the memory engine (or the key table), prints a
-human table, or JSON with ``--json``.
+human table, or JSON with ``--json``. ``search``, ``stats`` and ``timeline`` also show the
+scope's items that other tools put in namespaces of their own (LangMem's
+``("memories", "<user>")``, a LangGraph node's ``("<user>", "notes")``): every namespace
+that names the scope, besides the engine's ``(<scope>, <kind>)``.
 
 Example:
     $ langmem-tiers search "launch date" --scope demo-1a2b3c4d --kind semantic
@@ -56,8 +59,61 @@ def _memory_line(memory: Any) -> str:
     )
 
 
+def _other_namespaces(
+    engine: Any, scope: str | None, kinds: list[str] | None = None
+) -> list[tuple[str, ...]]:
+    """Namespaces naming ``scope`` (any with no scope) that are not the engine's own.
+
+    With ``kinds``, only namespaces ending in one of them.
+    """
+    from langmem_tiers.long_term.store.scope import (
+        MEMORY_KINDS,
+        encode_label,
+        parse_memory_namespace,
+    )
+
+    label = None if scope is None else encode_label(scope)
+    own = set() if label is None else {(label, kind) for kind in MEMORY_KINDS}
+    found = []
+    for namespace in engine.store.list_namespaces(limit=100_000):
+        if namespace in own or (label is not None and label not in namespace):
+            continue
+        if label is None and len(namespace) == 2 and parse_memory_namespace(namespace).kind:
+            continue  # an engine scope's own namespace
+        if kinds and namespace[-1] not in kinds:
+            continue
+        found.append(namespace)
+    return sorted(found)
+
+
+def _all_items(store: Any, namespace: tuple[str, ...]) -> list[Any]:
+    items: list[Any] = []
+    while True:
+        page = store.search(namespace, limit=1000, offset=len(items))
+        items.extend(i for i in page if tuple(i.namespace) == namespace)
+        if len(page) < 1000:
+            return items
+
+
+def _document(item: Any) -> dict[str, Any]:
+    return {
+        "namespace": list(item.namespace),
+        "key": item.key,
+        "value": item.value,
+        "score": float(item.score or 0.0),
+        "scores": dict(getattr(item, "scores", {}) or {}),
+    }
+
+
 def search(args: argparse.Namespace) -> int:
-    """``search QUERY --scope ID [--kind K] [--min-score S]``: hybrid-ranked, with components."""
+    """``search QUERY --scope ID [--kind K] [--min-score S]``: hybrid-ranked, with components.
+
+    Items of other namespaces naming the scope (see the module docstring) follow the
+    engine's memories, ranked among themselves (scores of separate searches are not
+    comparable).
+    """
+    from langmem_tiers.long_term.store.records import memory_text
+
     with _engine(args) as engine:
         found = engine.retrieve(
             args.scope,
@@ -67,14 +123,26 @@ def search(args: argparse.Namespace) -> int:
             include_inactive=args.all,
             min_score=getattr(args, "min_score", None),
         )
+        documents: list[Any] = []
+        for namespace in _other_namespaces(engine, args.scope, args.kind):
+            documents.extend(engine.store.search(namespace, query=args.query, limit=args.limit))
+        documents.sort(key=lambda item: -float(item.score or 0.0))
+        documents = documents[: args.limit]
         if args.json:
-            print_json([plain(item) for item in found])
+            print_json([plain(item) for item in found] + [_document(d) for d in documents])
             return 0
-        if not found:
+        if not found and not documents:
             print(f"nothing found in scope {args.scope!r}")
         for item in found:
             parts = " ".join(f"{k[:4]}={v:.2f}" for k, v in item.scores.items())
             print(f"{item.score:.3f}  [{parts}]  {_memory_line(item)}")
+        if documents:
+            print(f"in other namespaces of {args.scope!r}:")
+        for doc in documents:
+            parts = " ".join(f"{k[:4]}={v:.2f}" for k, v in (doc.scores or {}).items())
+            text = _clip(memory_text(doc.value) or doc.value)
+            where = f"{'/'.join(doc.namespace)}/{doc.key}"
+            print(f"{float(doc.score or 0.0):.3f}  [{parts}]  {where}  {text}")
     return 0
 
 
@@ -179,11 +247,32 @@ def replay(args: argparse.Namespace) -> int:
 
 
 def timeline(args: argparse.Namespace) -> int:
-    """``timeline --scope ID``: the events of a scope, in order."""
+    """``timeline --scope ID``: the events of a scope (and of its other namespaces), in order."""
+    from langmem_tiers.long_term.engine.replay import timeline_flow
+    from langmem_tiers.long_term.store.records import join_namespace
+
     with _engine(args) as engine:
-        events = engine.timeline(
-            args.scope, since=args.since, until=args.until, types=args.types, limit=args.limit
+        events = list(
+            engine.timeline(
+                args.scope, since=args.since, until=args.until, types=args.types, limit=args.limit
+            )
         )
+        for namespace in _other_namespaces(engine, args.scope):
+            events.extend(
+                engine.store.db.run(
+                    timeline_flow(
+                        engine.store.core.dialect,
+                        join_namespace(namespace),
+                        since=args.since,
+                        until=args.until,
+                        types=args.types,
+                        memory_id=None,
+                        limit=args.limit,
+                        memories_only=False,
+                    )
+                )
+            )
+    events = sorted(events, key=lambda e: e.seq)[: args.limit]
     rows = [plain(e) for e in events]
     if args.json:
         print_json(rows)
@@ -201,9 +290,17 @@ def timeline(args: argparse.Namespace) -> int:
 
 
 def stats(args: argparse.Namespace) -> int:
-    """``stats [--scope ID]``: counts of memories by kind and status."""
+    """``stats [--scope ID]``: counts of memories by kind and status.
+
+    ``other_namespaces`` counts the items of namespaces that name the scope but are not
+    the engine's own (every such namespace without ``--scope``).
+    """
     with _engine(args) as engine:
         data = plain(engine.stats(args.scope))
+        data["other_namespaces"] = {
+            "/".join(namespace): len(_all_items(engine.store, namespace))
+            for namespace in _other_namespaces(engine, args.scope)
+        }
     if args.json:
         print_json(data)
         return 0

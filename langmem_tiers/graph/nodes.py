@@ -19,7 +19,10 @@ operation              does
 ``consolidate``        the preset's consolidation: long-term memory first, then removal
 =====================  ===================================================================
 
-Long-term memory failures never stop a turn: ``load`` and ``save`` log them and report
+Memories are written through :meth:`ChatMemory.writer`: the memory engine's write
+pipeline with the package's store, so a fact that contradicts an older one supersedes it
+(the old one is ``superseded``, with ``valid_until``, and leaves searches). Long-term
+memory failures never stop a turn: ``load`` and ``save`` log them and report
 them in ``errors``; short-term memory still gets the messages. Memories written:
 
 - ``(user, "semantic")``, ``fact:<session>:<message id>``: ``{"content"`` (the message's
@@ -64,6 +67,7 @@ from langmem_tiers.short_term.policies import ConsolidationPlan, TokenCosts, Win
 from langmem_tiers.short_term.presets import Preset, build_policy, get_preset, open_log
 from langmem_tiers.short_term.records import MessageRecord
 from langmem_tiers.short_term.sql_log import SqlMessageLog
+from langmem_tiers.short_term.writer import MemoryWriter, memory_writer
 from langmem_tiers.tiers import OfflineSummarizer, OfflineTierer, parse_tier1
 from langmem_tiers.tiers.base import MessageTiers, Summarizer, Tierer
 from langmem_tiers.tiers.tokens import TokenCounter
@@ -358,6 +362,7 @@ class ChatMemory:
         self.summarizer = summarizer if summarizer is not None else OfflineSummarizer()
         self.token_counter = token_counter
         self.recent_raw = recent_raw
+        self._writer: tuple[BaseStore, MemoryWriter] | None = None
 
     def _default_log(self, directory: str | None) -> MessageLog:
         conn = getattr(self._store, "conn", None)
@@ -390,6 +395,18 @@ class ChatMemory:
             )
         return found
 
+    def writer(self) -> MemoryWriter:
+        """How memories are written: the engine's write pipeline for the package's store.
+
+        Every memory the graph writes (the user's facts and preferences, summaries and
+        archived messages) goes through it, so a fact that contradicts an older one
+        supersedes it.
+        """
+        store = self.store()
+        if self._writer is None or self._writer[0] is not store:
+            self._writer = (store, memory_writer(store))
+        return self._writer[1]
+
     def memory(self, session_id: str, user_id: str | None = None) -> ShortTermMemory:
         """The short-term memory of a session (cheap: the log holds the messages)."""
         return self._memory(session_id, user_id, deferred=False)
@@ -408,6 +425,7 @@ class ChatMemory:
             view=self.preset.view,
             token_counter=self.token_counter,
             recent_raw=self.recent_raw,
+            writer=self.writer(),
         )
 
     # -- flows -----------------------------------------------------------------------------
@@ -616,7 +634,8 @@ class ChatMemory:
                     index=["content"],
                 )
             )
-        yield Call(store.batch, store.abatch, (puts,))
+        writer = self.writer()
+        yield Call(writer.write_many, writer.awrite_many, (puts,))
         return None
 
     # -- sync and async methods ------------------------------------------------------------

@@ -19,7 +19,9 @@ the layout the tiered chat graph gives them (see :mod:`~langmem_tiers.graph.prom
 4. When **nothing** shares a word, it asks to search the archive,
    ``[SEARCH_EPISODIC: <question>]`` (a ``search_episodic`` tool call), unless a search
    was already done this turn; then it says it does not know.
-5. Otherwise it answers with the best one or two pieces, as written.
+5. Otherwise it answers with the best one or two pieces, as written. Among pieces that
+   share as many words, a "when" question prefers those that name a time (a date, a
+   weekday, a clock time) and a "how many / how much" question those with a number.
 
 Example:
     >>> from langchain_core.messages import HumanMessage, SystemMessage
@@ -93,6 +95,27 @@ _QUESTION_STARTS = _word_set(
     """what when where who whom whose which why how do does did is are was were can could
     should would will have has tell remind"""
 )
+
+
+_TIME = re.compile(
+    r"\b(?:January|February|March|April|May|June|July|August|September|October|November|"
+    r"December|Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday|Mondays|Tuesdays|"
+    r"Wednesdays|Thursdays|Fridays|Saturdays|Sundays|today|tomorrow|yesterday|tonight|"
+    r"\d{1,2}:\d{2}|\d{4}-\d{2}-\d{2}|(?:19|20)\d{2})\b"
+)
+_NUMBER = re.compile(r"\d")
+
+
+def _answer_shape(question: str) -> re.Pattern[str] | None:
+    """What the answer to ``question`` names: a time, a number, or nothing in particular."""
+    lowered = " ".join(_WORD.findall(question.lower()))
+    if lowered.startswith("when ") or any(
+        cue in lowered for cue in ("what time", "what date", "which day", "what day")
+    ):
+        return _TIME
+    if "how many" in lowered or "how much" in lowered:
+        return _NUMBER
+    return None
 
 
 @lru_cache(maxsize=1)
@@ -257,7 +280,13 @@ class OfflineChatModel(BaseChatModel):
         if not _is_question(reading.question):
             return AIMessage(_acknowledge(reading.question))
         terms = _terms(reading.question, _QUESTION_WORDS)
-        scored = [(len(terms & _terms(e.text)), e) for e in reading.evidence]
+        shape = _answer_shape(reading.question)
+        scored: list[tuple[float, Evidence]] = []
+        for e in reading.evidence:
+            shared = len(terms & _terms(e.text))
+            # A tie is broken by the kind of answer asked for, never a missing word.
+            fits = shared > 0 and shape is not None and shape.search(e.text) is not None
+            scored.append((shared + (0.5 if fits else 0.0), e))
         best = max((score for score, _ in scored), default=0)
         if best == 0:
             if reading.searched:

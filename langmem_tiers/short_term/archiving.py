@@ -16,6 +16,10 @@ Each step is idempotent, so a retry after any failure converges on one copy:
 If the summariser, the store (or its embedder) or the log fails, nothing was removed: the
 window is exactly as it was and the next add tries again.
 
+Memories are written with a :class:`~langmem_tiers.short_term.effects.WriteCall`: through
+the memory engine's write pipeline with the package's store (a user fact that contradicts
+an older one supersedes it), as plain puts with any other ``BaseStore``.
+
 Memories written (``scope`` is the user or the session, see ``namespace_for``):
 
 - ``(scope, "semantic")``, ``summary:...``: ``{"content", "key_concepts", "session_id",
@@ -36,7 +40,7 @@ from langgraph.store.base import GetOp, Item, PutOp
 
 from langmem_tiers.errors import ModelError
 from langmem_tiers.long_term.store.scope import namespace_for
-from langmem_tiers.short_term.effects import Flow, LogCall, StoreCall, SummarizeCall
+from langmem_tiers.short_term.effects import Flow, LogCall, StoreCall, SummarizeCall, WriteCall
 from langmem_tiers.short_term.log import RemoveOp
 from langmem_tiers.short_term.policies import ConsolidationPlan
 from langmem_tiers.short_term.records import MessageRecord
@@ -131,7 +135,7 @@ def persist_flow(plan: ConsolidationPlan, *, session_id: str, scope: Scope) -> F
             return False  # persisted by an attempt that failed before removing
         raw = yield SummarizeCall(tuple(r.to_message() for r in plan.records))
         value = summary_value(session_id, plan, _checked_summary(raw))
-        yield StoreCall((PutOp(namespace, key, value, index=INDEX_FIELDS),))
+        yield WriteCall((PutOp(namespace, key, value, index=INDEX_FIELDS),))
         return True
     namespace = namespace_for(scope, "episodic")
     keys = [episode_key(session_id, r.id) for r in plan.records]
@@ -142,7 +146,7 @@ def persist_flow(plan: ConsolidationPlan, *, session_id: str, scope: Scope) -> F
         if item is None
     )
     if puts:
-        yield StoreCall(puts)
+        yield WriteCall(puts)
     return bool(puts)
 
 
@@ -211,5 +215,5 @@ def facts_flow(records: Sequence[MessageRecord], *, session_id: str, scope: Scop
         if r.role == "human" and r.tier1
     )
     if puts:
-        yield StoreCall(puts)
+        yield WriteCall(puts)
     return len(puts)

@@ -21,11 +21,12 @@ from collections.abc import Generator
 from typing import Any, NamedTuple, TypeVar
 
 from langchain_core.messages import BaseMessage
-from langgraph.store.base import BaseStore, Op
+from langgraph.store.base import BaseStore, Op, PutOp
 
 from langmem_tiers.effects import adrive, drive
 from langmem_tiers.errors import ConfigurationError
 from langmem_tiers.short_term.log import LogOp, MessageLog
+from langmem_tiers.short_term.writer import MemoryWriter, StorePuts
 from langmem_tiers.tiers.base import Summarizer, Tierer
 
 __all__ = [
@@ -36,6 +37,7 @@ __all__ = [
     "StoreCall",
     "SummarizeCall",
     "TierCall",
+    "WriteCall",
     "run_async",
     "run_sync",
 ]
@@ -56,6 +58,13 @@ class StoreCall(NamedTuple):
     ops: tuple[Op, ...]
 
 
+class WriteCall(NamedTuple):
+    """Write memories through the runtime's :class:`~langmem_tiers.short_term.writer.MemoryWriter`
+    (the engine's pipeline); receives one result per write."""
+
+    ops: tuple[PutOp, ...]
+
+
 class TierCall(NamedTuple):
     """Make tiers 1 and 2 of messages; receives a list of ``MessageTiers``."""
 
@@ -68,7 +77,7 @@ class SummarizeCall(NamedTuple):
     messages: tuple[BaseMessage, ...]
 
 
-Effect = LogCall | StoreCall | TierCall | SummarizeCall
+Effect = LogCall | StoreCall | WriteCall | TierCall | SummarizeCall
 """Any I/O a flow can ask for."""
 
 Flow = Generator[Effect, Any, T]
@@ -82,6 +91,8 @@ class Runtime(NamedTuple):
     store: BaseStore | None
     tierer: Tierer | None
     summarizer: Summarizer | None
+    writer: MemoryWriter | None = None
+    """Where memories are written (``None``: puts into ``store``)."""
 
 
 def _missing(what: str) -> ConfigurationError:
@@ -94,6 +105,13 @@ def _needs(what: str, value: _T | None) -> _T:
     return value
 
 
+def _write(runtime: Runtime) -> MemoryWriter:
+    # Without a writer (a runtime built by hand), memories are plain puts into the store.
+    return (
+        runtime.writer if runtime.writer is not None else StorePuts(_needs("store", runtime.store))
+    )
+
+
 def run_sync(flow: Flow[T], runtime: Runtime) -> T:
     """Drive ``flow`` to its end with the sync APIs; answers what it returns."""
     return drive(
@@ -101,6 +119,7 @@ def run_sync(flow: Flow[T], runtime: Runtime) -> T:
         {
             LogCall: lambda e: runtime.log.batch(e.ops),
             StoreCall: lambda e: _needs("store", runtime.store).batch(e.ops),
+            WriteCall: lambda e: _write(runtime).write_many(e.ops),
             TierCall: lambda e: _needs("tierer", runtime.tierer).tier(e.messages),
             SummarizeCall: lambda e: _needs("summarizer", runtime.summarizer).summarize(e.messages),
         },
@@ -114,6 +133,7 @@ async def run_async(flow: Flow[T], runtime: Runtime) -> T:
         {
             LogCall: lambda e: runtime.log.abatch(e.ops),
             StoreCall: lambda e: _needs("store", runtime.store).abatch(e.ops),
+            WriteCall: lambda e: _write(runtime).awrite_many(e.ops),
             TierCall: lambda e: _needs("tierer", runtime.tierer).atier(e.messages),
             SummarizeCall: lambda e: _needs("summarizer", runtime.summarizer).asummarize(
                 e.messages

@@ -84,6 +84,7 @@ from langmem_tiers.short_term.records import (
     validate_level,
     validate_session_id,
 )
+from langmem_tiers.short_term.writer import MemoryWriter, memory_writer
 from langmem_tiers.tiers.base import MessageTiers, Summarizer, Tierer
 from langmem_tiers.tiers.tokens import TokenCounter
 
@@ -164,6 +165,9 @@ class ShortTermMemory:
         view: ``tiered`` or ``raw``.
         token_counter: counts tokens of a text (default: four characters a token).
         recent_raw: the newest messages always shown raw.
+        writer: where memories are written; default ``memory_writer(store)`` (see
+            :mod:`~langmem_tiers.short_term.writer`): the engine's write pipeline for the
+            package's store, plain puts for another ``BaseStore``.
     """
 
     def __init__(
@@ -181,6 +185,7 @@ class ShortTermMemory:
         view: ViewMode = "tiered",
         token_counter: TokenCounter | None = None,
         recent_raw: int = 2,
+        writer: MemoryWriter | None = None,
     ) -> None:
         self.session_id = validate_session_id(session_id)
         self.user_id = None if user_id is None else validate_session_id(user_id, "user_id")
@@ -221,7 +226,10 @@ class ShortTermMemory:
         # A consolidation may have been persisted and not removed by an earlier process:
         # probe once before the first consolidation, and again after any failure.
         self._needs_recovery = True
-        self._runtime = Runtime(log, store, tierer, summarizer)
+        if writer is None and store is not None:
+            writer = memory_writer(store)
+        self.writer = writer
+        self._runtime = Runtime(log, store, tierer, summarizer, writer)
 
     # -- public API -------------------------------------------------------------------
 

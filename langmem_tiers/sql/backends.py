@@ -115,6 +115,23 @@ class ConnectionOwner:
         return self._async_lock
 
 
+# qdrant-client's local mode (an in-process index) is not safe to call from several
+# threads at once: concurrent upserts fail with an IndexError. Its calls are serialised
+# per client; a server client is called freely.
+_LOCAL_QDRANT_LOCKS: weakref.WeakKeyDictionary[Any, threading.Lock] = weakref.WeakKeyDictionary()
+_LOCKS_GUARD = threading.Lock()
+
+
+def _call_qdrant(client: Any, request: QdrantCall) -> Any:
+    method = getattr(client, request.method)
+    if type(getattr(client, "_client", None)).__name__ != "QdrantLocal":
+        return method(**request.kwargs)
+    with _LOCKS_GUARD:
+        lock = _LOCAL_QDRANT_LOCKS.setdefault(client, threading.Lock())
+    with lock:
+        return method(**request.kwargs)
+
+
 class _SharedIO:
     def __init__(self, embeddings: Embeddings | None, qdrant: Any | None) -> None:
         self.embeddings = embeddings
@@ -130,7 +147,7 @@ class _SharedIO:
     def qdrant(self, request: QdrantCall) -> Any:
         if self.qdrant_client is None:
             raise RuntimeError("no Qdrant client configured")
-        return getattr(self.qdrant_client, request.method)(**request.kwargs)
+        return _call_qdrant(self.qdrant_client, request)
 
 
 class SqliteIO(_SharedIO):
@@ -296,7 +313,7 @@ class _AsyncShared:
         if asyncio.iscoroutinefunction(method):
             return await method(**request.kwargs)
         # A sync client (qdrant-client's local mode is one): keep the loop free.
-        return await asyncio.to_thread(method, **request.kwargs)
+        return await asyncio.to_thread(_call_qdrant, self.qdrant_client, request)
 
 
 class _AsyncPgConnIO(_AsyncShared):

@@ -161,3 +161,40 @@ def test_demo_with_an_unknown_model_provider_fails_in_one_line(
     assert err.startswith("langmem-tiers: error: ")
     assert err.count("\n") == 1
     assert "nosuchprovider:model-x" in err
+
+
+def test_the_moved_launch_date_is_the_one_answered(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The conversation moves the launch from April 20 to May 4: every later answer says May 4.
+
+    The chat graph's save node writes through the engine's pipeline, so the April 20 fact
+    is superseded (it leaves the user's context) when the move is said.
+    """
+    url = f"sqlite:///{tmp_path / 'demo.db'}"
+    assert main(["demo", "--url", url]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    answers = {  # question -> the answer as printed, without the demo's own verdict
+        line.split("Q: ", 1)[1]: lines[i + 1].split("A: ", 1)[1].rsplit("  [", 1)[0]
+        for i, line in enumerate(lines)
+        if "Q: When is the launch" in line
+    }
+    assert set(answers) == {
+        "When is the launch date?",
+        "When is the launch now?",
+        "When is the launch?",
+    }
+    for question in ("When is the launch now?", "When is the launch?"):
+        assert "May 4" in answers[question]
+        assert "The launch date is April 20" not in answers[question]
+    with TieredMemoryStore.from_url(url) as store:
+        from langmem_tiers.long_term.engine.engine import MemoryEngine
+
+        engine = MemoryEngine(store)
+        (label,) = {ns[0] for ns in store.list_namespaces(max_depth=1)}
+        old = [
+            m
+            for m in engine.memories(decode_label(label), kinds="semantic", statuses=None)
+            if m.content.startswith("The launch date is April 20")
+        ]
+        assert [(m.status, m.valid_until is not None) for m in old] == [("superseded", True)]

@@ -154,3 +154,31 @@ def test_stats(url: str, seeded: dict[str, Any], capsys: pytest.CaptureFixture[s
 
 def test_engine_commands_refuse_bad_input(url: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert "scope" in _error(capsys, ["search", "x", "--scope", "", "--url", url])
+
+
+def test_search_stats_and_timeline_see_other_namespaces_of_the_scope(
+    url: str, seeded: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """What LangMem (``("memories", user)``) or a graph node put elsewhere is shown too."""
+    with TieredMemoryStore.from_url(url) as store:
+        store.put(
+            ("memories", "agent-a"),
+            "m1",
+            {"kind": "Memory", "content": {"content": "Alice collects jazz records"}},
+        )
+        store.put(("agent-b", "notes"), "n1", {"text": "Bob's note"})
+    hits = _json(capsys, ["search", "jazz records", "--scope", "agent-a", "--url", url, "--json"])
+    assert hits[-1]["namespace"] == ["memories", "agent-a"]
+    assert hits[-1]["value"]["content"] == {"content": "Alice collects jazz records"}
+    assert main(["search", "jazz records", "--scope", "agent-a", "--url", url]) == 0
+    assert "memories/agent-a/m1  Alice collects jazz records" in capsys.readouterr().out
+
+    stats = _json(capsys, ["stats", "--scope", "agent-a", "--url", url, "--json"])
+    assert stats["other_namespaces"] == {"memories/agent-a": 1}
+    everything = _json(capsys, ["stats", "--url", url, "--json"])
+    assert everything["other_namespaces"] == {"agent-b/notes": 1, "memories/agent-a": 1}
+
+    events = _json(capsys, ["timeline", "--scope", "agent-a", "--url", url, "--json"])
+    assert events[-1]["key"] == "m1"
+    assert events[-1]["type"] == "memory.created"
+    assert [e["seq"] for e in events] == sorted(e["seq"] for e in events)

@@ -1,18 +1,19 @@
-"""Episodic -> semantic consolidation: the graph, the function, idempotence, failures."""
+"""Episodic -> semantic consolidation: the graph and the function run the engine's one."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
 from langchain_core.messages import BaseMessage
 from langgraph.graph import END, START
-from langgraph.store.base import BaseStore, Op, PutOp, Result
+from langgraph.store.base import BaseStore
+from langgraph.store.memory import InMemoryStore
 
 from langmem_tiers import TieredMemoryStore, namespace_for
 from langmem_tiers.config import Settings
-from langmem_tiers.errors import BackendError, InvalidNamespaceError
+from langmem_tiers.errors import ConfigurationError, InvalidNamespaceError
 from langmem_tiers.graph import (
     ChatMemory,
     aconsolidate_episodes,
@@ -20,7 +21,8 @@ from langmem_tiers.graph import (
     build_tiered_chat_graph,
     consolidate_episodes,
 )
-from langmem_tiers.graph.consolidation_graph import SUMMARY_CATEGORY, consolidation_key
+from langmem_tiers.graph.consolidation_graph import SUMMARY_CATEGORY
+from langmem_tiers.long_term.engine.engine import MemoryEngine
 from langmem_tiers.tiers.base import Summary
 
 from .fakes import CountingSummarizer, PromptRecorder, run_turn, scripted
@@ -32,7 +34,7 @@ EPISODES = {
 
 
 def _put_episodes(store: BaseStore, scope: str = "u1") -> None:
-    for session_id, texts in EPISODES.items():
+    for n, (session_id, texts) in enumerate(EPISODES.items()):
         for i, text in enumerate(texts, start=1):
             store.put(
                 namespace_for(scope, "episodic"),
@@ -42,7 +44,7 @@ def _put_episodes(store: BaseStore, scope: str = "u1") -> None:
                     "session_id": session_id,
                     "message_id": f"m{i}",
                     "actor": "human" if i % 2 else "ai",
-                    "event_timestamp": f"2026-01-0{i}T10:00:00+00:00",
+                    "event_timestamp": f"2026-01-0{2 * n + i}T10:00:00+00:00",
                 },
             )
 
@@ -51,28 +53,6 @@ async def _consolidate(store: BaseStore, mode: str, **kwargs: Any) -> Any:
     if mode == "async":
         return await aconsolidate_episodes(store, "u1", **kwargs)
     return consolidate_episodes(store, "u1", **kwargs)
-
-
-class FailingMarks(BaseStore):
-    """Fails the next ``times`` batches that put episodic memories (the marking step)."""
-
-    def __init__(self, inner: BaseStore, times: int = 1) -> None:
-        self.inner = inner
-        self.times = times
-
-    def _check(self, ops: Iterable[Op]) -> list[Op]:
-        ops = list(ops)
-        marks = any(isinstance(op, PutOp) and op.namespace[-1] == "episodic" for op in ops)
-        if marks and self.times > 0:
-            self.times -= 1
-            raise BackendError("crash between the summary and the marks")
-        return ops
-
-    def batch(self, ops: Iterable[Op]) -> list[Result]:
-        return self.inner.batch(self._check(ops))
-
-    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        return await self.inner.abatch(self._check(ops))
 
 
 class PickySummarizer(CountingSummarizer):
@@ -87,19 +67,12 @@ class PickySummarizer(CountingSummarizer):
 
 def test_graph_shape(store: TieredMemoryStore) -> None:
     drawn = build_consolidation_graph(store).get_graph()
-    assert set(drawn.nodes) == {
-        START,
-        "select_episodes",
-        "summarize_sessions",
-        "mark_consolidated",
-        END,
-    }
+    assert set(drawn.nodes) == {START, "select_episodes", "consolidate_episodes", END}
     assert {(e.source, e.target) for e in drawn.edges} == {
         (START, "select_episodes"),
-        ("select_episodes", "summarize_sessions"),
+        ("select_episodes", "consolidate_episodes"),
         ("select_episodes", END),
-        ("summarize_sessions", "mark_consolidated"),
-        ("mark_consolidated", END),
+        ("consolidate_episodes", END),
     }
 
 
@@ -110,30 +83,44 @@ async def test_consolidates_each_session_once(store: TieredMemoryStore, mode: st
     assert report.episodes == 4
     assert report.marked == 4
     assert report.errors == []
-    assert sorted(report.summaries) == sorted(
-        [
-            consolidation_key("s1", ["episode:s1:m1", "episode:s1:m2"]),
-            consolidation_key("s2", ["episode:s2:m1", "episode:s2:m2"]),
-        ]
-    )
-    s1 = store.get(
-        namespace_for("u1", "semantic"), consolidation_key("s1", ["episode:s1:m1", "episode:s1:m2"])
-    )
-    assert s1 is not None
-    assert s1.value["content"] == "Summary of 2 episodes: We fly to; Great, the flight"
-    assert s1.value["category"] == SUMMARY_CATEGORY
-    assert s1.value["session_id"] == "s1"
-    assert s1.value["source_episodic_ids"] == ["episode:s1:m1", "episode:s1:m2"]
+    assert len(report.summaries) == 2
+    engine = MemoryEngine(store)
+    by_session = {}
+    for memory_id in report.summaries:
+        memory = engine.get("u1", memory_id)
+        assert memory is not None
+        by_session[memory.value["session_id"]] = memory
+    s1 = by_session["s1"]
+    assert s1.content == "Summary of 2 episodes: We fly to; Great, the flight"
+    assert s1.category == SUMMARY_CATEGORY
     assert s1.value["source_message_ids"] == ["m1", "m2"]
+    ids = [engine.memories("u1", kinds="episodic")[i].id for i in range(4)]
+    assert sorted(
+        s1.value["source_episodic_ids"] + by_session["s2"].value["source_episodic_ids"]
+    ) == sorted(ids)
+    assert [v.reason for v in engine.evolution("u1", s1.id)] == ["consolidated from episodes"]
     episode = store.get(namespace_for("u1", "episodic"), "episode:s1:m1")
     assert episode is not None
-    assert episode.value["consolidated_into_id"] == s1.key
+    assert episode.value["consolidated_into_id"] == s1.id
     assert episode.value["content"] == "We fly to Oslo on Friday."  # the event itself is kept
 
     again = await _consolidate(store, mode, summarizer=summarizer, force=True)
     assert (again.episodes, again.summaries, again.marked) == (0, [], 0)
     assert again.skipped == "no unconsolidated episodes"
     assert summarizer.calls == 2
+
+
+async def test_the_cli_engine_and_graph_share_one_consolidation(store: TieredMemoryStore) -> None:
+    """What the graph consolidated, the engine (CLI, HTTP) finds done, and the reverse."""
+    _put_episodes(store)
+    _put_episodes(store, scope="u2")
+    engine = MemoryEngine(store, summarizer=CountingSummarizer())
+    done = engine.consolidate("u1")
+    assert done.episodes == 4
+    assert consolidate_episodes(store, "u1", force=True).skipped == "no unconsolidated episodes"
+    report = consolidate_episodes(store, "u2", force=True)
+    assert report.marked == 4
+    assert engine.consolidate("u2").episodes == 0
 
 
 async def test_below_the_threshold_nothing_happens(store: TieredMemoryStore, mode: str) -> None:
@@ -147,39 +134,18 @@ async def test_below_the_threshold_nothing_happens(store: TieredMemoryStore, mod
     assert store.search(namespace_for("u1", "semantic")) == []
 
 
-async def test_a_crash_before_marking_does_not_summarise_twice(
-    store: TieredMemoryStore, mode: str
-) -> None:
-    _put_episodes(store)
-    summarizer = CountingSummarizer()
-    flaky = FailingMarks(store)
-    first = await _consolidate(flaky, mode, summarizer=summarizer, force=True)
-    assert first.marked == 0
-    assert first.errors == [
-        "marking episodes: BackendError: crash between the summary and the marks"
-    ]
-    assert len(first.summaries) == 2  # stored before the crash
-    second = await _consolidate(flaky, mode, summarizer=summarizer, force=True)
-    assert summarizer.calls == 2  # not summarised again
-    assert sorted(second.reused) == sorted(first.summaries)
-    assert second.summaries == []
-    assert second.marked == 4
-    assert len(store.search(namespace_for("u1", "semantic"), limit=50)) == 2
-
-
-async def test_a_failing_session_waits_for_the_next_run(
-    store: TieredMemoryStore, mode: str
-) -> None:
+async def test_a_failing_group_waits_for_the_next_run(store: TieredMemoryStore, mode: str) -> None:
     _put_episodes(store)
     report = await _consolidate(store, mode, summarizer=PickySummarizer(), force=True)
-    assert report.errors == ["session s2: RuntimeError: cannot summarise this one"]
-    assert report.marked == 2
+    assert report.errors == ["RuntimeError: cannot summarise this one"]
+    assert report.marked == 2  # s1, summarised before s2 failed, stays done
     s2 = store.get(namespace_for("u1", "episodic"), "episode:s2:m1")
     assert s2 is not None
     assert "consolidated_into_id" not in s2.value
     retry = await _consolidate(store, mode, summarizer=CountingSummarizer(), force=True)
     assert retry.episodes == 2
     assert retry.marked == 2
+    assert len(store.search(namespace_for("u1", "semantic"), limit=50)) == 2
 
 
 async def test_the_graph_runs_the_same_steps(store: TieredMemoryStore, runner: str) -> None:
@@ -201,6 +167,11 @@ async def test_the_graph_runs_the_same_steps(store: TieredMemoryStore, runner: s
     nothing = graph.invoke(payload)
     assert nothing["skipped"] == "no unconsolidated episodes"
     assert nothing["marked"] == 0
+
+
+def test_a_plain_store_is_refused(store: TieredMemoryStore) -> None:
+    with pytest.raises(ConfigurationError, match="TieredMemoryStore"):
+        consolidate_episodes(InMemoryStore(), "u1", force=True)
 
 
 def test_scopes_are_isolated(store: TieredMemoryStore) -> None:

@@ -14,7 +14,9 @@ import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from langchain_core.messages import ToolMessage
+import pytest
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, ToolCall, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.store.base import BaseStore, SearchItem
 
@@ -23,6 +25,7 @@ with warnings.catch_warnings():
     warnings.filterwarnings("ignore", category=DeprecationWarning, module="trustcall")
     from langmem import (  # type: ignore[import-untyped]  # no py.typed
         create_manage_memory_tool,
+        create_memory_store_manager,
         create_search_memory_tool,
     )
 
@@ -153,3 +156,69 @@ async def test_search_tool_artifact_carries_search_items(
     assert isinstance(message.artifact[0], SearchItem)
     assert message.artifact[0].key == memory_id
     assert json.loads(str(message.content))[0]["key"] == memory_id
+
+
+# -- LangMem's memory store manager, driven by a scripted model ---------------------------
+class ScriptedToolModel(GenericFakeChatModel):
+    """Answers each call with the next scripted message; accepts ``bind_tools``."""
+
+    disable_streaming: bool = True  # GenericFakeChatModel's stream drops tool calls
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+        return self
+
+
+def memory_calls(*texts: str) -> AIMessage:
+    """What a model answers LangMem's manager to record memories: one ``Memory`` call each."""
+    return AIMessage(
+        "",
+        tool_calls=[
+            ToolCall(name="Memory", args={"content": text}, id=f"call_{i}")
+            for i, text in enumerate(texts)
+        ],
+    )
+
+
+@pytest.mark.parametrize(
+    "template",
+    [("memories", "{langgraph_user_id}"), ("{langgraph_user_id}", "semantic")],
+    ids=["plain", "semantic"],
+)
+def test_memory_store_manager_stores_every_memory(
+    store: BaseStore, template: tuple[str, ...]
+) -> None:
+    """Every memory the manager extracts lands, in a plain namespace and in a kind one.
+
+    LangMem puts ``{"kind": "Memory", "content": {"content": ...}}`` from a thread pool
+    and never looks at the result: a store that refuses the value loses it silently.
+    """
+    model = ScriptedToolModel(
+        messages=iter(
+            [
+                memory_calls("User likes tea", "User lives in Lisbon"),
+                memory_calls("User plays jazz music"),
+            ]
+        )
+    )
+    manager = create_memory_store_manager(model, namespace=template, store=store)
+    config = config_for("alice")
+    first = manager.invoke(
+        {"messages": [{"role": "user", "content": "I like tea and I live in Lisbon."}]},
+        config=config,
+    )
+    second = manager.invoke(
+        {"messages": [{"role": "user", "content": "I play jazz on weekends."}]}, config=config
+    )
+    assert len(first) + len(second) == 3
+    namespace = tuple(p.replace("{langgraph_user_id}", "alice") for p in template)
+    stored = store.search(namespace, limit=10)
+    assert sorted(i.value["content"]["content"] for i in stored) == [
+        "User likes tea",
+        "User lives in Lisbon",
+        "User plays jazz music",
+    ]
+    assert all(i.value["kind"] == "Memory" for i in stored)  # kept as given
+
+    search_tool = create_search_memory_tool(namespace=template, store=store)
+    found = json.loads(search_tool.invoke({"query": "jazz music"}, config=config))
+    assert found[0]["value"]["content"] == {"content": "User plays jazz music"}

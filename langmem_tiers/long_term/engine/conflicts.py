@@ -9,7 +9,9 @@ contradicts each of them. :class:`RuleContradictionChecker` needs no model: it f
 * different numbers for the same attribute ("Jo is 30 years old" / "... 31 years old",
   "the budget is $5,000" / "the budget is now $7,000");
 * the same subject and attribute with another value ("Jo lives in Berlin" / "Jo lives
-  in Paris", "my favourite colour is blue" / "... is green").
+  in Paris", "my favourite colour is blue" / "... is green");
+* a change from the old value ("the launch is April 20" / "the launch moves from
+  April 20 to May 4").
 
 :class:`LLMContradictionChecker` asks a chat model (prompt :data:`CONTRADICTION_PROMPT`)
 and falls back to the rules when the model fails or answers out of format.
@@ -204,6 +206,36 @@ _NUMBER_NAMES = (
 _NUMBER_WORDS = {w: str(i) for i, w in enumerate(_NUMBER_NAMES)}
 
 
+# "<subject> moves from <old value> to <new value>": the old value no longer holds.
+_CHANGE = re.compile(
+    r"\b(?:mov(?:e|es|ed|ing)|chang(?:e|es|ed|ing)|postpon\w*|reschedul\w*|shift\w*|"
+    r"push(?:ed|es)?|delay\w*|switch\w*|bump\w*|upgrad\w*|downgrad\w*|"
+    r"went|goes|go(?:ne)?|rais\w*|lower\w*|cut|increas\w*|decreas\w*|reduc\w*)\b"
+    r"[^.;!?]*?\bfrom\s+(?P<old>[^.;!?]+?)\s+to\s+(?P<new>[^.;!?]+)",
+    re.IGNORECASE,
+)
+
+
+def _flat(text: str) -> str:
+    return " ".join(re.sub(r"[^\w$%:]+", " ", text.lower()).split())
+
+
+def _changed_from(new: str, old: str) -> tuple[str, str] | None:
+    """``(old value, new value)`` when ``new`` moves something ``old`` says away from it."""
+    found = _CHANGE.search(new)
+    if found is None:
+        return None
+    before, after = _flat(found.group("old")), _flat(found.group("new"))
+    said = f" {_flat(old)} "
+    if not before or f" {before} " not in said or f" {after} " in said:
+        return None
+    # The thing that changes is named in both: a content word before "from".
+    topic = set(_parse(new[: found.start("old")]).words)
+    if not topic & set(_parse(old).words):
+        return None
+    return found.group("old").strip(), found.group("new").strip()
+
+
 class _Parsed(NamedTuple):
     words: tuple[str, ...]  # canonical content words, numbers left out, in order
     surface: tuple[str, ...]  # the same words as written
@@ -320,6 +352,9 @@ class RuleContradictionChecker(ContradictionChecker):
         True
         >>> check(Statement("Jo likes tea"), Statement("Jo likes coffee")).conflict
         False
+        >>> check(Statement("The launch moves from April 20 to May 4."),
+        ...       Statement("The launch date is April 20, 2026.")).explanation
+        "the new statement changes 'April 20' to 'May 4'"
     """
 
     name = "rules"
@@ -338,6 +373,11 @@ class RuleContradictionChecker(ContradictionChecker):
             cause = "negates" if a.negations != b.negations else "says the opposite of"
             return Verdict(True, 0.85, f"the new statement {cause} the existing one")
         if a.negated == b.negated:
+            change = _changed_from(new.text, old.text)
+            if change is not None:
+                return Verdict(
+                    True, 0.8, f"the new statement changes {change[0]!r} to {change[1]!r}"
+                )
             for attribute in sorted(set(a.numbers) & set(b.numbers)):
                 if a.numbers[attribute] != b.numbers[attribute]:
                     new_n = ", ".join(sorted(a.numbers[attribute]))

@@ -8,7 +8,8 @@
 4. In one transaction per group: check that no episode of the group was consolidated
    meanwhile (a concurrent run; the group is then skipped), store the summary as a
    semantic memory (``category = "episode_summary"``, ``key_concepts``,
-   ``source_episodic_ids``, ``session_id``, first and last event times) with its first
+   ``source_episodic_ids``, ``session_id``, ``source_message_ids`` of archived chat
+   messages, first and last event times) with its first
    version, and mark every episode with ``consolidated_into_id``. Episodes stay
    active and searchable.
 
@@ -71,6 +72,8 @@ class Episode(NamedTuple):
     session_id: str | None
     actor: str | None
     time: datetime
+    message_id: str | None = None
+    """The short-term memory message it archives, when it is one."""
 
 
 def _unconsolidated_where(dialect: Any) -> tuple[str, list[Any]]:
@@ -87,11 +90,23 @@ def unconsolidated_flow(core: StoreCore, scope_label: str) -> Flow[list[Episode]
     where, params = _unconsolidated_where(core.dialect)
     found = yield from memories_flow(core.dialect, where, [scope_label, *params])
     episodes = [
-        Episode(m.id, m.content, m.session_id, m.actor, m.event_timestamp or m.created_at)
+        Episode(
+            m.id,
+            m.content,
+            m.session_id,
+            m.actor,
+            m.event_timestamp or m.created_at,
+            _message_id(m.value),
+        )
         for m in found
     ]
     episodes.sort(key=lambda e: (e.time, e.id))
     return episodes
+
+
+def _message_id(value: dict[str, Any]) -> str | None:
+    raw = value.get("message_id")
+    return raw if isinstance(raw, str) and raw else None
 
 
 def count_due_flow(core: StoreCore, threshold: int) -> Flow[list[tuple[str, int]]]:
@@ -170,6 +185,9 @@ def summary_value(group: Sequence[Episode], summary: Summary) -> dict[str, Any]:
     }
     if len(sessions) == 1:
         value["session_id"] = sessions[0]
+    messages = [e.message_id for e in group if e.message_id]
+    if messages:  # archived chat messages: the context names the summary by them
+        value["source_message_ids"] = messages
     return value
 
 

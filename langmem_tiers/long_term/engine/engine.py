@@ -5,6 +5,10 @@ three kinds of memory per scope (an agent or a user id):
 
 * **episodic**: immutable, time-stamped events (:meth:`MemoryEngine.add_episodic`),
   consolidated into semantic memories (:meth:`MemoryEngine.consolidate`);
+Every memory goes through one write pipeline (:meth:`MemoryEngine.write`, used by the
+product's own writers: the chat graph, short-term consolidation, ``ingest``, the HTTP API):
+validate, duplicate check, conflict check and strategy, version, event.
+
 * **semantic**: facts and summaries, checked for contradictions and duplicates before
   they are stored (:meth:`MemoryEngine.add_semantic`), versioned
   (:meth:`MemoryEngine.update_semantic`, :meth:`MemoryEngine.evolution`), with validity
@@ -25,6 +29,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
+
+from langgraph.store.base import PutOp
 
 from langmem_tiers.config import ConflictStrategy
 from langmem_tiers.long_term.engine.models import (
@@ -114,6 +120,71 @@ class MemoryEngine(Upkeep):
                 scope, content, session_id, event_timestamp, actor, action_type, entities, metadata
             )
         )
+
+    # -- the write pipeline --------------------------------------------------------------
+    def write(
+        self,
+        namespace: tuple[str, ...],
+        key: str | None,
+        value: Mapping[str, Any],
+        *,
+        strategy: ConflictStrategy | None = None,
+    ) -> WriteResult:
+        """Store a memory through the write pipeline (see ``pipeline.py``).
+
+        ``namespace`` is a memory namespace (``namespace_for(scope, kind)``); ``key``
+        ``None`` picks a fresh one; ``value`` is any JSON object with some text (its
+        ``content``, which may be structured). The same value at the same key again is a
+        ``duplicate`` (retries are idempotent); a new semantic memory is checked for
+        duplicates and contradictions (``strategy``, default
+        ``settings.conflict_strategy``); a new value at a semantic key is a new version
+        (``updated``); a procedural key said again is ``reinforced``.
+
+        Example:
+            >>> from langmem_tiers import TieredMemoryStore, namespace_for
+            >>> with TieredMemoryStore.from_url("sqlite:///:memory:") as store:
+            ...     engine = MemoryEngine(store)
+            ...     ns = namespace_for("u1", "semantic")
+            ...     old = engine.write(ns, "f1", {"content": "The deadline is March 3"})
+            ...     new = engine.write(ns, "f2", {"content": "The deadline moved to March 10"})
+            ...     again = engine.write(ns, "f2", {"content": "The deadline moved to March 10"})
+            ...     before = engine.get("u1", old.memory.id)
+            >>> new.action, before.status, again.action
+            ('superseded', 'superseded', 'duplicate')
+        """
+        return self.write_many([PutOp(namespace, key, value)], strategy=strategy)[0]  # type: ignore[arg-type]
+
+    async def awrite(
+        self,
+        namespace: tuple[str, ...],
+        key: str | None,
+        value: Mapping[str, Any],
+        *,
+        strategy: ConflictStrategy | None = None,
+    ) -> WriteResult:
+        """Async twin of :meth:`write`."""
+        written = await self.awrite_many(
+            [PutOp(namespace, key, value)],  # type: ignore[arg-type]
+            strategy=strategy,
+        )
+        return written[0]
+
+    def write_many(
+        self, writes: Sequence[PutOp], *, strategy: ConflictStrategy | None = None
+    ) -> list[WriteResult]:
+        """:meth:`write` for several ``PutOp`` (all validated before any is stored).
+
+        Episodic memories of the batch are stored in one transaction; every semantic or
+        procedural one in its own, so a failure leaves the earlier ones stored and a
+        retry of the whole batch idempotent.
+        """
+        return self._drive(self._write_steps(writes, strategy))
+
+    async def awrite_many(
+        self, writes: Sequence[PutOp], *, strategy: ConflictStrategy | None = None
+    ) -> list[WriteResult]:
+        """Async twin of :meth:`write_many`."""
+        return await self._adrive(self._write_steps(writes, strategy))
 
     # -- semantic ------------------------------------------------------------------------
     def add_semantic(

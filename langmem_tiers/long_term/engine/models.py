@@ -28,7 +28,7 @@ from datetime import datetime, timezone
 from typing import Any, Literal
 
 from langmem_tiers.long_term.store.events import SNAPSHOT_COLUMNS, snapshot
-from langmem_tiers.long_term.store.records import parse_timestamp, split_namespace
+from langmem_tiers.long_term.store.records import memory_text, parse_timestamp, split_namespace
 from langmem_tiers.long_term.store.scope import decode_label
 from langmem_tiers.sql.dialect import Dialect
 
@@ -88,7 +88,16 @@ SUMMARY_CATEGORIES = frozenset({"conversation_summary", "episode_summary", "comp
 # Columns read for a Memory: the snapshot columns, then the usage statistics.
 MEMORY_COLUMNS: tuple[str, ...] = (*SNAPSHOT_COLUMNS, "access_count", "last_accessed_at")
 
-WriteAction = Literal["created", "duplicate", "superseded", "kept_both", "rejected", "merged"]
+WriteAction = Literal[
+    "created",
+    "duplicate",
+    "superseded",
+    "kept_both",
+    "rejected",
+    "merged",
+    "updated",
+    "reinforced",
+]
 
 
 def _json_safe(value: Any) -> Any:
@@ -200,7 +209,9 @@ class WriteResult(_Record):
     ``action`` is ``created``, ``duplicate`` (an existing memory was returned, nothing
     stored), ``superseded`` (the new memory replaced contradicting ones), ``kept_both``,
     ``rejected`` (nothing stored; ``memory`` is the existing one, ``reason`` says why) or
-    ``merged`` (``memory`` is the existing memory's new version). ``conflicts`` lists
+    ``merged`` (``memory`` is the existing memory's new version). Writes by key
+    (:meth:`MemoryEngine.write`) also answer ``updated`` (a new version of the memory
+    at that key) and ``reinforced`` (a procedural memory said again). ``conflicts`` lists
     every near memory that was checked; ``changed`` the other memories the write changed.
     """
 
@@ -318,7 +329,7 @@ def memory_from_snapshot(
         kind=snap["kind"],
         key=snap["key"],
         namespace=split_namespace(snap["prefix"]),
-        content=str(value.get("content", "")),
+        content=memory_text(value),
         value=value,
         status=snap.get("status") or "active",
         confidence=_number(snap, "confidence"),

@@ -30,13 +30,10 @@ from langmem_tiers.long_term.engine.conflicts import (
     Merger,
     OfflineMerger,
     RuleContradictionChecker,
-    Statement,
-    resolve,
 )
 from langmem_tiers.long_term.engine.consolidation import count_unconsolidated_flow
 from langmem_tiers.long_term.engine.lifecycle import (
     Change,
-    StaleDecisionError,
     change_flow,
     memories_flow,
     scoped_memory_flow,
@@ -44,7 +41,6 @@ from langmem_tiers.long_term.engine.lifecycle import (
 from langmem_tiers.long_term.engine.models import (
     CREATED,
     REINFORCED,
-    SUMMARY_CATEGORIES,
     ConsolidationResult,
     Memory,
     MemoryVersion,
@@ -52,17 +48,11 @@ from langmem_tiers.long_term.engine.models import (
     WriteResult,
     scored,
 )
+from langmem_tiers.long_term.engine.pipeline import prepare_writes, semantic_steps, write_steps
 from langmem_tiers.long_term.engine.replay import as_of_flow
-from langmem_tiers.long_term.engine.semantic import (
-    index_texts,
-    near_flow,
-    update_semantic_flow,
-    write_semantic_flow,
-)
+from langmem_tiers.long_term.engine.semantic import index_texts, update_semantic_flow
 from langmem_tiers.long_term.engine.steps import (
-    Combine,
     Db,
-    Judge,
     Services,
     Steps,
     adrive,
@@ -71,7 +61,7 @@ from langmem_tiers.long_term.engine.steps import (
 from langmem_tiers.long_term.engine.versions import versions_flow
 from langmem_tiers.long_term.store.core import WriteNote
 from langmem_tiers.long_term.store.events import event_context
-from langmem_tiers.long_term.store.records import STATUSES, item_id
+from langmem_tiers.long_term.store.records import STATUSES, item_id, memory_text
 from langmem_tiers.long_term.store.scope import namespace_for
 from langmem_tiers.long_term.store.search.options import check_min_score, options_filter
 from langmem_tiers.long_term.store.store import TieredMemoryStore
@@ -82,8 +72,6 @@ from langmem_tiers.tiers.summarizer import LLMSummarizer, OfflineSummarizer
 __all__ = ["Operations"]
 
 T = TypeVar("T")
-
-_RETRIES = 3  # decisions retried when a memory they were based on changed meanwhile
 
 
 class Operations:
@@ -200,14 +188,9 @@ class Operations:
             value["entities"] = check.strings("entities", entities)
         if metadata is not None:
             value["metadata"] = check.mapping("metadata", metadata)
-        namespace, key = namespace_for(scope, "episodic"), uuid.uuid4().hex
-        index_texts(self._core, namespace, key, value)  # validates before any write
-        memory_id = item_id(namespace, key)
-        yield Db(
-            self._core.batch_flow(
-                [PutOp(namespace, key, value)], notes={memory_id: WriteNote(CREATED)}
-            )
-        )
+        namespace = namespace_for(scope, "episodic")
+        (written,) = yield from write_steps(self, [PutOp(namespace, uuid.uuid4().hex, value)])
+        memory_id = written.memory.id
         if self.auto_consolidate:
             waiting = yield Db(count_unconsolidated_flow(self._core, label))
             if waiting >= self.settings.consolidation_threshold:
@@ -227,7 +210,7 @@ class Operations:
         source_episodic_ids: Sequence[str] | None,
         metadata: Mapping[str, Any] | None,
     ) -> Steps[WriteResult]:
-        label = check.label(scope)
+        check.label(scope)
         chosen = check.strategy(strategy, self.settings.conflict_strategy)
         value: dict[str, Any] = {
             "content": check.text("content", content),
@@ -240,64 +223,16 @@ class Operations:
             value["source_episodic_ids"] = check.strings("source_episodic_ids", source_episodic_ids)
         if metadata is not None:
             value["metadata"] = check.mapping("metadata", metadata)
-        namespace, key = namespace_for(scope, "semantic"), uuid.uuid4().hex
-        texts = index_texts(self._core, namespace, key, value)
-        vectors = yield from self._embed_steps([*texts, content])
-        probe = vectors[texts[0]] if texts else vectors[content]
-        exempt = category in SUMMARY_CATEGORIES  # summaries are never refused or replaced
-        for attempt in range(_RETRIES):
-            near = []
-            if not exempt:
-                near = yield Db(
-                    near_flow(
-                        self._core,
-                        label,
-                        probe,
-                        subject=subject,
-                        k=self.conflict_candidates,
-                        threshold=self.settings.conflict_similarity_threshold,
-                    )
-                )
-            verdicts = []
-            if near:
-                existing = [Statement(n.memory.content, n.memory.subject) for n in near]
-                verdicts = yield Judge(Statement(content, subject), existing)
-            resolution = resolve(
-                near,
-                verdicts,
-                strategy=chosen,
-                duplicate_similarity=self.settings.duplicate_similarity,
-                min_confidence=self.min_conflict_confidence,
-            )
-            merged_text, write_vectors = None, vectors
-            if resolution.action == "merged":
-                target = resolution.existing
-                assert target is not None
-                merged_text = check.text("merged content", (yield Combine(target.content, content)))
-                merged_value = {**target.value, "content": merged_text}
-                merged_texts = index_texts(self._core, target.namespace, target.key, merged_value)
-                more = yield from self._embed_steps(merged_texts)
-                write_vectors = {**vectors, **more}
-            try:
-                result: WriteResult = yield Db(
-                    write_semantic_flow(
-                        self._core,
-                        scope_label=label,
-                        namespace=namespace,
-                        key=key,
-                        value=value,
-                        resolution=resolution,
-                        merged_text=merged_text,
-                        vectors=write_vectors,
-                        at=self._now(),
-                    )
-                )
-            except StaleDecisionError:
-                if attempt == _RETRIES - 1:
-                    raise
-                continue
-            return result
-        raise AssertionError("unreachable")  # pragma: no cover
+        namespace = namespace_for(scope, "semantic")
+        (write,) = prepare_writes(self, [PutOp(namespace, uuid.uuid4().hex, value)])
+        return (yield from semantic_steps(self, write, chosen))
+
+    def _write_steps(
+        self, writes: Sequence[PutOp], strategy: ConflictStrategy | None
+    ) -> Steps[list[WriteResult]]:
+        if strategy is not None:
+            strategy = check.strategy(strategy, self.settings.conflict_strategy)
+        return (yield from write_steps(self, writes, strategy))
 
     def _update_semantic_steps(
         self,
@@ -372,25 +307,73 @@ class Operations:
         stored: dict[str, Any],
         vectors: dict[str, list[float]],
     ) -> Flow[Memory]:
-        core, d = self._core, self._core.dialect
+        d = self._core.dialect
         if d.name == "postgres":
             # Two writers of a new key would both insert: serialise them per (scope, key).
             yield Sql("SELECT pg_advisory_xact_lock(hashtext(?))", [f"{label}\x1f{key}"])
         found = yield from self._procedural_flow(label, key, lock=True)
+        memory, _ = yield from self._reinforce_flow(
+            label, found, namespace, uuid.uuid4().hex, stored, vectors
+        )
+        return memory
+
+    def _store_procedural_flow(
+        self,
+        label: str,
+        namespace: tuple[str, ...],
+        key: str,
+        stored: dict[str, Any],
+        vectors: dict[str, list[float]],
+        *,
+        where: tuple[str, list[Any]],
+    ) -> Flow[tuple[Memory, bool]]:
+        """In one transaction: reinforce the active procedural memory ``where`` finds, or
+        store ``stored`` at ``key``; answers the memory and whether it was reinforced."""
+        result: tuple[Memory, bool] = yield Transaction(
+            self._find_and_reinforce_flow(label, namespace, key, stored, vectors, where)
+        )
+        return result
+
+    def _find_and_reinforce_flow(
+        self,
+        label: str,
+        namespace: tuple[str, ...],
+        key: str,
+        stored: dict[str, Any],
+        vectors: dict[str, list[float]],
+        where: tuple[str, list[Any]],
+    ) -> Flow[tuple[Memory, bool]]:
+        rows = yield from memories_flow(self._core.dialect, where[0], where[1], lock=True)
+        found = [m for m in rows if m.kind == "procedural" and m.status == "active"]
+        return (
+            yield from self._reinforce_flow(
+                label, found[0] if found else None, namespace, key, stored, vectors
+            )
+        )
+
+    def _reinforce_flow(
+        self,
+        label: str,
+        found: Memory | None,
+        namespace: tuple[str, ...],
+        new_key: str,
+        stored: dict[str, Any],
+        vectors: dict[str, list[float]],
+    ) -> Flow[tuple[Memory, bool]]:
+        core, d = self._core, self._core.dialect
         at = self._now()
         if found is None:
-            new_key = uuid.uuid4().hex
             new_id = item_id(namespace, new_key)
             note = WriteNote(CREATED, {}, {"reinforcement_count": 1, "last_used_at": at})
             yield from core.batch_flow(
                 [PutOp(namespace, new_key, stored)], notes={new_id: note}, vectors=vectors, now=at
             )
-            return (yield from scoped_memory_flow(d, label, new_id))
+            return (yield from scoped_memory_flow(d, label, new_id)), False
         count = found.reinforcement_count + 1
         columns = {"reinforcement_count": count, "last_used_at": at}
         meta = {"reinforcement_count": count}
         updated = {**found.value, **stored}
-        if found.content == stored["content"]:
+        if memory_text(found.value) == memory_text(stored):
             change = Change(found.id, REINFORCED, value=updated, columns=columns, metadata=meta)
             yield from change_flow(d, [change], at=at, max_chars=self.settings.max_content_chars)
         else:
@@ -400,7 +383,7 @@ class Operations:
                 vectors=vectors,
                 now=at,
             )
-        return (yield from scoped_memory_flow(d, label, found.id))
+        return (yield from scoped_memory_flow(d, label, found.id)), True
 
     def _procedural_flow(self, label: str, key: str, *, lock: bool = False) -> Flow[Memory | None]:
         # The (scope, proc_key) index answers this, no search is involved; kind and status

@@ -95,9 +95,14 @@ def timeline_flow(
     types: Sequence[str] | None,
     memory_id: str | None,
     limit: int,
+    memories_only: bool = True,
 ) -> Flow[list[Event]]:
-    """The scope's events in order, filtered by time, type and memory."""
-    where = ["scope = ?", "kind IS NOT NULL"]
+    """The scope's events in order, filtered by time, type and memory.
+
+    ``memories_only=False`` also gives the events of plain documents (a namespace not
+    ending in a memory kind, whose ``scope`` column is the whole namespace).
+    """
+    where = ["scope = ?"] + (["kind IS NOT NULL"] if memories_only else [])
     params: list[Any] = [scope_label]
     if since is not None:
         where.append("at >= ?")

@@ -60,6 +60,7 @@ from langmem_tiers.sql.flow import Flow, Sql, Transaction
 __all__ = [
     "index_texts",
     "near_flow",
+    "revise_flow",
     "update_semantic_flow",
     "write_semantic_flow",
 ]
@@ -225,11 +226,11 @@ def _write_semantic(
         merged["confidence"] = value.get("confidence", target.confidence)
         merged["merged_from"] = [
             *(target.value.get("merged_from") or []),
-            {"content": value["content"], "at": stamp, "explanation": top.explanation},
+            {"content": value.get("content"), "at": stamp, "explanation": top.explanation},
         ]
         yield from close_versions_flow(core, [target.id], at)
         note = WriteNote(
-            MERGED, {**metadata, "merged": value["content"]}, {"version": target.version + 1}
+            MERGED, {**metadata, "merged": value.get("content")}, {"version": target.version + 1}
         )
         yield from core.batch_flow(
             [PutOp(target.namespace, target.key, merged)],
@@ -317,6 +318,56 @@ def _update(
     value["content"] = content
     if confidence is not None:
         value["confidence"] = confidence
+    return (yield from _new_version_flow(core, target, value, reason, vectors, at))
+
+
+def revise_flow(
+    core: StoreCore,
+    *,
+    scope_label: str,
+    memory_id: str,
+    value: dict[str, Any],
+    reason: str | None,
+    vectors: dict[str, list[float]],
+    at: datetime,
+) -> Flow[Memory]:
+    """A new version of an active semantic memory with a whole new value, in one transaction."""
+    memory: Memory = yield Transaction(
+        _revise(core, scope_label, memory_id, value, reason, vectors, at)
+    )
+    return memory
+
+
+def _revise(
+    core: StoreCore,
+    scope_label: str,
+    memory_id: str,
+    value: dict[str, Any],
+    reason: str | None,
+    vectors: dict[str, list[float]],
+    at: datetime,
+) -> Flow[Memory]:
+    target = yield from scoped_memory_flow(
+        core.dialect, scope_label, memory_id, kinds=["semantic"], lock=True
+    )
+    if target.status != "active":
+        where = target.value.get("superseded_by")
+        hint = f"; write to {where}, which superseded it" if where else ""
+        raise ValidationError(
+            f"memory {memory_id} (key {target.key!r}) is {target.status}; only active "
+            f"memories get new versions{hint}."
+        )
+    return (yield from _new_version_flow(core, target, value, reason, vectors, at))
+
+
+def _new_version_flow(
+    core: StoreCore,
+    target: Memory,
+    value: dict[str, Any],
+    reason: str | None,
+    vectors: dict[str, list[float]],
+    at: datetime,
+) -> Flow[Memory]:
     version = target.version + 1
     yield from close_versions_flow(core, [target.id], at)
     note = WriteNote(UPDATED, {"reason": reason, "version": version}, {"version": version})

@@ -16,6 +16,7 @@ from langmem_tiers.long_term.engine.lifecycle import scoped_memory_flow
 from langmem_tiers.long_term.engine.models import MemoryVersion, memory_from_snapshot
 from langmem_tiers.long_term.store.core import StoreCore
 from langmem_tiers.long_term.store.events import snapshot_flow
+from langmem_tiers.long_term.store.records import memory_text
 from langmem_tiers.sql.dialect import VERSIONS
 from langmem_tiers.sql.flow import Flow, Sql
 
@@ -38,7 +39,7 @@ def insert_version_flow(
             snap["id"],
             int(snap["version"]),
             snap["scope"],
-            str(value.get("content", "")),
+            memory_text(value),
             d.json_param(value),
             float(snap["confidence"]),
             d.ts_param(at),

@@ -5,16 +5,28 @@ Memory kinds (namespaces ending in ``episodic``, ``semantic`` or ``procedural``)
 columns taken from well-known keys of the value; the value itself is stored unchanged
 and comes back from ``get`` exactly as it was put.
 
-Well-known keys (all optional but ``content``):
+Well-known keys (all optional):
 
 =============  =================================================================
-all kinds      ``content`` (str, required), ``confidence`` (0..1), ``importance``
+all kinds      ``content`` (a string, or any JSON: structured content is kept as
+               given and rendered to text), ``confidence`` (0..1), ``importance``
                (>= 0), ``status``
 episodic       ``event_timestamp`` (ISO-8601), ``session_id``, ``actor``,
                ``action_type``
 semantic       ``subject``, ``category``, ``valid_from``, ``valid_until``
 procedural     ``key`` (defaults to the item key)
 =============  =================================================================
+
+A memory needs text, to be searched and checked for contradictions: its ``content``
+rendered by :func:`memory_text` (or, without a ``content``, the rest of the value), so a
+LangMem memory such as ``{"kind": "Memory", "content": {"content": "Jo likes tea"}}`` is
+indexed as ``Jo likes tea``.
+
+Example:
+    >>> memory_text({"kind": "Memory", "content": {"content": "Jo likes tea"}})
+    'Jo likes tea'
+    >>> memory_text({"content": {"name": "Jo", "languages": ["en", "pt"]}})
+    'name: Jo; languages: en, pt'
 """
 
 from __future__ import annotations
@@ -39,6 +51,7 @@ __all__ = [
     "item_id",
     "join_namespace",
     "json_utf8_error",
+    "memory_text",
     "parse_timestamp",
     "split_namespace",
     "texts_to_index",
@@ -75,6 +88,8 @@ class ItemRecord(NamedTuple):
     confidence: float
     importance: float
     status: str
+    text: str = ""
+    """The memory's text (:func:`memory_text`); empty for plain documents."""
 
 
 # JSON escapes a NUL character as \u0000; typed text "\u0000" is escaped again (\\u0000).
@@ -140,6 +155,57 @@ def _json_strings(value: Any) -> Iterator[tuple[str, str]]:
             stack.extend(reversed(children))
         elif isinstance(node, (list, tuple)):
             stack.extend(reversed([(f"{path}[{i}]", inner) for i, inner in enumerate(node)]))
+
+
+# Keys of a memory value that describe it rather than say something: left out of its text
+# when there is no ``content`` to render.
+_META_KEYS = frozenset(
+    {
+        "confidence", "importance", "status", "event_timestamp", "session_id", "actor",
+        "action_type", "subject", "category", "valid_from", "valid_until", "kind",
+        "source_episodic_ids", "source_message_ids", "source_session_id",
+        "source_session_ids", "supersedes", "superseded_by", "conflicts_with",
+        "consolidated_into_id", "consolidated_at", "metadata", "key_concepts",
+    }
+)  # fmt: skip
+# Keys whose string value is the text itself (``{"content": "..."}`` renders as ``...``).
+_TEXT_KEYS = frozenset({"content", "text", "memory", "fact", "statement", "summary"})
+
+
+def _render(node: Any, depth: int = 0) -> str:
+    if depth > 50:  # the value was checked by json.dumps: this only bounds the walk
+        return json.dumps(node, ensure_ascii=False, sort_keys=True)
+    if isinstance(node, str):
+        return " ".join(node.split())
+    if node is None:
+        return ""
+    if isinstance(node, bool):
+        return "yes" if node else "no"
+    if isinstance(node, (int, float)):
+        return str(node)
+    if isinstance(node, Mapping):
+        parts = []
+        for k, inner in node.items():
+            text = _render(inner, depth + 1)
+            if text:
+                alone = k in _TEXT_KEYS and isinstance(inner, str)
+                parts.append(text if alone else f"{k}: {text}")
+        return "; ".join(parts)
+    if isinstance(node, (list, tuple)):
+        return ", ".join(t for t in (_render(inner, depth + 1) for inner in node) if t)
+    return str(node)
+
+
+def memory_text(value: Mapping[str, Any]) -> str:
+    """The text of a memory value: its ``content``, rendered when it is structured.
+
+    Without a ``content`` key, the value's other fields (not the well-known metadata
+    like ``confidence`` or ``session_id``) are rendered. An empty string means the value
+    says nothing a search could find.
+    """
+    if "content" in value:
+        return _render(value["content"])
+    return _render({k: v for k, v in value.items() if k not in _META_KEYS})
 
 
 def join_namespace(namespace: Sequence[str]) -> str:
@@ -262,11 +328,14 @@ def validate_value(
     scope, kind = parse_memory_namespace(namespace)
     confidence, importance, status = 1.0, 1.0, "active"
     cols: dict[str, Any] = {}
+    text = ""
     if kind is not None:
-        content = plain.get("content")
-        if not isinstance(content, str) or not content.strip():
+        text = memory_text(plain)
+        if not text:
+            shown = plain.get("content", plain)
             raise InvalidContentError(
-                f"{where}: {kind} memories need a non-empty string 'content', got {content!r}."
+                f"{where}: {kind} memories need some text to search: a non-empty 'content' "
+                f"(a string, or a JSON object or list holding text), got {shown!r:.200}."
             )
         confidence = _unit_float(plain, "confidence", where, default=1.0)
         importance = _nonneg_float(plain, "importance", where, default=1.0)
@@ -305,6 +374,7 @@ def validate_value(
         confidence=confidence,
         importance=importance,
         status=status,
+        text=text,
     )
 
 
@@ -320,6 +390,10 @@ def texts_to_index(record: ItemRecord, fields: Sequence[str] | None) -> list[tup
     for path in fields:
         if path == "$":
             out.append(("$", json.dumps(record.value, ensure_ascii=False, sort_keys=True)))
+            continue
+        if path == "content" and record.kind is not None:
+            # A memory's text, also when its content is structured or absent.
+            out.append(("content", record.text))
             continue
         texts = get_text_at_path(record.value, tokenize_path(path))
         for i, text in enumerate(texts):

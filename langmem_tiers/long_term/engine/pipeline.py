@@ -1,0 +1,268 @@
+"""The write pipeline: how every memory the product writes is stored.
+
+A write names a memory namespace (``(*scope, kind)``), a key and a value, as a
+LangGraph ``PutOp`` does. Whatever surface it comes from (the chat graph, short-term
+consolidation, ``ingest``, the HTTP API, an agent's middleware), it goes through the
+same steps, each memory in one transaction:
+
+1. **validate** the namespace, key and value completely before any I/O (any JSON object;
+   structured ``content`` is rendered to text for indexing, see ``records.memory_text``);
+2. **duplicate check**: the same value at the same key again is returned, not stored
+   (retries are idempotent); a semantic memory near-identical to an active one of the
+   scope is returned instead of a copy;
+3. **conflict check and strategy** (semantic memories): the scope's near memories are
+   checked for contradictions and the strategy (``supersede`` by default) is applied,
+   so a contradicted fact is superseded whichever way it arrived;
+4. **version**: a new value at an existing key is a new version of that memory
+   (semantic), or reinforces it (procedural); episodic memories are immutable;
+5. **event**: every change writes its event in the same transaction.
+
+A raw ``BaseStore.put`` stays LangGraph's upsert by key; this pipeline is what the
+product's own writers use (:meth:`MemoryEngine.write
+<langmem_tiers.long_term.engine.engine.MemoryEngine.write>`).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, NamedTuple
+
+from langgraph.store.base import PutOp
+
+from langmem_tiers.config import ConflictStrategy
+from langmem_tiers.errors import ValidationError
+from langmem_tiers.long_term.engine.conflicts import Statement, resolve
+from langmem_tiers.long_term.engine.lifecycle import StaleDecisionError, memories_flow
+from langmem_tiers.long_term.engine.models import (
+    CREATED,
+    SUMMARY_CATEGORIES,
+    Memory,
+    WriteResult,
+)
+from langmem_tiers.long_term.engine.semantic import (
+    index_texts,
+    near_flow,
+    revise_flow,
+    write_semantic_flow,
+)
+from langmem_tiers.long_term.engine.steps import Combine, Db, Judge, Steps
+from langmem_tiers.long_term.engine.validate import text as checked_text
+from langmem_tiers.long_term.store.core import WriteNote
+from langmem_tiers.long_term.store.records import (
+    ItemRecord,
+    validate_key,
+    validate_namespace,
+    validate_value,
+)
+
+if TYPE_CHECKING:
+    from langmem_tiers.long_term.engine.operations import Operations
+
+__all__ = ["PreparedWrite", "prepare_writes", "semantic_steps", "write_steps"]
+
+_RETRIES = 3  # decisions retried when a memory they were based on changed meanwhile
+
+
+class PreparedWrite(NamedTuple):
+    """A validated write: its namespace, key and the record of its value."""
+
+    namespace: tuple[str, ...]
+    key: str
+    record: ItemRecord
+
+
+def prepare_writes(ops: Operations, writes: Sequence[PutOp]) -> list[PreparedWrite]:
+    """Validate every write before any I/O (a bad one stores nothing of the batch)."""
+    out = []
+    for n, op in enumerate(writes):
+        if not isinstance(op, PutOp):
+            raise ValidationError(
+                f"writes[{n}] must be a PutOp(namespace, key, value), got {type(op).__name__}."
+            )
+        validate_namespace(op.namespace)
+        key = uuid.uuid4().hex if op.key is None else validate_key(op.key)
+        if op.value is None:
+            raise ValidationError(
+                f"writes[{n}] ({'/'.join(op.namespace)}/{key}) has no value; the write "
+                "pipeline stores memories: forget one with MemoryEngine.forget."
+            )
+        record = validate_value(
+            op.namespace, key, op.value, max_chars=ops.settings.max_content_chars
+        )
+        if record.kind is None:
+            raise ValidationError(
+                f"writes[{n}]: namespace {op.namespace!r} is not a memory namespace; it must "
+                "end in 'episodic', 'semantic' or 'procedural' (store other documents "
+                "with store.put)."
+            )
+        out.append(PreparedWrite(tuple(op.namespace), key, record))
+    return out
+
+
+def write_steps(
+    ops: Operations, writes: Sequence[PutOp], strategy: ConflictStrategy | None = None
+) -> Steps[list[WriteResult]]:
+    """Run writes through the pipeline; one :class:`WriteResult` per write, in order.
+
+    Episodic writes of the batch share one transaction (they have no conflicts to
+    check); each semantic and procedural write has its own.
+    """
+    prepared = prepare_writes(ops, writes)
+    results: dict[int, WriteResult] = {}
+    episodic = [(i, p) for i, p in enumerate(prepared) if p.record.kind == "episodic"]
+    if episodic:
+        stored = yield from _episodic_steps(ops, [p for _, p in episodic])
+        results.update(zip((i for i, _ in episodic), stored, strict=True))
+    for i, p in enumerate(prepared):
+        if p.record.kind == "semantic":
+            results[i] = yield from _semantic_at_key_steps(ops, p, strategy)
+        elif p.record.kind == "procedural":
+            results[i] = yield from _procedural_steps(ops, p)
+    return [results[i] for i in range(len(prepared))]
+
+
+def _existing_steps(ops: Operations, ids: Sequence[str]) -> Steps[dict[str, Memory]]:
+    if not ids:
+        return {}
+    marks = ", ".join("?" for _ in ids)
+    found: list[Memory] = yield Db(
+        memories_flow(ops._core.dialect, f"i.id IN ({marks})", list(ids))
+    )
+    return {m.id: m for m in found}
+
+
+def _holds(existing: Memory, record: ItemRecord) -> bool:
+    """Whether the memory holds the value already (the engine adds links, like ``supersedes``)."""
+    return all(existing.value.get(k) == v for k, v in record.value.items())
+
+
+def _episodic_steps(ops: Operations, writes: Sequence[PreparedWrite]) -> Steps[list[WriteResult]]:
+    """Immutable events: a key already stored is returned as it is (an idempotent retry)."""
+    ids = [p.record.id for p in writes]
+    before = yield from _existing_steps(ops, ids)
+    fresh = {p.record.id: p for p in writes if p.record.id not in before}
+    if fresh:
+        yield Db(
+            ops._core.batch_flow(
+                [PutOp(p.namespace, p.key, p.record.value) for p in fresh.values()],
+                notes={i: WriteNote(CREATED) for i in fresh},
+            )
+        )
+    after = yield from _existing_steps(ops, list(fresh))
+    return [
+        WriteResult("created", after[i])
+        if i in fresh
+        else WriteResult("duplicate", before[i], reason="this episode is stored already")
+        for i in ids
+    ]
+
+
+def _semantic_at_key_steps(
+    ops: Operations, write: PreparedWrite, strategy: ConflictStrategy | None
+) -> Steps[WriteResult]:
+    record = write.record
+    existing = (yield from _existing_steps(ops, [record.id])).get(record.id)
+    if existing is not None:
+        if _holds(existing, record):
+            return WriteResult("duplicate", existing, reason="stored already at this key")
+        texts = index_texts(ops._core, write.namespace, write.key, record.value)
+        vectors = yield from ops._embed_steps(texts)
+        memory: Memory = yield Db(
+            revise_flow(
+                ops._core,
+                scope_label=record.scope,
+                memory_id=existing.id,
+                value=record.value,
+                reason="written again at its key",
+                vectors=vectors,
+                at=ops._now(),
+            )
+        )
+        return WriteResult("updated", memory)
+    chosen = strategy if strategy is not None else ops.settings.conflict_strategy
+    return (yield from semantic_steps(ops, write, chosen))
+
+
+def semantic_steps(
+    ops: Operations, write: PreparedWrite, strategy: ConflictStrategy
+) -> Steps[WriteResult]:
+    """A new semantic memory: duplicate and conflict checks, the strategy, its first version."""
+    core, record = ops._core, write.record
+    text = record.text
+    texts = index_texts(core, write.namespace, write.key, record.value)
+    vectors = yield from ops._embed_steps([*texts, text])
+    probe = vectors[texts[0]] if texts else vectors[text]
+    exempt = record.category in SUMMARY_CATEGORIES  # summaries are never refused or replaced
+    for attempt in range(_RETRIES):
+        near = []
+        if not exempt:
+            near = yield Db(
+                near_flow(
+                    core,
+                    record.scope,
+                    probe,
+                    subject=record.subject,
+                    k=ops.conflict_candidates,
+                    threshold=ops.settings.conflict_similarity_threshold,
+                )
+            )
+        verdicts = []
+        if near:
+            existing = [Statement(n.memory.content, n.memory.subject) for n in near]
+            verdicts = yield Judge(Statement(text, record.subject), existing)
+        resolution = resolve(
+            near,
+            verdicts,
+            strategy=strategy,
+            duplicate_similarity=ops.settings.duplicate_similarity,
+            min_confidence=ops.min_conflict_confidence,
+        )
+        merged_text, write_vectors = None, vectors
+        if resolution.action == "merged":
+            target = resolution.existing
+            assert target is not None
+            merged_text = checked_text("merged content", (yield Combine(target.content, text)))
+            merged_value = {**target.value, "content": merged_text}
+            merged_texts = index_texts(core, target.namespace, target.key, merged_value)
+            more = yield from ops._embed_steps(merged_texts)
+            write_vectors = {**vectors, **more}
+        try:
+            result: WriteResult = yield Db(
+                write_semantic_flow(
+                    core,
+                    scope_label=record.scope,
+                    namespace=write.namespace,
+                    key=write.key,
+                    value=record.value,
+                    resolution=resolution,
+                    merged_text=merged_text,
+                    vectors=write_vectors,
+                    at=ops._now(),
+                )
+            )
+        except StaleDecisionError:
+            if attempt == _RETRIES - 1:
+                raise
+            continue
+        return result
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _procedural_steps(ops: Operations, write: PreparedWrite) -> Steps[WriteResult]:
+    """A preference at its key: created, or reinforced when it is there already."""
+    record = write.record
+    vectors = yield from ops._embed_steps(
+        index_texts(ops._core, write.namespace, write.key, record.value)
+    )
+    memory, reinforced = yield Db(
+        ops._store_procedural_flow(
+            record.scope,
+            write.namespace,
+            write.key,
+            dict(record.value),
+            vectors,
+            where=("i.id = ?", [record.id]),
+        )
+    )
+    return WriteResult("reinforced" if reinforced else "created", memory)

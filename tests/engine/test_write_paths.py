@@ -1,0 +1,167 @@
+"""One write path: a contradicted fact is superseded whichever way it arrived.
+
+The same story runs through every surface that writes memories: the tiered chat graph,
+``langmem-tiers ingest``, short-term memory (the per-user facts it stores after each
+exchange), the HTTP API and the chat history adapter. Each time the older fact must end
+``superseded`` with ``valid_until`` set and a link to the newer one, and a search must
+give the current fact first. Everything is offline: the rule-based contradiction check,
+the offline tierer, model and embeddings.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+from langchain_core.messages import AIMessage, HumanMessage
+
+from langmem_tiers import (
+    OfflineChatModel,
+    TieredChatMessageHistory,
+    TieredMemoryStore,
+    build_memory,
+    build_tiered_chat_graph,
+    namespace_for,
+)
+from langmem_tiers.cli import main
+from langmem_tiers.config import Settings
+from langmem_tiers.long_term.engine.engine import MemoryEngine
+from langmem_tiers.server import ApiKeys, create_app
+
+OLD = "The deadline is March 3."
+NEW = "The deadline moved to March 10."
+QUERY = "When is the deadline?"
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'memory.db'}"
+    found: str = request.getfixturevalue("postgres_url")
+    return found
+
+
+@pytest.fixture
+def store(url: str) -> Iterator[TieredMemoryStore]:
+    with TieredMemoryStore.from_url(url, settings=Settings.from_env(environ={})) as opened:
+        yield opened
+
+
+def assert_superseded(store: TieredMemoryStore, scope: str, old: str, new: str) -> None:
+    """The fact holding ``old`` is superseded by the one holding ``new``, which ranks first."""
+    engine = MemoryEngine(store)
+    facts = engine.memories(scope, kinds="semantic", statuses=None)
+    olds = [m for m in facts if old in m.content]
+    news = [m for m in facts if new in m.content]
+    assert len(olds) == 1, [m.content for m in facts]
+    assert len(news) == 1, [m.content for m in facts]
+    before, after = olds[0], news[0]
+    assert before.status == "superseded"
+    assert before.valid_until is not None
+    assert before.value["superseded_by"] == after.id
+    assert after.status == "active"
+    assert after.value["supersedes"] == [before.id]
+    types = [e.type for e in engine.timeline(scope, memory_id=before.id)]
+    assert types[-1] == "memory.superseded"
+
+    ranked = engine.retrieve(scope, QUERY, kinds="semantic")
+    assert new in ranked[0].content
+    assert all(old not in m.content for m in ranked)
+    hits = store.search(namespace_for(scope, "semantic"), query=QUERY)
+    assert new in str(hits[0].value["content"])
+    assert all(old not in str(h.value["content"]) for h in hits)
+
+
+async def test_chat_graph(store: TieredMemoryStore, mode: str) -> None:
+    graph = build_tiered_chat_graph(OfflineChatModel(), store=store)
+    for session, text in (("s1", OLD), ("s2", NEW)):
+        turn = {"messages": [HumanMessage(text)], "session_id": session, "user_id": "u1"}
+        if mode == "async":
+            await graph.ainvoke(turn)
+        else:
+            graph.invoke(turn)
+    assert_superseded(store, "u1", OLD, NEW)
+    answer = graph.invoke({"messages": [HumanMessage(QUERY)], "session_id": "s3", "user_id": "u1"})[
+        "answer"
+    ]
+    assert "March 10" in answer
+    assert "March 3." not in answer
+
+
+def test_ingest(url: str, tmp_path: Path) -> None:
+    lines = [
+        {"role": "user", "content": OLD, "session": "s1"},
+        {"role": "assistant", "content": "Noted.", "session": "s1"},
+        {"role": "user", "content": NEW, "session": "s2"},
+        {"role": "assistant", "content": "Noted.", "session": "s2"},
+    ]
+    path = tmp_path / "chat.jsonl"
+    path.write_text("\n".join(json.dumps(line) for line in lines), encoding="utf-8")
+    assert main(["ingest", str(path), "--scope", "u1", "--url", url, "--no-progress"]) == 0
+    with TieredMemoryStore.from_url(url) as store:
+        assert_superseded(store, "u1", OLD, NEW)
+
+
+async def test_short_term_memory(store: TieredMemoryStore, tmp_path: Path, mode: str) -> None:
+    """The per-user target stores each user message's facts after the exchange."""
+    for session, text in (("s1", OLD), ("s2", NEW)):
+        stm = build_memory(session, preset="dual", store=store, user_id="u1", directory=tmp_path)
+        batch = [HumanMessage(text), AIMessage("Noted.")]
+        result = await stm.aadd_messages(batch) if mode == "async" else stm.add_messages(batch)
+        assert result.error is None
+    assert_superseded(store, "u1", "deadline=March 3", "deadline=March 10")
+
+
+async def test_short_term_consolidation_is_idempotent_through_the_pipeline(
+    store: TieredMemoryStore,
+) -> None:
+    """Summaries and archived messages keep their keys; a retry writes nothing twice."""
+    stm = build_memory(
+        "s1", preset="moving_window", store=store, settings=Settings(memory_window_limit=2)
+    )
+    stm.add_messages([HumanMessage(OLD), AIMessage("Noted."), HumanMessage(NEW)])
+    engine = MemoryEngine(store)
+    summaries = engine.memories("s1", kinds="semantic")
+    assert [m.key for m in summaries] == ["summary:s1:m1-m2"]
+    assert [e.type for e in engine.timeline("s1")] == ["memory.created"]
+    assert [v.reason for v in engine.evolution("s1", summaries[0].id)] == ["created"]
+
+
+def test_http(store: TieredMemoryStore) -> None:
+    key = ApiKeys(store.db).create(scope="u1").key
+    auth = {"Authorization": f"Bearer {key}"}
+    with TestClient(create_app(store)) as client:
+        for text, action in ((OLD, "created"), (NEW, "superseded")):
+            answer = client.post("/api/v1/memory/semantic", json={"content": text}, headers=auth)
+            assert answer.status_code == 201, answer.text
+            assert answer.json()["action"] == action
+        found = client.post("/api/v1/memory/retrieve", json={"query": QUERY}, headers=auth)
+        assert found.json()["results"][0]["memory"]["content"] == NEW
+    assert_superseded(store, "u1", OLD, NEW)
+
+
+async def test_history_adapter(store: TieredMemoryStore, tmp_path: Path, mode: str) -> None:
+    for session, text in (("s1", OLD), ("s2", NEW)):
+        history = TieredChatMessageHistory(
+            session, store=store, preset="dual", user_id="u1", directory=tmp_path
+        )
+        batch = [HumanMessage(text), AIMessage("Noted.")]
+        if mode == "async":
+            await history.aadd_messages(batch)
+        else:
+            history.add_messages(batch)
+    assert_superseded(store, "u1", "deadline=March 3", "deadline=March 10")
+
+
+def test_a_raw_put_keeps_langgraphs_upsert(store: TieredMemoryStore) -> None:
+    """``BaseStore.put`` is not the pipeline: it upserts by key, with its event."""
+    namespace = namespace_for("u1", "semantic")
+    store.put(namespace, "a", {"content": OLD})
+    store.put(namespace, "b", {"content": NEW})
+    store.put(namespace, "a", {"content": OLD + " Really."})
+    assert {i.key for i in store.search(namespace)} == {"a", "b"}
+    types = [e.type for e in MemoryEngine(store).timeline("u1")]
+    assert types == ["memory.created", "memory.created", "memory.updated"]
