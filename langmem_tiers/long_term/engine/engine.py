@@ -27,12 +27,17 @@ Every method has an async twin (``a`` + name) that shares all of its logic.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import datetime
-from typing import Any
+from datetime import datetime, timedelta
+from typing import Any, TypeVar
 
+from langchain_core.language_models import BaseChatModel
 from langgraph.store.base import PutOp
 
-from langmem_tiers.config import ConflictStrategy
+from langmem_tiers.config import ConflictStrategy, Settings
+from langmem_tiers.long_term.engine import validate as check
+from langmem_tiers.long_term.engine.conflicts import ContradictionChecker, Merger
+from langmem_tiers.long_term.engine.consolidation import count_unconsolidated_flow
+from langmem_tiers.long_term.engine.lifecycle import scoped_memory_flow
 from langmem_tiers.long_term.engine.models import (
     CompressionResult,
     ConsolidationResult,
@@ -44,14 +49,20 @@ from langmem_tiers.long_term.engine.models import (
     ScoredMemory,
     WriteResult,
 )
+from langmem_tiers.long_term.engine.operations import Operations
+from langmem_tiers.long_term.engine.steps import Db, Services, Steps, adrive, drive
 from langmem_tiers.long_term.engine.upkeep import Upkeep
+from langmem_tiers.long_term.store.events import event_context
+from langmem_tiers.long_term.store.store import TieredMemoryStore
+from langmem_tiers.tiers.base import Summarizer
 
 __all__ = ["MemoryEngine"]
 
 Time = datetime | str
+T = TypeVar("T")
 
 
-class MemoryEngine(Upkeep):
+class MemoryEngine:
     """Episodic, semantic and procedural memory of agents and users, over time.
 
     Args:
@@ -82,6 +93,85 @@ class MemoryEngine(Upkeep):
         ('superseded', 'superseded', ['Alice lives in Paris'])
     """
 
+    def __init__(
+        self,
+        store: TieredMemoryStore,
+        *,
+        model: BaseChatModel | None = None,
+        settings: Settings | None = None,
+        checker: ContradictionChecker | None = None,
+        summarizer: Summarizer | None = None,
+        merger: Merger | None = None,
+        consolidation_gap: timedelta = timedelta(hours=1),
+        max_group_size: int = 50,
+        conflict_candidates: int = 5,
+        min_conflict_confidence: float = 0.5,
+        decay_min_change: float = 0.01,
+        auto_consolidate: bool = True,
+    ) -> None:
+        self._ops = Operations(
+            store,
+            model=model,
+            settings=settings,
+            checker=checker,
+            summarizer=summarizer,
+            merger=merger,
+            consolidation_gap=consolidation_gap,
+            max_group_size=max_group_size,
+            conflict_candidates=conflict_candidates,
+            min_conflict_confidence=min_conflict_confidence,
+            decay_min_change=decay_min_change,
+            auto_consolidate=auto_consolidate,
+        )
+        self._upkeep = Upkeep(self._ops)
+        self._services = Services(
+            store.db, self._ops.checker, self._ops.summarizer, self._ops.merger
+        )
+
+    @property
+    def store(self) -> TieredMemoryStore:
+        """The store the memories live in."""
+        return self._ops.store
+
+    @property
+    def settings(self) -> Settings:
+        """Thresholds, weights and the default conflict strategy."""
+        return self._ops.settings
+
+    # -- driving -------------------------------------------------------------------------
+    def _drive(self, steps: Steps[T]) -> T:
+        with event_context():
+            return drive(steps, self._services)
+
+    async def _adrive(self, steps: Steps[T]) -> T:
+        with event_context():
+            return await adrive(steps, self._services)
+
+    def add_episodic_steps(
+        self,
+        scope: str,
+        content: str,
+        session_id: str | None,
+        event_timestamp: Time | None,
+        actor: str | None,
+        action_type: str | None,
+        entities: Sequence[str] | None,
+        metadata: Mapping[str, Any] | None,
+    ) -> Steps[Memory]:
+        """Store an episode, then consolidate its scope when enough episodes wait."""
+        memory = yield from self._ops.add_episodic_steps(
+            scope, content, session_id, event_timestamp, actor, action_type, entities, metadata
+        )
+        if not self._ops.auto_consolidate:
+            return memory
+        label = check.label(scope)
+        waiting = yield Db(count_unconsolidated_flow(self._ops.core, label))
+        if waiting < self.settings.consolidation_threshold:
+            return memory
+        yield from self._upkeep.consolidate_steps(scope, label, progress=False)
+        fresh: Memory = yield Db(scoped_memory_flow(self._ops.core.dialect, label, memory.id))
+        return fresh
+
     # -- episodic ------------------------------------------------------------------------
     def add_episodic(
         self,
@@ -97,7 +187,7 @@ class MemoryEngine(Upkeep):
     ) -> Memory:
         """Store an event (a message, an action); its time defaults to now."""
         return self._drive(
-            self._add_episodic_steps(
+            self.add_episodic_steps(
                 scope, content, session_id, event_timestamp, actor, action_type, entities, metadata
             )
         )
@@ -116,7 +206,7 @@ class MemoryEngine(Upkeep):
     ) -> Memory:
         """Async twin of :meth:`add_episodic`."""
         return await self._adrive(
-            self._add_episodic_steps(
+            self.add_episodic_steps(
                 scope, content, session_id, event_timestamp, actor, action_type, entities, metadata
             )
         )
@@ -178,13 +268,13 @@ class MemoryEngine(Upkeep):
         procedural one in its own, so a failure leaves the earlier ones stored and a
         retry of the whole batch idempotent.
         """
-        return self._drive(self._write_steps(writes, strategy))
+        return self._drive(self._ops.write_steps(writes, strategy))
 
     async def awrite_many(
         self, writes: Sequence[PutOp], *, strategy: ConflictStrategy | None = None
     ) -> list[WriteResult]:
         """Async twin of :meth:`write_many`."""
-        return await self._adrive(self._write_steps(writes, strategy))
+        return await self._adrive(self._ops.write_steps(writes, strategy))
 
     # -- semantic ------------------------------------------------------------------------
     def add_semantic(
@@ -208,7 +298,7 @@ class MemoryEngine(Upkeep):
         ``episode_summary``, ``compressed_summary``) are always stored.
         """
         return self._drive(
-            self._add_semantic_steps(
+            self._ops.add_semantic_steps(
                 scope,
                 content,
                 subject,
@@ -234,7 +324,7 @@ class MemoryEngine(Upkeep):
     ) -> WriteResult:
         """Async twin of :meth:`add_semantic`."""
         return await self._adrive(
-            self._add_semantic_steps(
+            self._ops.add_semantic_steps(
                 scope,
                 content,
                 subject,
@@ -257,7 +347,7 @@ class MemoryEngine(Upkeep):
     ) -> Memory:
         """A new version of an active semantic memory (the old ones are kept)."""
         return self._drive(
-            self._update_semantic_steps(scope, memory_id, content, confidence, reason)
+            self._ops.update_semantic_steps(scope, memory_id, content, confidence, reason)
         )
 
     async def aupdate_semantic(
@@ -271,46 +361,46 @@ class MemoryEngine(Upkeep):
     ) -> Memory:
         """Async twin of :meth:`update_semantic`."""
         return await self._adrive(
-            self._update_semantic_steps(scope, memory_id, content, confidence, reason)
+            self._ops.update_semantic_steps(scope, memory_id, content, confidence, reason)
         )
 
     def evolution(self, scope: str, memory_id: str) -> list[MemoryVersion]:
         """Every version of a memory, oldest first."""
-        return self._drive(self._evolution_steps(scope, memory_id))
+        return self._drive(self._ops.evolution_steps(scope, memory_id))
 
     async def aevolution(self, scope: str, memory_id: str) -> list[MemoryVersion]:
         """Async twin of :meth:`evolution`."""
-        return await self._adrive(self._evolution_steps(scope, memory_id))
+        return await self._adrive(self._ops.evolution_steps(scope, memory_id))
 
     # -- procedural ----------------------------------------------------------------------
     def set_procedural(
         self, scope: str, key: str, value: Any, *, content: str | None = None
     ) -> Memory:
         """Set a preference; setting the same key again reinforces it (count + 1)."""
-        return self._drive(self._set_procedural_steps(scope, key, value, content))
+        return self._drive(self._ops.set_procedural_steps(scope, key, value, content))
 
     async def aset_procedural(
         self, scope: str, key: str, value: Any, *, content: str | None = None
     ) -> Memory:
         """Async twin of :meth:`set_procedural`."""
-        return await self._adrive(self._set_procedural_steps(scope, key, value, content))
+        return await self._adrive(self._ops.set_procedural_steps(scope, key, value, content))
 
     def get_procedural(self, scope: str, key: str) -> Memory | None:
         """The active preference ``key`` (an index lookup, not a search), or None."""
-        return self._drive(self._get_procedural_steps(scope, key))
+        return self._drive(self._ops.get_procedural_steps(scope, key))
 
     async def aget_procedural(self, scope: str, key: str) -> Memory | None:
         """Async twin of :meth:`get_procedural`."""
-        return await self._adrive(self._get_procedural_steps(scope, key))
+        return await self._adrive(self._ops.get_procedural_steps(scope, key))
 
     # -- reading -------------------------------------------------------------------------
     def get(self, scope: str, memory_id: str) -> Memory | None:
         """A memory of the scope in any status; None when there is none with this id here."""
-        return self._drive(self._get_steps(scope, memory_id))
+        return self._drive(self._ops.get_steps(scope, memory_id))
 
     async def aget(self, scope: str, memory_id: str) -> Memory | None:
         """Async twin of :meth:`get`."""
-        return await self._adrive(self._get_steps(scope, memory_id))
+        return await self._adrive(self._ops.get_steps(scope, memory_id))
 
     def memories(
         self,
@@ -322,7 +412,7 @@ class MemoryEngine(Upkeep):
         offset: int = 0,
     ) -> list[Memory]:
         """The scope's memories, oldest first (``statuses=None``: every status)."""
-        return self._drive(self._memories_steps(scope, kinds, statuses, limit, offset))
+        return self._drive(self._ops.memories_steps(scope, kinds, statuses, limit, offset))
 
     async def amemories(
         self,
@@ -334,7 +424,7 @@ class MemoryEngine(Upkeep):
         offset: int = 0,
     ) -> list[Memory]:
         """Async twin of :meth:`memories`."""
-        return await self._adrive(self._memories_steps(scope, kinds, statuses, limit, offset))
+        return await self._adrive(self._ops.memories_steps(scope, kinds, statuses, limit, offset))
 
     def retrieve(
         self,
@@ -356,7 +446,7 @@ class MemoryEngine(Upkeep):
         ("yesterday", "in March") are resolved against the engine's clock.
         """
         return self._drive(
-            self._retrieve_steps(scope, query, kinds, limit, include_inactive, as_of, min_score)
+            self._ops.retrieve_steps(scope, query, kinds, limit, include_inactive, as_of, min_score)
         )
 
     async def aretrieve(
@@ -372,70 +462,70 @@ class MemoryEngine(Upkeep):
     ) -> list[ScoredMemory]:
         """Async twin of :meth:`retrieve`."""
         return await self._adrive(
-            self._retrieve_steps(scope, query, kinds, limit, include_inactive, as_of, min_score)
+            self._ops.retrieve_steps(scope, query, kinds, limit, include_inactive, as_of, min_score)
         )
 
     # -- consolidation -------------------------------------------------------------------
     def consolidate(self, scope: str, *, progress: bool = False) -> ConsolidationResult:
         """Summarise the scope's unconsolidated episodes into semantic memories (idempotent)."""
-        return self._drive(self._consolidate_public_steps(scope, progress))
+        return self._drive(self._upkeep.consolidate_public_steps(scope, progress))
 
     async def aconsolidate(self, scope: str, *, progress: bool = False) -> ConsolidationResult:
         """Async twin of :meth:`consolidate`."""
-        return await self._adrive(self._consolidate_public_steps(scope, progress))
+        return await self._adrive(self._upkeep.consolidate_public_steps(scope, progress))
 
     def consolidate_due(self, *, progress: bool = False) -> list[ConsolidationResult]:
         """Consolidate every scope with at least ``consolidation_threshold`` waiting episodes."""
-        return self._drive(self._consolidate_due_steps(progress))
+        return self._drive(self._upkeep.consolidate_due_steps(progress))
 
     async def aconsolidate_due(self, *, progress: bool = False) -> list[ConsolidationResult]:
         """Async twin of :meth:`consolidate_due`."""
-        return await self._adrive(self._consolidate_due_steps(progress))
+        return await self._adrive(self._upkeep.consolidate_due_steps(progress))
 
     # -- lifecycle -----------------------------------------------------------------------
     def decay(self, scope: str, *, now: Time | None = None) -> DecayResult:
         """Decay the importance of the scope's active memories; weak ones become ``decayed``."""
-        return self._drive(self._decay_steps(scope, now))
+        return self._drive(self._upkeep.decay_steps(scope, now))
 
     async def adecay(self, scope: str, *, now: Time | None = None) -> DecayResult:
         """Async twin of :meth:`decay`."""
-        return await self._adrive(self._decay_steps(scope, now))
+        return await self._adrive(self._upkeep.decay_steps(scope, now))
 
     def forget(self, scope: str, memory_id: str, *, hard: bool = False) -> Memory | None:
         """Soft delete (status ``deleted``, returned) or, with ``hard``, remove it (None)."""
-        return self._drive(self._forget_steps(scope, memory_id, hard))
+        return self._drive(self._upkeep.forget_steps(scope, memory_id, hard))
 
     async def aforget(self, scope: str, memory_id: str, *, hard: bool = False) -> Memory | None:
         """Async twin of :meth:`forget`."""
-        return await self._adrive(self._forget_steps(scope, memory_id, hard))
+        return await self._adrive(self._upkeep.forget_steps(scope, memory_id, hard))
 
     def compress(self, scope: str, memory_ids: Sequence[str] | None = None) -> CompressionResult:
         """Summarise memories (default: the scope's decayed ones) into one; they become
         ``compressed``, linked to the summary, and leave the search index."""
-        return self._drive(self._compress_steps(scope, memory_ids))
+        return self._drive(self._upkeep.compress_steps(scope, memory_ids))
 
     async def acompress(
         self, scope: str, memory_ids: Sequence[str] | None = None
     ) -> CompressionResult:
         """Async twin of :meth:`compress`."""
-        return await self._adrive(self._compress_steps(scope, memory_ids))
+        return await self._adrive(self._upkeep.compress_steps(scope, memory_ids))
 
     # -- events --------------------------------------------------------------------------
     def replay(self, scope: str, at: Time) -> list[Memory]:
         """The scope's memories as they were at ``at``, rebuilt from events alone."""
-        return self._drive(self._replay_steps(scope, at))
+        return self._drive(self._upkeep.replay_steps(scope, at))
 
     async def areplay(self, scope: str, at: Time) -> list[Memory]:
         """Async twin of :meth:`replay`."""
-        return await self._adrive(self._replay_steps(scope, at))
+        return await self._adrive(self._upkeep.replay_steps(scope, at))
 
     def state(self, scope: str) -> list[Memory]:
         """The scope's memories as stored now, every status (what replay to now equals)."""
-        return self._drive(self._state_steps(scope))
+        return self._drive(self._upkeep.state_steps(scope))
 
     async def astate(self, scope: str) -> list[Memory]:
         """Async twin of :meth:`state`."""
-        return await self._adrive(self._state_steps(scope))
+        return await self._adrive(self._upkeep.state_steps(scope))
 
     def timeline(
         self,
@@ -448,7 +538,9 @@ class MemoryEngine(Upkeep):
         memory_id: str | None = None,
     ) -> list[Event]:
         """The scope's events in order (of one memory with ``memory_id``)."""
-        return self._drive(self._timeline_steps(scope, since, until, types, limit, memory_id))
+        return self._drive(
+            self._upkeep.timeline_steps(scope, since, until, types, limit, memory_id)
+        )
 
     async def atimeline(
         self,
@@ -462,22 +554,22 @@ class MemoryEngine(Upkeep):
     ) -> list[Event]:
         """Async twin of :meth:`timeline`."""
         return await self._adrive(
-            self._timeline_steps(scope, since, until, types, limit, memory_id)
+            self._upkeep.timeline_steps(scope, since, until, types, limit, memory_id)
         )
 
     # -- administration ------------------------------------------------------------------
     def stats(self, scope: str | None = None) -> dict[str, Any]:
         """Counts by kind and status, events and waiting episodes (of one scope or all)."""
-        return self._drive(self._stats_steps(scope))
+        return self._drive(self._upkeep.stats_steps(scope))
 
     async def astats(self, scope: str | None = None) -> dict[str, Any]:
         """Async twin of :meth:`stats`."""
-        return await self._adrive(self._stats_steps(scope))
+        return await self._adrive(self._upkeep.stats_steps(scope))
 
     def agents(self) -> list[ScopeCount]:
         """Every scope with memories, with counts by kind."""
-        return self._drive(self._agents_steps())
+        return self._drive(self._upkeep.agents_steps())
 
     async def aagents(self) -> list[ScopeCount]:
         """Async twin of :meth:`agents`."""
-        return await self._adrive(self._agents_steps())
+        return await self._adrive(self._upkeep.agents_steps())

@@ -2,9 +2,9 @@
 
 :class:`Operations` holds the configuration and the step generators that write and
 read memories (episodic, semantic, procedural, retrieval); :class:`~langmem_tiers.
-long_term.upkeep.Upkeep` adds consolidation, lifecycle, events and administration, and
-the public :class:`~langmem_tiers.long_term.engine.engine.MemoryEngine` drives each generator
-sync or async (see steps.py). Input is checked at the edge (validate.py), so nothing is
+long_term.engine.upkeep.Upkeep` holds those of consolidation, lifecycle, events and
+administration; the public :class:`~langmem_tiers.long_term.engine.engine.MemoryEngine` is
+composed of both and drives each generator sync or async (see steps.py). Input is checked at the edge (validate.py), so nothing is
 written when an argument is bad, and every operation runs in one event context: the
 events it writes share a correlation id.
 """
@@ -31,7 +31,6 @@ from langmem_tiers.long_term.engine.conflicts import (
     OfflineMerger,
     RuleContradictionChecker,
 )
-from langmem_tiers.long_term.engine.consolidation import count_unconsolidated_flow
 from langmem_tiers.long_term.engine.lifecycle import (
     Change,
     change_flow,
@@ -41,7 +40,6 @@ from langmem_tiers.long_term.engine.lifecycle import (
 from langmem_tiers.long_term.engine.models import (
     CREATED,
     REINFORCED,
-    ConsolidationResult,
     Memory,
     MemoryVersion,
     ScoredMemory,
@@ -53,14 +51,10 @@ from langmem_tiers.long_term.engine.replay import as_of_flow
 from langmem_tiers.long_term.engine.semantic import index_texts, update_semantic_flow
 from langmem_tiers.long_term.engine.steps import (
     Db,
-    Services,
     Steps,
-    adrive,
-    drive,
 )
 from langmem_tiers.long_term.engine.versions import versions_flow
 from langmem_tiers.long_term.store.core import WriteNote
-from langmem_tiers.long_term.store.events import event_context
 from langmem_tiers.long_term.store.records import STATUSES, item_id, memory_text
 from langmem_tiers.long_term.store.scope import namespace_for
 from langmem_tiers.long_term.store.search.options import check_min_score, options_filter
@@ -75,7 +69,12 @@ T = TypeVar("T")
 
 
 class Operations:
-    """Configuration, validation and the step generators of the memory engine."""
+    """The engine's configuration and its writes and reads, as step generators.
+
+    A part of :class:`~langmem_tiers.long_term.engine.engine.MemoryEngine`: episodic,
+    semantic and procedural memory, versions and retrieval. :class:`~langmem_tiers.
+    long_term.engine.upkeep.Upkeep` works on the memories it writes.
+    """
 
     def __init__(
         self,
@@ -129,36 +128,26 @@ class Operations:
         self.min_conflict_confidence = float(min_conflict_confidence)
         self.decay_min_change = float(decay_min_change)
         self.auto_consolidate = auto_consolidate
-        self._services = Services(store.db, self.checker, self.summarizer, self.merger)
-
-    # -- driving -------------------------------------------------------------------------
-    def _drive(self, steps: Steps[T]) -> T:
-        with event_context():
-            return drive(steps, self._services)
-
-    async def _adrive(self, steps: Steps[T]) -> T:
-        with event_context():
-            return await adrive(steps, self._services)
 
     @property
-    def _core(self) -> Any:
+    def core(self) -> Any:
         return self.store.core
 
-    def _now(self) -> datetime:
-        now: datetime = self._core.dialect.now()
+    def now(self) -> datetime:
+        now: datetime = self.core.dialect.now()
         return now
 
-    def _embed_steps(self, texts: Sequence[str]) -> Steps[dict[str, list[float]]]:
+    def embed_steps(self, texts: Sequence[str]) -> Steps[dict[str, list[float]]]:
         unique = list(dict.fromkeys(texts))
-        vectors = yield Db(self._core.embed_flow(unique))
+        vectors = yield Db(self.core.embed_flow(unique))
         return dict(zip(unique, vectors, strict=True))
 
-    def _record_access(self, memories: Sequence[Memory]) -> None:
+    def record_access(self, memories: Sequence[Memory]) -> None:
         if memories:
-            self._core.access.record([m.id for m in memories], self._now())
+            self.core.access.record([m.id for m in memories], self.now())
 
     # -- episodic ------------------------------------------------------------------------
-    def _add_episodic_steps(
+    def add_episodic_steps(
         self,
         scope: str,
         content: str,
@@ -169,9 +158,9 @@ class Operations:
         entities: Sequence[str] | None,
         metadata: Mapping[str, Any] | None,
     ) -> Steps[Memory]:
-        label = check.label(scope)
+        check.label(scope)
         when = (
-            self._now()
+            self.now()
             if event_timestamp is None
             else check.time("event_timestamp", event_timestamp)
         )
@@ -190,16 +179,10 @@ class Operations:
             value["metadata"] = check.mapping("metadata", metadata)
         namespace = namespace_for(scope, "episodic")
         (written,) = yield from write_steps(self, [PutOp(namespace, uuid.uuid4().hex, value)])
-        memory_id = written.memory.id
-        if self.auto_consolidate:
-            waiting = yield Db(count_unconsolidated_flow(self._core, label))
-            if waiting >= self.settings.consolidation_threshold:
-                yield from self._consolidate_steps(scope, label, progress=False)
-        memory: Memory = yield Db(scoped_memory_flow(self._core.dialect, label, memory_id))
-        return memory
+        return written.memory
 
     # -- semantic ------------------------------------------------------------------------
-    def _add_semantic_steps(
+    def add_semantic_steps(
         self,
         scope: str,
         content: str,
@@ -227,14 +210,14 @@ class Operations:
         (write,) = prepare_writes(self, [PutOp(namespace, uuid.uuid4().hex, value)])
         return (yield from semantic_steps(self, write, chosen))
 
-    def _write_steps(
+    def write_steps(
         self, writes: Sequence[PutOp], strategy: ConflictStrategy | None
     ) -> Steps[list[WriteResult]]:
         if strategy is not None:
             strategy = check.strategy(strategy, self.settings.conflict_strategy)
         return (yield from write_steps(self, writes, strategy))
 
-    def _update_semantic_steps(
+    def update_semantic_steps(
         self,
         scope: str,
         memory_id: str,
@@ -249,37 +232,37 @@ class Operations:
             check.unit("confidence", confidence)
         reason = check.optional_text("reason", reason)
         target: Memory = yield Db(
-            scoped_memory_flow(self._core.dialect, label, memory_id, kinds=["semantic"])
+            scoped_memory_flow(self.core.dialect, label, memory_id, kinds=["semantic"])
         )
         new_value = {**target.value, "content": content}
         if confidence is not None:
             new_value["confidence"] = confidence
-        vectors = yield from self._embed_steps(
-            index_texts(self._core, target.namespace, target.key, new_value)
+        vectors = yield from self.embed_steps(
+            index_texts(self.core, target.namespace, target.key, new_value)
         )
         memory: Memory = yield Db(
             update_semantic_flow(
-                self._core,
+                self.core,
                 scope_label=label,
                 memory_id=memory_id,
                 content=content,
                 confidence=confidence,
                 reason=reason,
                 vectors=vectors,
-                at=self._now(),
+                at=self.now(),
             )
         )
         return memory
 
-    def _evolution_steps(self, scope: str, memory_id: str) -> Steps[list[MemoryVersion]]:
+    def evolution_steps(self, scope: str, memory_id: str) -> Steps[list[MemoryVersion]]:
         label = check.label(scope)
         versions: list[MemoryVersion] = yield Db(
-            versions_flow(self._core, label, check.memory_id(memory_id))
+            versions_flow(self.core, label, check.memory_id(memory_id))
         )
         return versions
 
     # -- procedural ----------------------------------------------------------------------
-    def _set_procedural_steps(
+    def set_procedural_steps(
         self, scope: str, key: str, value: Any, content: str | None
     ) -> Steps[Memory]:
         label = check.label(scope)
@@ -293,7 +276,7 @@ class Operations:
         text = check.text("content", content) if content is not None else f"{key}: {shown}"
         stored = {"content": text, "key": key, "value": value}
         namespace = namespace_for(scope, "procedural")
-        vectors = yield from self._embed_steps(index_texts(self._core, namespace, "_", stored))
+        vectors = yield from self.embed_steps(index_texts(self.core, namespace, "_", stored))
         memory: Memory = yield Db(
             _in_transaction(self._set_procedural_flow(label, namespace, key, stored, vectors))
         )
@@ -307,7 +290,7 @@ class Operations:
         stored: dict[str, Any],
         vectors: dict[str, list[float]],
     ) -> Flow[Memory]:
-        d = self._core.dialect
+        d = self.core.dialect
         if d.name == "postgres":
             # Two writers of a new key would both insert: serialise them per (scope, key).
             yield Sql("SELECT pg_advisory_xact_lock(hashtext(?))", [f"{label}\x1f{key}"])
@@ -343,7 +326,7 @@ class Operations:
         vectors: dict[str, list[float]],
         where: tuple[str, list[Any]],
     ) -> Flow[tuple[Memory, bool]]:
-        rows = yield from memories_flow(self._core.dialect, where[0], where[1], lock=True)
+        rows = yield from memories_flow(self.core.dialect, where[0], where[1], lock=True)
         found = [m for m in rows if m.kind == "procedural" and m.status == "active"]
         return (
             yield from self._reinforce_flow(
@@ -360,8 +343,8 @@ class Operations:
         stored: dict[str, Any],
         vectors: dict[str, list[float]],
     ) -> Flow[tuple[Memory, bool]]:
-        core, d = self._core, self._core.dialect
-        at = self._now()
+        core, d = self.core, self.core.dialect
+        at = self.now()
         if found is None:
             new_id = item_id(namespace, new_key)
             note = WriteNote(CREATED, {}, {"reinforcement_count": 1, "last_used_at": at})
@@ -389,32 +372,32 @@ class Operations:
         # The (scope, proc_key) index answers this, no search is involved; kind and status
         # are checked on the few rows it gives, so no other index looks more attractive.
         rows = yield from memories_flow(
-            self._core.dialect, "i.scope = ? AND i.proc_key = ?", [label, key], lock=lock
+            self.core.dialect, "i.scope = ? AND i.proc_key = ?", [label, key], lock=lock
         )
         found = [m for m in rows if m.kind == "procedural" and m.status == "active"]
         return found[0] if found else None
 
-    def _get_procedural_steps(self, scope: str, key: str) -> Steps[Memory | None]:
+    def get_procedural_steps(self, scope: str, key: str) -> Steps[Memory | None]:
         label = check.label(scope)
         memory: Memory | None = yield Db(self._procedural_flow(label, check.text("key", key)))
         if memory is not None:
-            self._record_access([memory])
+            self.record_access([memory])
         return memory
 
     # -- reading -------------------------------------------------------------------------
-    def _get_steps(self, scope: str, memory_id: str) -> Steps[Memory | None]:
+    def get_steps(self, scope: str, memory_id: str) -> Steps[Memory | None]:
         label = check.label(scope)
         found: list[Memory] = yield Db(
             memories_flow(
-                self._core.dialect,
+                self.core.dialect,
                 "i.id = ? AND i.scope = ? AND i.kind IS NOT NULL",
                 [check.memory_id(memory_id), label],
             )
         )
-        self._record_access(found)
+        self.record_access(found)
         return found[0] if found else None
 
-    def _memories_steps(
+    def memories_steps(
         self,
         scope: str,
         kinds: Sequence[str] | str | None,
@@ -439,12 +422,10 @@ class Operations:
             raise ValidationError(f"offset must be a whole number >= 0, got {offset!r}.")
         # Both are validated whole numbers, so they can be part of the statement.
         order = f"i.created_at, i.id LIMIT {check.large_limit(limit)} OFFSET {offset}"
-        found: list[Memory] = yield Db(
-            memories_flow(self._core.dialect, where, params, order=order)
-        )
+        found: list[Memory] = yield Db(memories_flow(self.core.dialect, where, params, order=order))
         return found
 
-    def _retrieve_steps(
+    def retrieve_steps(
         self,
         scope: str,
         query: str,
@@ -462,7 +443,7 @@ class Operations:
             at = check.time("as_of", as_of)
             found: list[ScoredMemory] = yield Db(
                 as_of_flow(
-                    self._core,
+                    self.core,
                     label,
                     query,
                     at,
@@ -473,10 +454,10 @@ class Operations:
                 )
             )
             return found
-        d = self._core.dialect
+        d = self.core.dialect
         where = f"i.scope = ? AND i.kind IN ({', '.join('?' for _ in wanted)})"
         params: list[Any] = [label, *wanted]
-        clock = self._now()
+        clock = self.now()
         if not include_inactive:
             now = d.ts_param(clock)
             where += (
@@ -486,7 +467,7 @@ class Operations:
             params.extend([now, now])
         prefix = (label, wanted[0]) if len(wanted) == 1 else (label,)
         items = yield Db(
-            self._core.search_flow(
+            self.core.search_flow(
                 SearchOp(
                     prefix,
                     query=query,
@@ -511,13 +492,6 @@ class Operations:
             for i, it in zip(ids, items, strict=True)
             if i in by_id
         ]
-
-    def _consolidate_steps(
-        self, scope: str, label: str, *, progress: bool
-    ) -> Steps[ConsolidationResult]:
-        """Consolidate one scope (see :class:`~langmem_tiers.long_term.engine.upkeep.Upkeep`)."""
-        raise NotImplementedError
-        yield  # pragma: no cover - makes this a generator
 
 
 def _in_transaction(flow: Flow[T]) -> Flow[T]:

@@ -126,9 +126,7 @@ def _existing_steps(ops: Operations, ids: Sequence[str]) -> Steps[dict[str, Memo
     if not ids:
         return {}
     marks = ", ".join("?" for _ in ids)
-    found: list[Memory] = yield Db(
-        memories_flow(ops._core.dialect, f"i.id IN ({marks})", list(ids))
-    )
+    found: list[Memory] = yield Db(memories_flow(ops.core.dialect, f"i.id IN ({marks})", list(ids)))
     return {m.id: m for m in found}
 
 
@@ -144,7 +142,7 @@ def _episodic_steps(ops: Operations, writes: Sequence[PreparedWrite]) -> Steps[l
     fresh = {p.record.id: p for p in writes if p.record.id not in before}
     if fresh:
         yield Db(
-            ops._core.batch_flow(
+            ops.core.batch_flow(
                 [PutOp(p.namespace, p.key, p.record.value) for p in fresh.values()],
                 notes={i: WriteNote(CREATED) for i in fresh},
             )
@@ -166,17 +164,17 @@ def _semantic_at_key_steps(
     if existing is not None:
         if _holds(existing, record):
             return WriteResult("duplicate", existing, reason="stored already at this key")
-        texts = index_texts(ops._core, write.namespace, write.key, record.value)
-        vectors = yield from ops._embed_steps(texts)
+        texts = index_texts(ops.core, write.namespace, write.key, record.value)
+        vectors = yield from ops.embed_steps(texts)
         memory: Memory = yield Db(
             revise_flow(
-                ops._core,
+                ops.core,
                 scope_label=record.scope,
                 memory_id=existing.id,
                 value=record.value,
                 reason="written again at its key",
                 vectors=vectors,
-                at=ops._now(),
+                at=ops.now(),
             )
         )
         return WriteResult("updated", memory)
@@ -188,10 +186,10 @@ def semantic_steps(
     ops: Operations, write: PreparedWrite, strategy: ConflictStrategy
 ) -> Steps[WriteResult]:
     """A new semantic memory: duplicate and conflict checks, the strategy, its first version."""
-    core, record = ops._core, write.record
+    core, record = ops.core, write.record
     text = record.text
     texts = index_texts(core, write.namespace, write.key, record.value)
-    vectors = yield from ops._embed_steps([*texts, text])
+    vectors = yield from ops.embed_steps([*texts, text])
     probe = vectors[texts[0]] if texts else vectors[text]
     exempt = record.category in SUMMARY_CATEGORIES  # summaries are never refused or replaced
     for attempt in range(_RETRIES):
@@ -225,7 +223,7 @@ def semantic_steps(
             merged_text = checked_text("merged content", (yield Combine(target.content, text)))
             merged_value = {**target.value, "content": merged_text}
             merged_texts = index_texts(core, target.namespace, target.key, merged_value)
-            more = yield from ops._embed_steps(merged_texts)
+            more = yield from ops.embed_steps(merged_texts)
             write_vectors = {**vectors, **more}
         try:
             result: WriteResult = yield Db(
@@ -238,7 +236,7 @@ def semantic_steps(
                     resolution=resolution,
                     merged_text=merged_text,
                     vectors=write_vectors,
-                    at=ops._now(),
+                    at=ops.now(),
                 )
             )
         except StaleDecisionError:
@@ -252,8 +250,8 @@ def semantic_steps(
 def _procedural_steps(ops: Operations, write: PreparedWrite) -> Steps[WriteResult]:
     """A preference at its key: created, or reinforced when it is there already."""
     record = write.record
-    vectors = yield from ops._embed_steps(
-        index_texts(ops._core, write.namespace, write.key, record.value)
+    vectors = yield from ops.embed_steps(
+        index_texts(ops.core, write.namespace, write.key, record.value)
     )
     memory, reinforced = yield Db(
         ops._store_procedural_flow(

@@ -1,7 +1,7 @@
 """Upkeep of memory: consolidation, decay and lifecycle, events and administration.
 
-:class:`Upkeep` adds to :class:`~langmem_tiers.long_term.engine.operations.Operations` the
-step generators of the operations that maintain memory rather than write it: turning
+:class:`Upkeep` holds, beside the engine's :class:`~langmem_tiers.long_term.engine.operations.
+Operations`, the step generators of the operations that maintain memory rather than write it: turning
 episodes into semantic memories, decay, forgetting and compression, replay and the
 timeline, and the counts an administrator asks for.
 """
@@ -57,15 +57,24 @@ COMPRESSED_SUMMARY = "compressed_summary"
 """``category`` of the summaries compression writes."""
 
 
-class Upkeep(Operations):
-    """Consolidation, lifecycle, events and administration, as step generators."""
+class Upkeep:
+    """Consolidation, lifecycle, events and administration, as step generators.
+
+    A part of :class:`~langmem_tiers.long_term.engine.engine.MemoryEngine`; it works
+    with the configuration and the clock of the engine's :class:`Operations`.
+    """
+
+    def __init__(self, ops: Operations) -> None:
+        self.ops = ops
 
     # -- consolidation -------------------------------------------------------------------
-    def _consolidate_steps(
+    def consolidate_steps(
         self, scope: str, label: str, *, progress: bool
     ) -> Steps[ConsolidationResult]:
-        episodes = yield Db(unconsolidated_flow(self._core, label))
-        groups = group_episodes(episodes, gap=self.consolidation_gap, max_size=self.max_group_size)
+        episodes = yield Db(unconsolidated_flow(self.ops.core, label))
+        groups = group_episodes(
+            episodes, gap=self.ops.consolidation_gap, max_size=self.ops.max_group_size
+        )
         memories: list[Memory] = []
         done = skipped = 0
         bar = tqdm(groups, desc=f"consolidating {scope}", unit="group", disable=not progress)
@@ -74,18 +83,18 @@ class Upkeep(Operations):
                 summary = check.checked_summary((yield Summarize(episode_messages(group))))
                 value = summary_value(group, summary)
                 namespace, key = namespace_for(scope, "semantic"), uuid.uuid4().hex
-                vectors = yield from self._embed_steps(
-                    index_texts(self._core, namespace, key, value)
+                vectors = yield from self.ops.embed_steps(
+                    index_texts(self.ops.core, namespace, key, value)
                 )
                 memory = yield Db(
                     write_group_flow(
-                        self._core,
+                        self.ops.core,
                         namespace=namespace,
                         key=key,
                         group=group,
                         value=value,
                         vectors=vectors,
-                        at=self._now(),
+                        at=self.ops.now(),
                     )
                 )
                 if memory is None:
@@ -97,50 +106,50 @@ class Upkeep(Operations):
             bar.close()
         return ConsolidationResult(scope, len(groups), done, memories, skipped)
 
-    def _consolidate_public_steps(self, scope: str, progress: bool) -> Steps[ConsolidationResult]:
-        return (yield from self._consolidate_steps(scope, check.label(scope), progress=progress))
+    def consolidate_public_steps(self, scope: str, progress: bool) -> Steps[ConsolidationResult]:
+        return (yield from self.consolidate_steps(scope, check.label(scope), progress=progress))
 
-    def _consolidate_due_steps(self, progress: bool) -> Steps[list[ConsolidationResult]]:
-        due = yield Db(count_due_flow(self._core, self.settings.consolidation_threshold))
+    def consolidate_due_steps(self, progress: bool) -> Steps[list[ConsolidationResult]]:
+        due = yield Db(count_due_flow(self.ops.core, self.ops.settings.consolidation_threshold))
         results = []
         for column, _count in due:
             if "." in column:
                 continue  # a nested namespace written through the store, not an engine scope
             scope = scope_id(column)
-            results.append((yield from self._consolidate_steps(scope, column, progress=progress)))
+            results.append((yield from self.consolidate_steps(scope, column, progress=progress)))
         return results
 
     # -- lifecycle -----------------------------------------------------------------------
-    def _decay_steps(self, scope: str, now: datetime | str | None) -> Steps[DecayResult]:
+    def decay_steps(self, scope: str, now: datetime | str | None) -> Steps[DecayResult]:
         label = check.label(scope)
-        at = self._now() if now is None else check.time("now", now)
+        at = self.ops.now() if now is None else check.time("now", now)
         examined, changes = yield Db(
             decay_flow(
-                self._core,
+                self.ops.core,
                 label,
                 at,
-                half_life_days=self.settings.decay_half_life_days,
-                threshold=self.settings.decay_threshold,
-                min_change=self.decay_min_change,
+                half_life_days=self.ops.settings.decay_half_life_days,
+                threshold=self.ops.settings.decay_threshold,
+                min_change=self.ops.decay_min_change,
             )
         )
         decayed = [c.memory_id for c in changes if c.value is not None]
         return DecayResult(scope, at, examined, len(changes), decayed)
 
-    def _forget_steps(self, scope: str, memory_id: str, hard: bool) -> Steps[Memory | None]:
+    def forget_steps(self, scope: str, memory_id: str, hard: bool) -> Steps[Memory | None]:
         label = check.label(scope)
         check.memory_id(memory_id)
         if hard:
-            yield Db(hard_delete_flow(self._core, label, memory_id))
+            yield Db(hard_delete_flow(self.ops.core, label, memory_id))
             return None
-        memory: Memory = yield Db(soft_delete_flow(self._core, label, memory_id))
+        memory: Memory = yield Db(soft_delete_flow(self.ops.core, label, memory_id))
         return memory
 
-    def _compress_steps(
+    def compress_steps(
         self, scope: str, memory_ids: Sequence[str] | None
     ) -> Steps[CompressionResult]:
         label = check.label(scope)
-        d = self._core.dialect
+        d = self.ops.core.dialect
         if memory_ids is None:
             targets: list[Memory] = yield Db(
                 memories_flow(
@@ -176,10 +185,10 @@ class Upkeep(Operations):
             "source_memory_ids": [m.id for m in targets],
         }
         namespace, key = namespace_for(scope, "semantic"), uuid.uuid4().hex
-        vectors = yield from self._embed_steps(index_texts(self._core, namespace, key, value))
+        vectors = yield from self.ops.embed_steps(index_texts(self.ops.core, namespace, key, value))
         memory: Memory = yield Db(
             compress_flow(
-                self._core,
+                self.ops.core,
                 namespace=namespace,
                 key=key,
                 value=value,
@@ -191,17 +200,19 @@ class Upkeep(Operations):
         return CompressionResult(scope, memory, [m.id for m in targets])
 
     # -- events --------------------------------------------------------------------------
-    def _replay_steps(self, scope: str, at: datetime | str) -> Steps[list[Memory]]:
+    def replay_steps(self, scope: str, at: datetime | str) -> Steps[list[Memory]]:
         label = check.label(scope)
-        found: list[Memory] = yield Db(replay_flow(self._core.dialect, label, check.time("at", at)))
+        found: list[Memory] = yield Db(
+            replay_flow(self.ops.core.dialect, label, check.time("at", at))
+        )
         return found
 
-    def _state_steps(self, scope: str) -> Steps[list[Memory]]:
+    def state_steps(self, scope: str) -> Steps[list[Memory]]:
         label = check.label(scope)
-        found: list[Memory] = yield Db(live_state_flow(self._core.dialect, label))
+        found: list[Memory] = yield Db(live_state_flow(self.ops.core.dialect, label))
         return found
 
-    def _timeline_steps(
+    def timeline_steps(
         self,
         scope: str,
         since: datetime | str | None,
@@ -227,7 +238,7 @@ class Upkeep(Operations):
                 )
         events: list[Event] = yield Db(
             timeline_flow(
-                self._core.dialect,
+                self.ops.core.dialect,
                 label,
                 since=start,
                 until=end,
@@ -239,14 +250,14 @@ class Upkeep(Operations):
         return events
 
     # -- administration ------------------------------------------------------------------
-    def _stats_steps(self, scope: str | None) -> Steps[dict[str, Any]]:
+    def stats_steps(self, scope: str | None) -> Steps[dict[str, Any]]:
         label = None if scope is None else check.label(scope)
-        stats: dict[str, Any] = yield Db(_stats_flow(self._core, label))
+        stats: dict[str, Any] = yield Db(_stats_flow(self.ops.core, label))
         if scope is not None:
             stats["scope"] = scope
         return stats
 
-    def _agents_steps(self) -> Steps[list[ScopeCount]]:
+    def agents_steps(self) -> Steps[list[ScopeCount]]:
         rows = yield Db(
             _rows_flow(
                 f"SELECT scope, kind, status, count(*) FROM {ITEMS} WHERE kind IS NOT NULL"
