@@ -121,6 +121,16 @@ class ContradictionChecker(ABC):
 # -- the offline rules -------------------------------------------------------------------
 _STEMMER = snowballstemmer.stemmer("english")
 _TOKEN = re.compile(r"\$?\d+(?:[.,:]\d+)*%?|[a-z]+")
+_MONTH = (
+    r"(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)"
+    r"(?:uary|ruary|ch|il|e|y|ust|t|tember|ober|ember)?\.?"
+)
+# A calendar date is one value ("April 20", "20th of May, 2026"): its month name is not a
+# word of the statement ("may" would be a modal verb) and its day is not a bare number.
+_DATE = re.compile(
+    rf"\b{_MONTH}\s+(\d{{1,2}})(?:st|nd|rd|th)?\b(?:,?\s+\d{{4}}\b)?"
+    rf"|\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}(?:,?\s+\d{{4}}\b)?"
+)
 _CONTRACTIONS = (
     ("can't", "can not"),
     ("won't", "will not"),
@@ -269,6 +279,8 @@ def _parse(text: str) -> _Parsed:
     lowered = text.lower().replace("\u2019", "'")
     for short, long in _CONTRACTIONS:
         lowered = lowered.replace(short, long)
+    dates = {f"{m[0] or m[3]} {int(m[1] or m[2])}" for m in _DATE.findall(lowered)}
+    lowered = _DATE.sub(" ", lowered)
     words: list[str] = []
     surface: list[str] = []
     copula_before: list[bool] = []
@@ -304,6 +316,8 @@ def _parse(text: str) -> _Parsed:
         else:
             attribute = ""
         numbers.setdefault(attribute, set()).add(number)
+    if dates:
+        numbers.setdefault("date", set()).update(dates)
     return _Parsed(
         tuple(words),
         tuple(surface),
@@ -352,6 +366,9 @@ class RuleContradictionChecker(ContradictionChecker):
         True
         >>> check(Statement("Jo likes tea"), Statement("Jo likes coffee")).conflict
         False
+        >>> check(Statement("The launch date is May 4"),
+        ...       Statement("The launch date is April 20")).explanation
+        "different numbers for 'date': may 4 now, apr 20 before"
         >>> check(Statement("The launch moves from April 20 to May 4."),
         ...       Statement("The launch date is April 20, 2026.")).explanation
         "the new statement changes 'April 20' to 'May 4'"
@@ -379,6 +396,8 @@ class RuleContradictionChecker(ContradictionChecker):
                     True, 0.8, f"the new statement changes {change[0]!r} to {change[1]!r}"
                 )
             for attribute in sorted(set(a.numbers) & set(b.numbers)):
+                if attribute == "date" and similar < 0.5:
+                    continue  # two dates in two different statements are two events
                 if a.numbers[attribute] != b.numbers[attribute]:
                     new_n = ", ".join(sorted(a.numbers[attribute]))
                     old_n = ", ".join(sorted(b.numbers[attribute]))
