@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -134,3 +136,51 @@ def test_bad_weights_name_the_component() -> None:
         RankingWeights(0.4, -0.1, 0.5, 0.2).validated()
     with pytest.raises(ConfigurationError, match="unknown setting"):
         Settings.from_env(environ={}, window=3)
+
+
+# -- the layout says what may import what ---------------------------------------------------
+
+_PACKAGE = Path(langmem_tiers.__file__).resolve().parent
+
+#: area -> the areas it must never import at module level.
+_FORBIDDEN = {
+    "sql": {"long_term.store", "long_term.engine", "short_term", "tiers", "graph", "server", "cli"},
+    "tiers": {"sql", "long_term.store", "long_term.engine", "short_term", "graph", "server", "cli"},
+    "long_term.store": {"long_term.engine", "short_term", "graph", "server", "cli"},
+    "long_term.engine": {"short_term", "graph", "server", "cli"},
+    "short_term": {"long_term.engine", "graph", "server", "cli"},
+    "graph": {"server", "cli"},
+    "server": {"cli"},
+}
+
+
+def _area(module: str) -> str:
+    parts = module.split(".")
+    if len(parts) > 2 and parts[1] == "long_term":
+        return f"long_term.{parts[2]}"
+    return parts[1] if len(parts) > 1 else ""
+
+
+def _top_level_imports(path: Path) -> set[str]:
+    """Package modules ``path`` imports when it is loaded (not inside functions)."""
+    found: set[str] = set()
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+        elif isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        else:
+            continue
+        found.update(n for n in names if n.startswith("langmem_tiers."))
+    return found
+
+
+def test_layers_import_only_what_the_layout_allows() -> None:
+    broken = []
+    for path in sorted(_PACKAGE.rglob("*.py")):
+        module = ".".join(path.relative_to(_PACKAGE.parent).with_suffix("").parts)
+        forbidden = _FORBIDDEN.get(_area(module), set())
+        for imported in _top_level_imports(path):
+            if _area(imported) in forbidden:
+                broken.append(f"{module} imports {imported}")
+    assert broken == []
