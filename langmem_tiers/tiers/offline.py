@@ -33,9 +33,8 @@ from langmem_tiers.tiers.extraction import (
     message_role,
     message_text,
     normalize_text,
-    summarize_text,
-    topic_words,
 )
+from langmem_tiers.tiers.extractive import summarize_text, topic_words
 from langmem_tiers.tiers.tokens import TokenCounter, count_tokens
 
 __all__ = ["OfflineTierer"]

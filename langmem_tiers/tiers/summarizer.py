@@ -41,14 +41,12 @@ from langmem_tiers.tiers.base import Summarizer, Summary
 from langmem_tiers.tiers.extraction import (
     Fact,
     content_words,
-    cut_words,
     extract_facts,
     message_role,
     sentence_score,
     split_sentences,
-    topic_words,
-    trim_sentence,
 )
+from langmem_tiers.tiers.extractive import cut_words, topic_words, trim_sentence
 
 __all__ = [
     "SUMMARY_STYLES",

@@ -15,8 +15,8 @@ from langmem_tiers.tiers.extraction import (
     format_facts,
     parse_tier1,
     split_sentences,
-    summarize_text,
 )
+from langmem_tiers.tiers.extractive import summarize_text
 
 from .conftest import TwinOf
 
