@@ -26,9 +26,11 @@ memory failures never stop a turn: ``load`` and ``save`` log them and report
 them in ``errors``; short-term memory still gets the messages. Memories written:
 
 - ``(user, "semantic")``, ``fact:<session>:<message id>``: ``{"content"`` (the message's
-  statements), ``"facts"`` (its tier-1 facts), ``"category": "user_fact"``,
-  ``"source_session_id"``, ``"source_message_ids"}``. Presets whose short-term memory
-  already stores facts per user message (``dual``) keep theirs instead.
+  fact sentences in the third person, see :mod:`~langmem_tiers.graph.user_memory`),
+  ``"facts"`` (its tier-1 facts), ``"category": "user_fact"``, ``"speaker"`` (``user``, or
+  ``assistant`` for a plan it stated), ``"source_session_id"``, ``"source_message_ids"}``.
+  Presets whose short-term memory already stores facts per user message (``dual``) keep
+  theirs instead.
 - ``(user, "procedural")``, ``preference:<key>:<value>``: ``{"content"`` (a sentence),
   ``"key"`` (``likes``, ``prefers``, ``favorite_color``...), ``"value"``,
   ``"reinforcement_count"`` (how many times the user said it), ``"source_session_ids"}``.
@@ -48,7 +50,6 @@ Example:
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -59,6 +60,14 @@ from langmem_tiers.config import Settings
 from langmem_tiers.errors import ConfigurationError, InvalidTierError, NotFoundError
 from langmem_tiers.graph.flows import Call, Flow, adrive, drive, twin
 from langmem_tiers.graph.prompts import tier_metadata
+from langmem_tiers.graph.user_memory import (
+    ExtractedMemories,
+    FactMemory,
+    PreferenceMemory,
+    distinct_memories,
+    extract_memories,
+    preference_sentence,
+)
 from langmem_tiers.long_term.store.guard import require_store
 from langmem_tiers.long_term.store.scope import namespace_for
 from langmem_tiers.short_term.log import MessageLog
@@ -68,7 +77,7 @@ from langmem_tiers.short_term.presets import Preset, build_policy, get_preset, o
 from langmem_tiers.short_term.records import MessageRecord
 from langmem_tiers.short_term.sql_log import SqlMessageLog
 from langmem_tiers.short_term.writer import MemoryWriter, memory_writer
-from langmem_tiers.tiers import OfflineSummarizer, OfflineTierer, parse_tier1
+from langmem_tiers.tiers import OfflineSummarizer, OfflineTierer
 from langmem_tiers.tiers.base import MessageTiers, Summarizer, Tierer
 from langmem_tiers.tiers.tokens import TokenCounter
 
@@ -94,11 +103,7 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 _QUERY_CHARS = 2_000  # a search query is the user's message, cut to this
-_CONTENT_CHARS = 1_000  # statements kept as a fact memory's content
 _LINE_CHARS = 600  # one memory or search result shown to the model
-_PREFERENCE_KEYS = frozenset({"likes", "dislikes", "prefers"})
-_NOT_FACTS = frozenset({"topic", "note"})  # what a message is about, not what it says
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
 class LoadedMemory(NamedTuple):
@@ -206,107 +211,12 @@ def episode_line(item: Item) -> str:
     return f"- [{where}] {who}: {_cut(str(value.get('content', '')))}"
 
 
-def preference_sentence(key: str, value: str) -> str:
-    """A preference fact as a sentence.
-
-    >>> preference_sentence("favorite_color", "green"), preference_sentence("prefers", "tea")
-    ("The user's favorite color is green.", 'The user prefers tea.')
-    """
-    if key.startswith("favorite_"):
-        return f"The user's favorite {key[len('favorite_') :].replace('_', ' ')} is {value}."
-    return f"The user {key} {value}."
-
-
-def _is_preference(key: str) -> bool:
-    return key in _PREFERENCE_KEYS or key.startswith("favorite_")
-
-
-def _slug(value: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", value.lower()).strip("-")[:60] or "x"
-
-
-def _statements(text: str) -> str:
-    """The sentences of ``text`` that are not questions (what the user stated)."""
-    sentences = [s.strip() for s in _SENTENCE_END.split(" ".join(text.split())) if s.strip()]
-    return _cut(" ".join(s for s in sentences if not s.endswith("?")), _CONTENT_CHARS)
-
-
 def _from_session(item: Item, session_id: str) -> bool:
     value = item.value
     metadata = value.get("metadata")
     # The engine keeps a memory's provenance under "metadata"; direct puts at the top.
     nested = metadata.get("source_session_id") if isinstance(metadata, dict) else None
     return session_id in (value.get("session_id"), value.get("source_session_id"), nested)
-
-
-class FactMemory(NamedTuple):
-    """What one user message stated, as a semantic memory."""
-
-    content: str
-    """The message's statements (its questions left out)."""
-    facts: str
-    """Its tier-1 facts, ``key=value, ...`` (preferences left out)."""
-    message_ids: tuple[str, ...]
-    """The short-term memory id of the message."""
-
-
-class PreferenceMemory(NamedTuple):
-    """A preference the user stated, as a procedural memory."""
-
-    memory_key: str
-    """``preference:<key>:<value slug>``: one memory per key and value."""
-    key: str
-    """``likes``, ``dislikes``, ``prefers`` or ``favorite_<thing>``."""
-    value: str
-    message_ids: tuple[str, ...]
-    """Every message that said it (each one reinforces it)."""
-
-
-class ExtractedMemories(NamedTuple):
-    """What :func:`extract_memories` found."""
-
-    facts: list[FactMemory]
-    preferences: list[PreferenceMemory]
-
-
-def extract_memories(records: Sequence[MessageRecord], *, facts: bool = True) -> ExtractedMemories:
-    """The user's facts and preferences stated in ``records`` (pure: no I/O).
-
-    Only user messages with tier-1 facts count (when tiering failed, the facts come when
-    it is retried, not guessed); questions state nothing. ``facts=False`` gives the
-    preferences only (for presets whose short-term memory stores facts itself).
-
-    >>> record = MessageRecord("m1", 1, "human", "I like jazz. My name is Jordan.",
-    ...                        "likes=jazz, user_name=Jordan", "")
-    >>> found = extract_memories([record])
-    >>> found.facts[0].facts, found.preferences[0].memory_key
-    ('user_name=Jordan', 'preference:likes:jazz')
-    """
-    fact_memories: list[FactMemory] = []
-    preferences: dict[str, tuple[str, str, list[str]]] = {}
-    for record in records:
-        if record.role != "human" or not record.tier1:
-            continue
-        statements = _statements(record.text)
-        if not statements:
-            continue
-        parsed = [f for f in parse_tier1(record.tier1) if f.key not in _NOT_FACTS]
-        plain = [f for f in parsed if not _is_preference(f.key)]
-        for fact in parsed:
-            if _is_preference(fact.key):
-                key = f"preference:{fact.key}:{_slug(fact.value)}"
-                preferences.setdefault(key, (fact.key, fact.value, []))[2].append(record.id)
-        if plain and facts:
-            fact_memories.append(
-                FactMemory(statements, ", ".join(f"{f.key}={f.value}" for f in plain), (record.id,))
-            )
-    return ExtractedMemories(
-        fact_memories,
-        [
-            PreferenceMemory(memory_key, key, value, tuple(ids))
-            for memory_key, (key, value, ids) in preferences.items()
-        ],
-    )
 
 
 def _view_memory_keys(context: Sequence[BaseMessage]) -> set[str]:
@@ -460,7 +370,9 @@ class ChatMemory:
                 if item.key not in shown and not _from_session(item, session_id)
             ]
             candidates.sort(key=_score, reverse=True)  # stable: the store's order on ties
-            user_context = [memory_line(item) for item in candidates[:limit]]
+            # Five slots, five different things: a memory a better one already says
+            # (a preference stored as a fact and as a preference) is skipped.
+            user_context = [memory_line(item) for item in distinct_memories(candidates, limit)]
         return LoadedMemory(context, user_context, errors)
 
     def request_tiers_flow(
@@ -573,6 +485,7 @@ class ChatMemory:
                 "facts": fact.facts,
                 "source_session_id": session_id,
                 "source_message_ids": list(fact.message_ids),
+                "speaker": fact.speaker,
             }
             yield Call(
                 engine.add_semantic,
@@ -606,6 +519,7 @@ class ChatMemory:
                     "category": "user_fact",
                     "source_session_id": session_id,
                     "source_message_ids": list(fact.message_ids),
+                    "speaker": fact.speaker,
                 },
                 index=["content"],
             )

@@ -19,7 +19,7 @@ that holds one of their values. All rules are deterministic and offline.
 
 Example:
     >>> found = exchange_statements(
-    ...     "Hi! My name is Maya and I own the launch. Thanks!",
+    ...     "Hi! My name is Maya and I own the launch. I prefer tea. Thanks!",
     ...     "Noted: user_name=Maya. I'll draft the launch checklist by Friday.")
     >>> found.user
     ["The user's name is Maya and the user owns the launch."]
@@ -49,6 +49,7 @@ __all__ = [
     "fact_sentences",
     "is_chit_chat",
     "is_echo",
+    "is_preference",
     "third_person",
 ]
 
@@ -347,6 +348,20 @@ def _contains(text: str, value: str) -> bool:
     return bool(flat_value) and flat_value in _flat(text).replace(" ", "")
 
 
+def is_preference(key: str) -> bool:
+    """Whether a tier-1 key is a preference (``likes``, ``prefers``, ``favorite_<thing>``...).
+
+    >>> is_preference("favorite_color"), is_preference("deadline")
+    (True, False)
+    """
+    return key in {"likes", "dislikes", "prefers"} or key.startswith("favorite_")
+
+
+def _only_preferences(sentence: str) -> bool:
+    keys = [f.key for f in extract_facts(sentence) if f.key not in _NOT_FACT_KEYS]
+    return bool(keys) and all(is_preference(key) for key in keys)
+
+
 def _hard_facts(sentence: str) -> list[str]:
     """Values of the facts the rules find in ``sentence`` that place it in the world."""
     return [
@@ -367,10 +382,11 @@ def is_chit_chat(sentence: str) -> bool:
     rest = _OPENERS.sub("", text).strip()
     if not rest or not any(c.isalnum() for c in rest):
         return True
+    if _SOCIAL.match(text) or _SOCIAL.match(rest):
+        # "See you at the Lisbon office on Friday." still says where.
+        return not any(f.key in {"place", "entity"} for f in extract_facts(rest))
     return bool(
         _SELF_ANNOUNCED.match(rest)
-        or _SOCIAL.match(text)
-        or _SOCIAL.match(rest)
         or _REQUEST.match(rest)
         or _META.match(rest)
         or _FEELING.match(rest)
@@ -385,11 +401,12 @@ def _states_something(sentence: str, known: Sequence[str]) -> bool:
     return len(content_words(sentence)) >= 3
 
 
-def fact_sentences(text: str, facts: Iterable[str] = ()) -> list[str]:
+def fact_sentences(text: str, facts: Iterable[str] = (), *, preferences: bool = True) -> list[str]:
     """The sentences of ``text`` that state facts, as written (see the module docstring).
 
     ``facts``: values a tierer found (tier 1); a sentence holding one is kept even when the
-    rules find nothing in it, unless it is small talk.
+    rules find nothing in it, unless it is small talk. ``preferences=False`` leaves out
+    sentences that only state preferences ("I prefer tea."): procedural memory has them.
 
     >>> fact_sentences("Hi! Tomas owns the migration. Talk to you next week!")
     ['Tomas owns the migration.']
@@ -398,6 +415,8 @@ def fact_sentences(text: str, facts: Iterable[str] = ()) -> list[str]:
     sentences = []
     for sentence in split_sentences(text):
         trimmed = _OPENERS.sub("", sentence).strip() if _OPENERS.match(sentence) else sentence
+        if not preferences and _only_preferences(sentence):
+            continue
         if trimmed and _states_something(sentence, known):
             sentences.append(trimmed[:1].upper() + trimmed[1:])
     return sentences
@@ -445,13 +464,14 @@ def exchange_statements(
     """The facts a user message and its reply state (see the module docstring).
 
     ``user_facts`` / ``reply_facts``: tier-1 values of each (rescue short sentences).
-    A reply to a question states no facts: it restates what was known.
+    The user's sentences that only state preferences are left to procedural memory. A
+    reply to a question states no facts: it restates what was known.
 
     >>> exchange_statements("When is the launch?", "We moved the launch to May 4.")
     ExchangeStatements(user=[], reply=[])
     """
     said = normalize_text(user_text)
-    user = [third_person(s, "user") for s in fact_sentences(said, user_facts)]
+    user = [third_person(s, "user") for s in fact_sentences(said, user_facts, preferences=False)]
     reply: list[str] = []
     asked = any(s.rstrip().endswith("?") for s in split_sentences(said))
     if reply_text.strip() and not asked:

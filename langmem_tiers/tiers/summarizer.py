@@ -1,7 +1,9 @@
 """Summaries of many messages, for consolidation into long-term memory.
 
 :class:`OfflineSummarizer` is extractive: it keeps the most informative sentences of the
-run, each labelled with who said it, as one paragraph, and lists the key concepts (names,
+run, each labelled with who said it, as one paragraph (an assistant's confirmation of what
+the user just said is left out: it repeats, it does not inform; so are greetings, thanks
+and sign-offs), and lists the key concepts (names,
 places, dates, numbers, preferences, decisions, topics) found by the offline tierer's
 rules, most important first. :class:`LLMSummarizer` asks a chat model for the same, in a
 two-line protocol::
@@ -17,12 +19,12 @@ Example:
     >>> from langchain_core.messages import AIMessage, HumanMessage
     >>> summary = OfflineSummarizer().summarize([
     ...     HumanMessage("Hi! My name is Jordan and the RAI Chat deadline is March 1, 2026."),
-    ...     AIMessage("Noted, Jordan. I will remind you a week before."),
+    ...     AIMessage("Noted, Jordan. I'll book the review room for February 20."),
     ... ])
     >>> summary.text
-    'user: My name is Jordan and the RAI Chat deadline is March 1, 2026. assistant: Noted, Jordan.'
+    "user: My name is Jordan and the RAI Chat deadline is March 1, 2026. assistant: I'll book the review room for February 20."
     >>> summary.key_concepts
-    ['Jordan', 'deadline March 1 2026', 'RAI Chat', 'week']
+    ['Jordan', 'deadline March 1 2026', 'February 20', 'RAI Chat', 'review', 'room']
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ from langmem_tiers.tiers.extraction import (
     split_sentences,
 )
 from langmem_tiers.tiers.extractive import cut_words, topic_words, trim_sentence
+from langmem_tiers.tiers.statements import is_chit_chat, is_echo
 
 __all__ = [
     "SUMMARY_STYLES",
@@ -252,11 +255,21 @@ class OfflineSummarizer(Summarizer):
         """The extractive paragraph only (who said which of the best sentences)."""
         texts = _texts(messages)
         candidates: list[tuple[float, int, int, str]] = []
-        for m_index, (_, text) in enumerate(texts):
+        small_talk: list[tuple[float, int, int, str]] = []  # used only when nothing else is
+        said = ""  # the user's last message: what an assistant's confirmation repeats
+        for m_index, (message, text) in enumerate(texts):
+            echoing = message.type == "ai"
+            if message.type == "human":
+                said = text
             for s_index, sentence in enumerate(split_sentences(text)):
                 trimmed = trim_sentence(sentence)
-                if trimmed:
-                    candidates.append((sentence_score(trimmed), m_index, s_index, trimmed))
+                if not trimmed:
+                    continue
+                entry = (sentence_score(trimmed), m_index, s_index, trimmed)
+                # "Noted: budget=12,000" says nothing the user did not; "Thanks!" nothing.
+                quiet = (echoing and is_echo(trimmed, said)) or is_chit_chat(trimmed)
+                (small_talk if quiet else candidates).append(entry)
+        candidates = candidates or small_talk
         candidates.sort(key=lambda c: (-c[0], c[1], c[2]))
         chosen: list[tuple[int, int, str]] = []
         chosen_words: list[set[str]] = []

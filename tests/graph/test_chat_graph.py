@@ -427,11 +427,13 @@ async def test_user_context_comes_from_other_sessions(
         graph, runner, "What should I drink, and who am I?", session_id="s2", config=config
     )
     assert "The user prefers tea." in out["user_context"]
-    assert FACTS in out["user_context"]
+    # The facts, without the greeting, in the third person.
+    stated = FACTS.replace("Hi, my name", "The user's name")
+    assert stated in out["user_context"]
     assert "- The user prefers tea." in recorder.prompts[0][0].text
     # A session's own facts are in its view, not repeated as user_context.
     again = await run_turn(graph, runner, "I prefer tea, really.", session_id="s1")
-    assert FACTS not in again["user_context"]
+    assert stated not in again["user_context"]
     preference = store.get(namespace_for("u1", "procedural"), "preference:prefers:tea")
     assert preference is not None
     assert preference.value["reinforcement_count"] == 2

@@ -30,12 +30,12 @@ CONVERSATION = [
     AIMessage("Great choice. PostgreSQL will hold the archive."),
 ]
 
-# The user's own "The deadline is March 1, 2026 ..." is left out: the assistant's
-# sentence repeats it with as much information (near-repeats are kept once).
+# The assistant's "I will track the March 1, 2026 deadline and the $12,000 budget." is
+# left out: it confirms what the user just said (an echo), so the user's own words stay.
 OFFLINE_TEXT = (
     "Jordan: I'm Jordan and I lead the RAI Chat project. "
-    "assistant: I will track the March 1, 2026 deadline and the $12,000 budget. "
-    "Jordan: We decided to use PostgreSQL for the archive."
+    "The deadline is March 1, 2026 and we have a budget of $12,000. "
+    "We decided to use PostgreSQL for the archive."
 )
 OFFLINE_CONCEPTS = [
     "Jordan",
@@ -54,12 +54,11 @@ async def test_offline_summary_keeps_who_said_what(twin_of: TwinOf) -> None:
 
 def test_offline_sentence_budget_adapts_and_can_be_fixed() -> None:
     assert OfflineSummarizer(max_sentences=1).summarize(CONVERSATION).text == (
-        "assistant: I will track the March 1, 2026 deadline and the $12,000 budget."
+        "Jordan: I'm Jordan and I lead the RAI Chat project."
     )
-    # two messages: at least two sentences
+    # two messages: room for two sentences, but the assistant's reply only repeats the user
     assert OfflineSummarizer().summarize(CONVERSATION[:2]).text == (
-        "Jordan: I'm Jordan and I lead the RAI Chat project. "
-        "assistant: How can I help with RAI Chat?"
+        "Jordan: I'm Jordan and I lead the RAI Chat project."
     )
 
 
