@@ -198,3 +198,24 @@ async def test_inactive_memories_never_shorten_a_search(make_store, twin_of) -> 
     assert sorted(i.key for i in plain) == [f"new{i}" for i in range(5)]
     every = await twin.retrieve("alice", "jazz concert", limit=45, include_inactive=True)
     assert len(every) == 45
+
+
+async def test_superseded_memories_decay_like_the_others(make_engine, twin_of) -> None:
+    twin = twin_of(make_engine(settings={"decay_half_life_days": 10.0, "decay_threshold": 0.2}))
+    old = (await twin.add_semantic("alice", "Alice lives in Berlin", subject="Alice")).memory
+    new = await twin.add_semantic("alice", "Alice lives in Paris", subject="Alice")
+    assert (await twin.get("alice", old.id)).status == "superseded"
+
+    result = await twin.decay("alice", now=new.memory.updated_at + timedelta(days=10))
+    assert (result.examined, result.updated) == (2, 2)
+    assert (await twin.get("alice", old.id)).importance == pytest.approx(0.5, rel=1e-2)
+
+    result = await twin.decay("alice", now=new.memory.updated_at + timedelta(days=30))
+    assert set(result.decayed) == {old.id, new.memory.id}
+    faded = await twin.get("alice", old.id)
+    assert faded.status == "decayed"
+    assert faded.value["superseded_by"] == new.memory.id  # the link survives the decay
+    decayed = [e for e in await twin.timeline("alice") if e.type == "memory.decayed"]
+    assert {e.metadata["status_before"] for e in decayed} == {"superseded", "active"}
+    # and, decayed, it can be compressed like any faded memory
+    assert (await twin.compress("alice")).summary is not None

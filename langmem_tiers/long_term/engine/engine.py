@@ -484,7 +484,8 @@ class MemoryEngine:
 
     # -- lifecycle -----------------------------------------------------------------------
     def decay(self, scope: str, *, now: Time | None = None) -> DecayResult:
-        """Decay the importance of the scope's active memories; weak ones become ``decayed``."""
+        """Decay the importance of the scope's active and superseded memories; weak ones
+        become ``decayed``."""
         return self._drive(self._upkeep.decay_steps(scope, now))
 
     async def adecay(self, scope: str, *, now: Time | None = None) -> DecayResult:

@@ -1,7 +1,8 @@
 """Lifecycle of memories: status changes with their events, decay, forgetting, compression.
 
 States: ``active`` (retrieved), ``superseded`` (replaced by a newer memory),
-``decayed`` (importance fell below ``Settings.decay_threshold``), ``deleted`` (soft
+``decayed`` (importance fell below ``Settings.decay_threshold``; active and superseded
+memories decay alike), ``deleted`` (soft
 delete; a hard delete removes the row), ``compressed`` (replaced by a summary that
 keeps the link). A status lives both in the value (``value["status"]``) and in its
 column, and :func:`change_flow` keeps the two equal.
@@ -66,6 +67,7 @@ __all__ = [
 ]
 
 _LN2 = math.log(2.0)
+_DECAYING = frozenset({"active", "superseded"})  # the statuses a decay pass ages
 
 # Columns a change may set besides those derived from the value: name -> is a timestamp.
 _CHANGE_COLUMNS: dict[str, bool] = {
@@ -245,13 +247,16 @@ def decay_changes(
 ) -> list[Change]:
     """The changes a decay pass makes (pure).
 
-    A memory whose importance falls below ``threshold`` becomes ``decayed``; others get
+    Active and superseded memories decay. One whose importance falls below ``threshold``
+    becomes ``decayed`` (a superseded one keeps its ``superseded_by`` link); others get
     their new importance when it moved by at least ``min_change`` (so a pass run often
     does not write an event for every memory every time).
     """
     changes = []
     for memory in memories:
-        if memory.status != "active":
+        # A superseded memory ages like any other: it leaves searches when replaced, and
+        # leaves the store's working set (decayed, then compressible) when it fades.
+        if memory.status not in _DECAYING:
             continue
         importance = decayed_importance(
             _base_importance(memory), last_access(memory), now, half_life_days
@@ -264,7 +269,7 @@ def decay_changes(
                     DECAYED,
                     value=with_status(memory.value, "decayed"),
                     columns={"importance": importance},
-                    metadata={**meta, "threshold": threshold},
+                    metadata={**meta, "threshold": threshold, "status_before": memory.status},
                     touch=False,
                 )
             )
@@ -307,7 +312,7 @@ def decay_flow(
     threshold: float,
     min_change: float,
 ) -> Flow[tuple[int, list[Change]]]:
-    """Apply decay to the scope's active memories: ``(examined, changes made)``."""
+    """Apply decay to the scope's active and superseded memories: ``(examined, changes)``."""
     yield from core.flush_flow()  # pending retrievals count as accesses
     result: tuple[int, list[Change]] = yield Transaction(
         _decay(core, scope_label, now, half_life_days, threshold, min_change)
@@ -325,7 +330,10 @@ def _decay(
 ) -> Flow[tuple[int, list[Change]]]:
     d = core.dialect
     found = yield from memories_flow(
-        d, "i.scope = ? AND i.kind IS NOT NULL AND i.status = 'active'", [scope_label], lock=True
+        d,
+        "i.scope = ? AND i.kind IS NOT NULL AND i.status IN ('active', 'superseded')",
+        [scope_label],
+        lock=True,
     )
     changes = decay_changes(
         found, now, half_life_days=half_life_days, threshold=threshold, min_change=min_change

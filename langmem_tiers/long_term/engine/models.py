@@ -261,7 +261,7 @@ class DecayResult(_Record):
     examined: int
     updated: int
     decayed: list[str] = field(default_factory=list)
-    """Ids of memories that went from ``active`` to ``decayed``."""
+    """Ids of memories that went from ``active`` (or ``superseded``) to ``decayed``."""
 
 
 @dataclass(frozen=True, slots=True)
