@@ -3,20 +3,28 @@
 The package ships the conversation (``data/demo_conversation.jsonl``: six sessions, 240
 user turns about a small software project, with the expected fact for each question).
 Each turn goes through :func:`~langmem_tiers.graph.build_tiered_chat_graph` with the
-offline model (or ``--model``), on the store of ``--url``, with short-term memory in the
-same database. As it goes the demo prints:
+offline model (or ``--model`` / ``LANGMEM_TIERS_MODEL``: then the answers are the model's
+own), on the store of ``--url``, with short-term memory in the same database. As it goes
+the demo prints:
 
 - each pruning event (the tiered window archiving its oldest exchanges to episodic memory)
   and, at the end of each session, the consolidation of its episodes into a summary;
 - each tier request (``REQUEST_TIER``) and episodic search (``SEARCH_EPISODIC``) the
-  model made, and each question with its answer and whether it holds the expected fact;
+  model made;
+- each question with the answer and what memory supplied: the part of the prompt that
+  held the expected fact (a fact from earlier sessions, a window line at some tier, a
+  search result), or that it did not reach the prompt.
 
-and at the end a table of prompt tokens per turn (sampled) against the raw history, and
-what long-term memory holds. Every run uses a fresh scope (``demo-<id>``), so runs never
-see each other's memories; ``--reset`` deletes what earlier runs left.
+At the end: the tiered memory beside two baselines measured on the same conversation in
+the same run (the full history in the prompt; a plain window of the last ``--window``
+messages), with prompt tokens, model calls and the share of questions whose evidence
+reached the prompt (see :mod:`~langmem_tiers.cli.demo_report`); per-session means; the
+demo's targets; what long-term memory holds; and, with ``--plot PATH``, a chart of prompt
+tokens per turn (needs matplotlib). Every run uses a fresh scope (``demo-<id>``), so runs
+never see each other's memories; ``--reset`` deletes what earlier runs left.
 
 Example:
-    $ langmem-tiers demo --turns 60
+    $ langmem-tiers demo --turns 60 --plot tokens.png
 """
 
 from __future__ import annotations
@@ -34,27 +42,53 @@ from typing import Any, NamedTuple
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
+from langmem_tiers.cli.demo_report import (
+    QuestionStats,
+    TurnStats,
+    baseline_prompt,
+    comparison_table,
+    holds,
+    locate,
+    plot_tokens,
+    session_table,
+    targets,
+    token_table,
+)
 from langmem_tiers.errors import InvalidContentError
 from langmem_tiers.long_term.store.scope import MemoryKind
 
 __all__ = [
     "DEFAULT_BUDGET",
+    "DEFAULT_WINDOW",
     "DEMO_FILE",
     "DemoTurn",
     "PromptRecorder",
     "TurnStats",
     "load_conversation",
     "run",
+    "token_table",
 ]
 
 DEMO_FILE = "demo_conversation.jsonl"
 """The shipped conversation, in ``langmem_tiers/data``."""
 
-DEFAULT_BUDGET = 600
-"""Token budget of the demo's tiered context: small, so a few hundred turns show pruning."""
+DEFAULT_BUDGET = 400
+"""Token budget of the demo's tiered window (the product's default is 30,000): messages
+stay raw until the window passes it, then the oldest are lowered to tier 2 and tier 1, and
+the oldest exchanges are archived to episodic memory when even tier 1 does not fit. Small,
+so a conversation of a few thousand tokens shows all of it."""
+
+DEFAULT_WINDOW = 20
+"""Messages of the plain-window baseline (ten rounds, the ``dual`` preset's default)."""
 
 _SCOPE_PREFIX = "demo-"
 _KINDS: tuple[MemoryKind, ...] = ("episodic", "semantic", "procedural")
+_LEGEND = """How to read a question: "A:" is the model's answer, and [answer holds X] / [answer lacks X]
+says whether it contains the expected fact X. "memory:" names the part of the prompt that
+held X: user_context (facts from earlier sessions), a raw message or a tier 1/2 line of this
+session's window, an episodic search the model asked for, or this session's summaries; or
+it says that X did not reach the prompt. The offline model answers by quoting what it was
+given (fragments); with --model or LANGMEM_TIERS_MODEL a real model writes the answers."""
 
 
 class DemoTurn(NamedTuple):
@@ -92,48 +126,36 @@ def load_conversation(text: str | None = None) -> list[DemoTurn]:
 
 
 class PromptRecorder(BaseCallbackHandler):
-    """Counts the tokens of every prompt a chat model is sent."""
+    """Records every prompt a chat model is sent, and its size."""
 
     def __init__(self) -> None:
         self.prompts: list[int] = []
+        self.messages: list[list[BaseMessage]] = []
 
     def on_chat_model_start(
         self, serialized: dict[str, Any], messages: list[list[BaseMessage]], **kwargs: Any
     ) -> None:
-        """Record the prompt's size (approximate tokens, the package's default counter)."""
+        """Record the prompt and its size (approximate tokens, the package's default counter)."""
         from langmem_tiers.tiers.tokens import count_message_tokens
 
         for prompt in messages:
             self.prompts.append(count_message_tokens(prompt))
+            self.messages.append(list(prompt))
 
-    def take(self) -> list[int]:
-        """The sizes recorded since the last call."""
-        taken, self.prompts = self.prompts, []
+    def take(self) -> tuple[list[int], list[list[BaseMessage]]]:
+        """The sizes and prompts recorded since the last call."""
+        taken = self.prompts, self.messages
+        self.prompts, self.messages = [], []
         return taken
-
-
-class TurnStats(NamedTuple):
-    """Tokens of one turn."""
-
-    turn: int
-    session: str
-    prompt_tokens: int
-    """The first prompt of the turn (what every turn costs at least)."""
-    calls: int
-    """Model calls (1 + regenerations after tier requests or searches)."""
-    raw_session_tokens: int
-    """The session's raw history plus the question (what a plain chat would send)."""
-    raw_all_tokens: int
-    """Every earlier session too (what remembering everything verbatim would cost)."""
 
 
 @dataclass
 class _Run:
     quiet: bool
     out: Any
+    real_model: bool = False
     events: list[dict[str, Any]] = field(default_factory=list)
-    answered: int = 0
-    questions: int = 0
+    questions: list[QuestionStats] = field(default_factory=list)
 
     def say(self, text: str = "") -> None:
         if not self.quiet:
@@ -151,41 +173,6 @@ def _id_range(ids: Sequence[str]) -> str:
 def _clip(text: str, limit: int = 110) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
-
-
-def _sampled(rows: Sequence[TurnStats], count: int) -> list[TurnStats]:
-    if len(rows) <= count:
-        return list(rows)
-    step = (len(rows) - 1) / (count - 1)
-    picks = sorted({round(i * step) for i in range(count)})
-    return [rows[i] for i in picks]
-
-
-def token_table(rows: Sequence[TurnStats], count: int) -> list[str]:
-    """The final table: sampled turns, then the mean over every turn."""
-    header = f"{'turn':>5}  {'session':<16} {'prompt':>7} {'calls':>5} {'raw session':>12} {'raw all':>9}"
-    lines = [header, "-" * len(header)]
-    for r in _sampled(rows, count):
-        lines.append(
-            f"{r.turn:>5}  {r.session[:16]:<16} {r.prompt_tokens:>7,} {r.calls:>5} "
-            f"{r.raw_session_tokens:>12,} {r.raw_all_tokens:>9,}"
-        )
-    if rows:
-        n = len(rows)
-        lines.append("-" * len(header))
-        lines.append(
-            f"{'mean':>5}  {f'over {n} turns':<16} {sum(r.prompt_tokens for r in rows) / n:>7,.0f} "
-            f"{sum(r.calls for r in rows) / n:>5.2f} "
-            f"{sum(r.raw_session_tokens for r in rows) / n:>12,.0f} "
-            f"{sum(r.raw_all_tokens for r in rows) / n:>9,.0f}"
-        )
-        lines.append(
-            f"{'max':>5}  {'':<16} {max(r.prompt_tokens for r in rows):>7,} "
-            f"{max(r.calls for r in rows):>5} "
-            f"{max(r.raw_session_tokens for r in rows):>12,} "
-            f"{max(r.raw_all_tokens for r in rows):>9,}"
-        )
-    return lines
 
 
 def _items(store: Any, namespace: tuple[str, ...]) -> Iterator[Any]:
@@ -217,29 +204,51 @@ def _reset(store: Any, log: Any, sessions: Sequence[str], out: _Run) -> int:
     return deleted
 
 
+def _settings(args: argparse.Namespace) -> Any:
+    from langmem_tiers.cli.main import settings_for
+
+    budget = max(args.budget, 2)
+    soft = None if args.soft_budget is None else min(args.soft_budget, budget)
+    return settings_for(
+        args,
+        context_token_limit=budget,
+        context_token_buffer=max(1, budget // 3),
+        context_soft_budget=soft,  # None: the product's default, the budget itself
+        min_messages_kept=4,
+    )
+
+
+def _budget_line(settings: Any) -> str:
+    from dataclasses import fields
+
+    default = next(f.default for f in fields(settings) if f.name == "context_token_limit")
+    return (
+        f"context budget (a demo setting; the product's default is {default:,} tokens): messages "
+        f"stay raw until the session's window passes {settings.soft_budget} tokens, then the "
+        f"oldest are shown as tier 2 / tier 1; when even tier 1 passes "
+        f"{settings.context_token_limit} tokens the oldest exchanges are archived to episodic "
+        "memory (--budget, --soft-budget)"
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     """The ``demo`` command."""
-    from langmem_tiers.cli.main import open_store, print_json, settings_for
+    from langmem_tiers.cli.main import open_store, print_json
     from langmem_tiers.graph import build_tiered_chat_graph, consolidate_episodes
     from langmem_tiers.graph.models import resolve_chat_model
     from langmem_tiers.short_term.presets import get_preset
     from langmem_tiers.short_term.sql_log import SqlMessageLog
     from langmem_tiers.tiers.tokens import count_message_tokens
 
-    budget = args.budget
-    settings = settings_for(
-        args,
-        context_token_limit=max(budget, 2),
-        context_token_buffer=max(1, budget // 3),
-        min_messages_kept=4,
-    )
+    settings = _settings(args)
+    window = args.window
     model_name = args.model or settings.model
     model = resolve_chat_model(model_name)
     turns = load_conversation()
     if args.turns is not None:
         turns = turns[: args.turns]
     scope = args.scope or f"{_SCOPE_PREFIX}{uuid.uuid4().hex[:8]}"
-    out = _Run(quiet=args.quiet or args.json, out=sys.stdout)
+    out = _Run(quiet=args.quiet or args.json, out=sys.stdout, real_model=bool(model_name))
     started = time.perf_counter()
     recorder = PromptRecorder()
     stats: list[TurnStats] = []
@@ -258,8 +267,10 @@ def run(args: argparse.Namespace) -> int:
         )
         out.say(
             f"langmem-tiers demo: {len(turns)} turns in {len(sessions)} sessions, "
-            f"model {model_name or 'offline'}, scope {scope}, context budget {budget} tokens"
+            f"model {model_name or 'offline'}, scope {scope}\n{_budget_line(settings)}\n"
+            f"baselines in the same run: the full history, and the last {window} messages\n"
         )
+        out.say(_LEGEND)
         raw_all: list[BaseMessage] = []
         raw_session: list[BaseMessage] = []
         current: str | None = None
@@ -274,25 +285,27 @@ def run(args: argparse.Namespace) -> int:
                     f"{current} ({turn.at[:10]}) =="
                 )
             question = HumanMessage(turn.content)
-            raw_session_tokens = count_message_tokens([*raw_session, question])
-            raw_all_tokens = count_message_tokens([*raw_all, question])
+            full = baseline_prompt(raw_all, question)
+            recent = baseline_prompt(raw_all, question, window)
             result = graph.invoke(
                 {"messages": [question], "session_id": f"{scope}-{turn.session}", "user_id": scope},
                 config={"callbacks": [recorder]},
             )
-            prompts = recorder.take()
+            sizes, prompts = recorder.take()
             answer = str(result.get("answer", ""))
             stats.append(
                 TurnStats(
                     number,
                     turn.session,
-                    prompts[0] if prompts else 0,
-                    len(prompts),
-                    raw_session_tokens,
-                    raw_all_tokens,
+                    sizes[0] if sizes else 0,
+                    len(sizes),
+                    count_message_tokens([*raw_session, question]),
+                    count_message_tokens([*raw_all, question]),
+                    count_message_tokens(full),
+                    count_message_tokens(recent),
                 )
             )
-            _report_turn(out, number, turn, answer, result)
+            _report_turn(out, number, turn, answer, result, prompts, (full, recent))
             reply = AIMessage(answer)
             raw_session += [question, reply]
             raw_all += [question, reply]
@@ -301,7 +314,16 @@ def run(args: argparse.Namespace) -> int:
         holdings = _holdings(store, scope)
     elapsed = time.perf_counter() - started
 
-    table = token_table(stats, args.rows)
+    plot_note: str | None = None
+    if args.plot:
+        plot_note = plot_tokens(
+            stats,
+            args.plot,
+            window,
+            f"Prompt tokens per turn, {len(sessions)} sessions "
+            f"(soft budget {settings.soft_budget}, budget {settings.context_token_limit})",
+        )
+    reached = targets(stats, out.questions)
     if args.json:
         print_json(
             {
@@ -310,26 +332,36 @@ def run(args: argparse.Namespace) -> int:
                 "turns": len(stats),
                 "sessions": len(sessions),
                 "seconds": round(elapsed, 2),
-                "questions": out.questions,
-                "answered_with_expected_fact": out.answered,
+                "context": {
+                    "soft_budget": settings.soft_budget,
+                    "budget": settings.context_token_limit,
+                    "window": window,
+                },
+                "questions": len(out.questions),
+                "answered_with_expected_fact": sum(q.answered for q in out.questions),
+                "evidence_in_prompt": {
+                    "tiered": sum(q.evidence is not None for q in out.questions),
+                    "full_history": sum(q.in_full_history for q in out.questions),
+                    "window": sum(q.in_window for q in out.questions),
+                },
+                "question_details": [_question_json(q) for q in out.questions],
+                "targets": [t._asdict() for t in reached],
                 "events": out.events,
                 "tokens": [r._asdict() for r in stats],
                 "long_term_memory": holdings,
+                "plot": None if not args.plot else (plot_note or args.plot),
             }
         )
         return 0
-    print(f"\nPrompt tokens per turn (sampled) against the raw history ({len(stats)} turns):")
-    print("\n".join(table))
-    print(
-        "  prompt: the first prompt of the turn (system prompt, memories, tiered window, "
-        "question)\n  raw session / raw all: the verbatim history of this session / of all "
-        "sessions plus the question, without a system prompt"
-    )
+    _print_summary(out, stats, window, reached, args.rows)
     _print_holdings(holdings)
+    answered = sum(q.answered for q in out.questions)
     print(
-        f"\nquestions answered with the expected fact: {out.answered}/{out.questions}"
+        f"\nanswers that hold the expected fact: {answered}/{len(out.questions)}"
         f"   time: {elapsed:.1f} s"
     )
+    if args.plot:
+        print(f"plot skipped: {plot_note}" if plot_note else f"plot written to {args.plot}")
     print(
         f'look around: langmem-tiers search "launch date" --scope {scope}'
         + (f" --url {args.url}" if args.url else "")
@@ -337,7 +369,49 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _report_turn(out: _Run, number: int, turn: DemoTurn, answer: str, result: Any) -> None:
+def _question_json(q: QuestionStats) -> dict[str, Any]:
+    row = q._asdict()
+    row["evidence"] = None if q.evidence is None else q.evidence._asdict()
+    return row
+
+
+def _print_summary(
+    out: _Run,
+    stats: Sequence[TurnStats],
+    window: int,
+    reached: Sequence[Any],
+    rows: int,
+) -> None:
+    print(f"\nPrompt tokens per turn (sampled, {len(stats)} turns):")
+    print("\n".join(token_table(stats, rows, window)))
+    print(
+        "  prompt: the first prompt of the turn (system prompt, memories, window, question)\n"
+        "  raw session: this session's verbatim history and the question, no system prompt\n"
+        f"  full history / last {window}: the baselines' prompts (a one-line system prompt, "
+        "every earlier message or the last ones, the question)"
+    )
+    print("\nPer session:")
+    print("\n".join(session_table(stats)))
+    print(f"\nThe tiered memory beside two baselines, same conversation ({len(stats)} turns):")
+    print("\n".join(comparison_table(stats, out.questions, window)))
+    print(
+        "  evidence in the prompt: questions whose expected fact was in the prompt the model\n"
+        "  answered from (for the baselines: in their prompt; they need one call a turn)"
+    )
+    print("\nTargets:")
+    for target in reached:
+        print(f"  {'met' if target.met else 'NOT met':<8} {target.name}: {target.measured}")
+
+
+def _report_turn(
+    out: _Run,
+    number: int,
+    turn: DemoTurn,
+    answer: str,
+    result: Any,
+    prompts: Sequence[Sequence[BaseMessage]],
+    baselines: tuple[Sequence[BaseMessage], Sequence[BaseMessage]],
+) -> None:
     for action in result.get("actions") or []:
         if action.startswith("REQUEST_TIER"):
             out.event("tier_request", f"tier request {action[len('REQUEST_TIER:') :]}", turn=number)
@@ -350,12 +424,29 @@ def _report_turn(out: _Run, number: int, turn: DemoTurn, answer: str, result: An
         else:
             out.event("note", action, turn=number)
     if turn.expect is not None:
-        out.questions += 1
-        hit = turn.expect.lower() in answer.lower()
-        out.answered += hit
-        mark = "ok" if hit else f"missed {turn.expect!r}"
+        expected = turn.expect
+        # The prompt the kept answer was written from: the turn's last.
+        evidence = locate(prompts[-1], expected) if prompts else None
+        full, recent = baselines
+        stats = QuestionStats(
+            number,
+            turn.session,
+            turn.content,
+            expected,
+            answer,
+            holds(answer, expected),
+            evidence,
+            any(holds(str(m.text), expected) for m in full),
+            any(holds(str(m.text), expected) for m in recent),
+        )
+        out.questions.append(stats)
+        verdict = f"answer {'holds' if stats.answered else 'lacks'} {expected!r}"
         out.say(f"  [{number}] Q: {turn.content}")
-        out.say(f"        A: {_clip(answer)}  [{mark}]")
+        out.say(f"        A: {_clip(answer, 400 if out.real_model else 130)}  [{verdict}]")
+        if evidence is None:
+            out.say(f"        memory: {expected!r} did not reach the prompt")
+        else:
+            out.say(f"        memory: {evidence.source}: {_clip(evidence.line, 100)}")
     consolidated = list(result.get("consolidated") or [])
     if consolidated:
         out.event(

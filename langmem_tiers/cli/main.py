@@ -172,8 +172,10 @@ def build_parser() -> argparse.ArgumentParser:
         "run the shipped multi-session conversation through the tiered chat graph",
         "Runs a multi-session project conversation through the tiered chat graph (offline "
         "unless --model is given), printing pruning and consolidation events, tier requests "
-        "and episodic searches, then prompt tokens per turn against the raw history and what "
-        "long-term memory holds. Each run uses a fresh scope.",
+        "and episodic searches, and for each question what memory put in the prompt; then "
+        "the memory beside two baselines (full history, last N messages): prompt tokens, "
+        "model calls, evidence in the prompt; and what long-term memory holds. Each run "
+        "uses a fresh scope.",
     )
     p.add_argument(
         "--model",
@@ -192,7 +194,28 @@ def build_parser() -> argparse.ArgumentParser:
         "--budget",
         type=_positive,
         default=demo.DEFAULT_BUDGET,
-        help="token budget of the tiered context (small, so pruning shows; default %(default)s)",
+        help="token budget of the tiered window: over it the oldest messages are tiered, then "
+        "archived (small, so pruning shows; default %(default)s)",
+    )
+    p.add_argument(
+        "--soft-budget",
+        type=_positive,
+        default=None,
+        help="tokens the window may take raw before its oldest messages are tiered "
+        "(default: --budget)",
+    )
+    p.add_argument(
+        "--window",
+        type=_positive,
+        default=demo.DEFAULT_WINDOW,
+        help="messages of the plain-window baseline (default %(default)s)",
+    )
+    p.add_argument(
+        "--plot",
+        default=None,
+        metavar="PATH",
+        help="draw prompt tokens per turn for the memory and the baselines to PATH (a .png; "
+        "needs matplotlib)",
     )
     p.add_argument("--rows", type=_positive, default=12, help="rows of the token table")
     p.add_argument("--quiet", action="store_true", help="print only the summary")

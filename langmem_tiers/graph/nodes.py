@@ -9,8 +9,8 @@ tierer and the summariser, and answers five operations, each a flow (see
 operation              does
 =====================  ===================================================================
 ``load``               the session's tiered view (short-term memory) and ``user_context``:
-                       the user's best semantic and procedural memories for the message,
-                       learnt in *other* sessions (this session's own are in its view)
+                       the user's best distinct semantic and procedural memories for the
+                       message, except those whose messages the view still shows
 ``request_tiers``      raises messages' tier levels (persisted), refuses unknown ids
 ``search_episodic``    hybrid-ranked search of the user's episodic memory (archived messages)
 ``save``               stores messages with tiers; the user's facts and preferences go to
@@ -112,7 +112,8 @@ class LoadedMemory(NamedTuple):
     context: list[BaseMessage]
     """The session's tiered view (short-term memory and this session's summaries)."""
     user_context: list[str]
-    """The user's memories from other sessions, best first."""
+    """The user's memories (from other sessions, or of this session's archived messages),
+    best first."""
     errors: list[str]
     """Long-term memory failures (the view was still built)."""
 
@@ -217,6 +218,28 @@ def _from_session(item: Item, session_id: str) -> bool:
     # The engine keeps a memory's provenance under "metadata"; direct puts at the top.
     nested = metadata.get("source_session_id") if isinstance(metadata, dict) else None
     return session_id in (value.get("session_id"), value.get("source_session_id"), nested)
+
+
+def _in_view(item: Item, session_id: str, window: set[str]) -> bool:
+    """Whether the session's view already has what ``item`` says: a memory of this session
+    whose messages are still in the window (at any tier). Once they were archived, the
+    memory is what is left of them in the prompt, so it may be shown."""
+    if not _from_session(item, session_id):
+        return False
+    value = item.value
+    metadata = value.get("metadata")
+    ids = value.get("source_message_ids")
+    if not ids and isinstance(metadata, dict):
+        ids = metadata.get("source_message_ids")
+    if not isinstance(ids, list) or not ids:
+        return True
+    return any(str(i) in window for i in ids)
+
+
+def _window_ids(context: Sequence[BaseMessage]) -> set[str]:
+    return {
+        str(tier_metadata(m)["message_id"]) for m in context if "message_id" in tier_metadata(m)
+    }
 
 
 def _view_memory_keys(context: Sequence[BaseMessage]) -> set[str]:
@@ -364,10 +387,11 @@ class ChatMemory:
             )
         else:
             shown = _view_memory_keys(context)
+            window = _window_ids(context)
             candidates = [
                 item
                 for item in [*semantic, *procedural]
-                if item.key not in shown and not _from_session(item, session_id)
+                if item.key not in shown and not _in_view(item, session_id, window)
             ]
             candidates.sort(key=_score, reverse=True)  # stable: the store's order on ties
             # Five slots, five different things: a memory a better one already says

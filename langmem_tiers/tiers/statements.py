@@ -437,10 +437,16 @@ def is_echo(sentence: str, said: str) -> bool:
     rest = _ACKNOWLEDGEMENT.sub("", sentence.strip()).strip()
     if not rest or not any(c.isalnum() for c in rest):
         return True
+    # What the user said, as written and as the rules read it ("Eleven" is 11).
+    heard = {_flat(f.value).replace(" ", "") for f in extract_facts(said)}
+
+    def repeated(value: str) -> bool:
+        return _contains(said, value) or _flat(value).replace(" ", "") in heard
+
     if "=" in rest:  # a confirmation written as key=value facts
         values = [f.value for f in parse_tier1(rest.rstrip(".")) if f.key != "note"]
-        return all(_contains(said, value) for value in values)
-    new_values = [v for v in _hard_facts(rest) if not _contains(said, v)]
+        return all(repeated(value) for value in values)
+    new_values = [v for v in _hard_facts(rest) if not repeated(v)]
     new_words = _stems(content_words(rest)) - _stems(content_words(said))
     return not new_values and len(new_words) <= 1
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +14,7 @@ import pytest
 from langmem_tiers import TieredMemoryStore, decode_label
 from langmem_tiers.cli import main
 from langmem_tiers.cli.demo import TurnStats, load_conversation, token_table
+from langmem_tiers.cli.demo_report import locate, plot_tokens
 from langmem_tiers.short_term.sql_log import SqlMessageLog
 
 REPO = Path(__file__).resolve().parents[2]
@@ -83,7 +85,9 @@ def test_each_run_has_a_fresh_scope_and_reset_removes_earlier_runs(
 
     # The second run does not see the first one's memories: same input, same holdings.
     def held(run: dict) -> str:
-        return json.dumps(run["long_term_memory"]).replace(run["scope"], "<scope>")
+        text = json.dumps(run["long_term_memory"]).replace(run["scope"], "<scope>")
+        # A summary's key ends with a digest of its episodes' ids, which hold the scope.
+        return re.sub(r":[0-9a-f]{16}\b", ":<digest>", text)
 
     assert held(first) == held(second)
     assert [r["prompt_tokens"] for r in first["tokens"]] == [
@@ -98,32 +102,111 @@ def test_each_run_has_a_fresh_scope_and_reset_removes_earlier_runs(
     assert left == []
 
 
-def test_demo_prints_the_table_and_memory(
+def test_demo_prints_what_memory_supplied_and_the_baselines(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     url = f"sqlite:///{tmp_path / 'demo.db'}"
-    assert main(["demo", "--turns", "45", "--url", url, "--budget", "300", "--rows", "5"]) == 0
+    plot = tmp_path / "tokens.png"
+    argv = ["demo", "--turns", "45", "--url", url, "--budget", "300", "--rows", "5"]
+    assert main([*argv, "--plot", str(plot)]) == 0
     out = capsys.readouterr().out
+    assert "context budget (a demo setting; the product's default is 30,000 tokens)" in out
+    assert "How to read a question" in out
     assert "== session 1/2: s1-kickoff" in out
-    assert "pruned" in out
     assert "to episodic memory" in out
-    assert "Q: " in out
-    assert "A: " in out
-    assert "Prompt tokens per turn (sampled) against the raw history (45 turns)" in out
+    # Each question: the answer with its verdict, then what memory put in the prompt.
+    questions = [t for t in load_conversation()[:45] if t.expect]
+    lines = out.splitlines()
+    asked = [i for i, line in enumerate(lines) if " Q: " in line]
+    assert len(asked) == len(questions)
+    for i in asked:
+        assert lines[i + 1].strip().startswith("A: ")
+        assert "  [answer holds " in lines[i + 1] or "  [answer lacks " in lines[i + 1]
+        assert lines[i + 2].strip().startswith("memory: ")
+    assert "memory: user_context: Our client contact is Ruth Alvarez" in out
+    assert "Prompt tokens per turn (sampled, 45 turns)" in out
     assert "mean  over 45 turns" in out
+    assert "Per session:" in out
+    table = out[out.index("The tiered memory beside two baselines") :]
+    for row in ("tiered memory", "full history", "last 20 messages"):
+        assert row in table
+    assert "Targets:" in out
     assert "Long-term memory of this run:" in out
-    assert "questions answered with the expected fact:" in out
+    assert "answers that hold the expected fact:" in out
+    assert f"plot written to {plot}" in out
+    assert plot.read_bytes().startswith(b"\x89PNG")
+
+
+def test_the_plot_is_skipped_without_matplotlib(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib fails
+    rows = [TurnStats(1, "s1", 100, 1, 20, 20, 30, 30)]
+    note = plot_tokens(rows, str(tmp_path / "p.png"), 20, "title")
+    assert note is not None
+    assert "matplotlib is not installed" in note
+    assert not (tmp_path / "p.png").exists()
+
+
+def test_the_demo_meets_its_targets_offline(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The whole conversation: evidence reaches the prompt, the prompt stays small."""
+    report = _run_json(capsys, "demo", "--url", f"sqlite:///{tmp_path / 'demo.db'}", "--json")
+    assert report["context"] == {"soft_budget": 400, "budget": 400, "window": 20}
+    assert {t["name"]: t["met"] for t in report["targets"]} == {
+        "expected fact in the prompt >= 90 %": True,
+        "mean prompt below the raw session's, per session": True,
+        "last prompt <= 25 % of the raw history": True,
+    }
+    evidence = report["evidence_in_prompt"]
+    assert evidence["tiered"] >= 0.9 * report["questions"]
+    assert evidence["tiered"] > evidence["window"]  # a plain window forgets
+    tokens = report["tokens"]
+    full = sum(r["full_history_tokens"] for r in tokens)
+    assert sum(r["prompt_tokens"] for r in tokens) < full / 4
+    # An answer that holds the expected fact had it in its prompt (nothing is guessed).
+    details = report["question_details"]
+    assert all(q["evidence"] is not None for q in details if q["answered"])
+    # Long-term memory holds facts, not the assistant's confirmations or chit-chat.
+    with TieredMemoryStore.from_url(f"sqlite:///{tmp_path / 'demo.db'}") as store:
+        from langmem_tiers import namespace_for
+
+        semantic = store.search(namespace_for(report["scope"], "semantic"), limit=500)
+    contents = [str(i.value["content"]) for i in semantic]
+    assert contents
+    assert not [c for c in contents if "Noted" in c]
+    assert not [c for c in contents if c.startswith(("Hi", "Hello", "Thank", "Talk to you"))]
+
+
+def test_locate_names_where_the_evidence_is() -> None:
+    from langchain_core.messages import HumanMessage, SystemMessage
+
+    search = (
+        "Rules.\n\nArchived messages found by your search ([session/id] who: text):\n"
+        "- [s1/m3] user: The launch moves to May 4."
+    )
+    prompt = [
+        SystemMessage(search),
+        HumanMessage("[m7|t1] launch=May 4"),
+        HumanMessage("When is the launch?"),
+    ]
+    found = locate(prompt, "may 4")
+    assert found is not None
+    assert found.source == "episodic search"
+    assert locate(prompt[1:], "May 4") == ("tier 1 line", "[m7|t1] launch=May 4")
+    assert locate(prompt, "April 20") is None
 
 
 def test_token_table_samples_rows_and_ends_with_the_mean() -> None:
-    rows = [TurnStats(i, "s1", 100 + i, 1, 10 * i, 20 * i) for i in range(1, 101)]
+    rows = [TurnStats(i, "s1", 100 + i, 1, 10 * i, 20 * i, 30 * i, 5 * i) for i in range(1, 101)]
     lines = token_table(rows, 5)
     body = list(lines[2:-3])
     assert [int(line.split()[0]) for line in body] == [1, 26, 51, 75, 100]
     mean, peak = lines[-2].split(), lines[-1].split()
     assert mean[:4] == ["mean", "over", "100", "turns"]
     assert mean[4] == "150"  # prompt tokens 101..200: mean 150.5, shown rounded to even
-    assert peak == ["max", "200", "1", "1,000", "2,000"]
+    assert peak == ["max", "200", "1", "1,000", "3,000", "500"]
 
 
 def test_demo_as_a_subprocess(tmp_path: Path) -> None:
@@ -147,7 +230,8 @@ def test_demo_as_a_subprocess(tmp_path: Path) -> None:
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    assert "Prompt tokens per turn (sampled) against the raw history (30 turns)" in done.stdout
+    assert "Prompt tokens per turn (sampled, 30 turns)" in done.stdout
+    assert "The tiered memory beside two baselines" in done.stdout
     assert "Long-term memory of this run:" in done.stdout
 
 
