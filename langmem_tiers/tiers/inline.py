@@ -53,7 +53,8 @@ your answer, for the memory of this conversation (the user never sees them):
 USER TIER1: key=value facts of the user's message, joined by ", " (keep names, places, \
 dates and numbers; topic=<key words> if it holds no facts)
 USER TIER2: one or two sentences with its gist
-TIER1: key=value facts of your answer
+TIER1: key=value facts of your answer (topic=confirmation if it only confirms or repeats \
+the user's message)
 TIER2: one or two sentences with its gist"""
 """What the tier-lines mode adds to the system prompt (override it as a module constant)."""
 
@@ -61,7 +62,8 @@ STRUCTURED_TIER_INSTRUCTIONS = """\
 Reply with your answer to the user in "answer", and, for the memory of this \
 conversation, tiers of the user's last message and of your answer: tier 1 is key=value \
 facts joined by ", " (keep names, places, dates and numbers; topic=<key words> if there \
-are no facts), tier 2 one or two sentences with the gist."""
+are no facts), tier 2 one or two sentences with the gist. An answer that only confirms \
+the user's message has no facts of its own: topic=confirmation."""
 """What the structured mode adds to the system prompt."""
 
 _TIER_FIELD = "key=value facts joined by ', ' (topic=<key words> when there are none)"

@@ -61,7 +61,9 @@ TIER1: key=value facts joined by ", ". Keys are short snake_case words (user_nam
 place, date, time, number, likes, dislikes, decision, plan, entity, title, topic, or a \
 noun such as deadline or kids). Values contain no commas. Keep every name, place, date \
 and number of the message. Aim for 10-20% of the message's length; if the message holds \
-no facts, write topic=<two or three key words>.
+no facts, write topic=<two or three key words>. Greetings, thanks and small talk hold no \
+facts, and neither does an assistant message that only confirms or repeats what the user \
+said (write topic=confirmation); an assistant's own plans and decisions are facts.
 TIER2: one or two sentences with the gist of the message, about 30-40% of its length; a \
 very short message may be repeated as it is.
 
