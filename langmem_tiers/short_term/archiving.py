@@ -45,6 +45,8 @@ from langmem_tiers.short_term.log import RemoveOp
 from langmem_tiers.short_term.policies import ConsolidationPlan
 from langmem_tiers.short_term.records import MessageRecord
 from langmem_tiers.tiers.base import Summary
+from langmem_tiers.tiers.extraction import parse_tier1
+from langmem_tiers.tiers.statements import fact_sentences
 
 __all__ = [
     "INDEX_FIELDS",
@@ -55,6 +57,7 @@ __all__ = [
     "facts_flow",
     "persist_flow",
     "recover_flow",
+    "states_facts",
     "summary_key",
     "summary_value",
 ]
@@ -192,8 +195,18 @@ def recover_flow(
     return []
 
 
+def states_facts(record: MessageRecord) -> bool:
+    """Whether a user message states facts: tier 1 beyond a topic, and a sentence that is
+    not a question or small talk (see :mod:`~langmem_tiers.tiers.statements`)."""
+    facts = [f for f in parse_tier1(record.tier1 or "") if f.key not in {"topic", "note"}]
+    return bool(facts) and bool(fact_sentences(record.text, [f.value for f in facts]))
+
+
 def facts_flow(records: Sequence[MessageRecord], *, session_id: str, scope: Scope) -> Flow[int]:
     """Store the tier-1 facts of user messages as semantic memories of the scope.
+
+    Only messages that state facts count: a question, a greeting or a "thanks" is not
+    stored as a fact.
 
     The per-user target uses this after each exchange so that later sessions of the same
     user see them. Keys are per message, so a retry overwrites. Answers how many were put.
@@ -212,7 +225,7 @@ def facts_flow(records: Sequence[MessageRecord], *, session_id: str, scope: Scop
             index=INDEX_FIELDS,
         )
         for r in records
-        if r.role == "human" and r.tier1
+        if r.role == "human" and states_facts(r)
     )
     if puts:
         yield WriteCall(puts)

@@ -216,3 +216,34 @@ async def test_dual_user_facts_reach_later_sessions(tmp_path: Path, twin_of: Twi
     assert view[0].type == "system"
     assert "[m1] words=Jordan_prefers" in view[0].text
     assert [m.text for m in view[1:]] == ["What do I drink?"]
+
+
+async def test_dual_stores_facts_not_questions_or_small_talk(
+    tmp_path: Path, twin_of: TwinOf
+) -> None:
+    from langmem_tiers import namespace_for
+
+    store = make_store()
+    memory = twin_of(
+        stm(
+            JsonlMessageLog(tmp_path),
+            store,
+            SlidingWindow(10),
+            "monday",
+            user_id="alice",
+            target="user",
+            view="raw",
+        )
+    )
+    await memory.add_messages(
+        [
+            HumanMessage("Hi there, thanks a lot!"),
+            AIMessage("You're welcome."),
+            HumanMessage("What do I drink?"),
+            AIMessage("Tea."),
+            HumanMessage("Jordan moved to Lisbon in 2021."),
+            AIMessage("Noted."),
+        ]
+    )
+    facts = store.search(namespace_for("alice", "semantic"), limit=10)
+    assert [f.value["source_message_ids"] for f in facts] == [["m5"]]
