@@ -479,6 +479,8 @@ def _extract_opinions(text: str, facts: _FactList, taken: list[tuple[int, int]])
         else:
             key = "likes"
         what = re.split(PREFERENCE_CUT, _group_until_taken(m, "what", taken))[0]
+        if re.match(r"(?i)(?:that|this|these|those)\s", what):
+            continue  # "I like that idea" answers what was said; it is no lasting preference
         what = _clean_value(what, 4)
         lower = what.lower()
         if lower in CHAT_WORDS or lower.startswith(CLAUSE_STARTS):

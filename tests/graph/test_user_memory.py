@@ -82,6 +82,12 @@ def test_a_preference_is_procedural_only() -> None:
     assert [p.memory_key for p in found.preferences] == ["preference:prefers:bullet-points"]
 
 
+def test_agreeing_with_what_was_said_is_no_preference() -> None:
+    found = extract_memories(_exchange("I like that idea; the team knows Python.", "Noted."))
+    assert found.preferences == []
+    assert [f.content for f in found.facts] == ["The user likes that idea; the team knows Python."]
+
+
 def test_the_shipped_conversation_gives_facts_not_transcripts() -> None:
     # Every user turn with the offline model's reply, as the demo saves them.
     model = OfflineChatModel()
