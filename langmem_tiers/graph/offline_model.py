@@ -12,10 +12,13 @@ the layout the tiered chat graph gives them (see :mod:`~langmem_tiers.graph.prom
    messages (what is known about the user, this conversation's long-term memory, search
    results) and of ``search_episodic`` tool results. Its own earlier answers are never
    evidence.
-3. When the best pieces are all from messages shown at **tier 1 or 2**, it answers from
-   them tentatively and asks for the newest one in full: ``... [REQUEST_TIER:3:m1]``
-   (a ``request_tier`` tool call when tools are bound). A message already asked for, or
-   refused, is not asked for again.
+3. When the best pieces are all from messages shown at **tier 1 or 2**, or one of them is
+   a tiered message newer than every piece shown in full (the conversation may have said
+   something later than what memory holds), it answers from them tentatively and asks for
+   the newest one in full: ``... [REQUEST_TIER:3:m1]`` (a ``request_tier`` tool call when
+   tools are bound). A message already asked for, or refused, is not asked for again.
+   A question about the latest state ("now", "currently", "still") is answered from the
+   conversation's own messages when they are among the best pieces shown in full.
 4. When **nothing** shares a word, it asks to search the archive,
    ``[SEARCH_EPISODIC: <question>]`` (a ``search_episodic`` tool call), unless a search
    was already done this turn; then it says it does not know.
@@ -302,8 +305,10 @@ class OfflineChatModel(BaseChatModel):
         top = [e for score, e in scored if score == best]
         plain = [e for e in top if e.tier == 3]
         wanted = [e for e in top if e.tier < 3 and e.message_id not in reading.asked]
-        if not plain and wanted:
-            target = max(wanted, key=lambda e: e.order)
+        newest_plain = max((e.order for e in plain), default=-1)
+        fresher = [e for e in wanted if e.order > newest_plain]
+        if fresher:  # the conversation said something later than what is shown in full
+            target = max(fresher, key=lambda e: e.order)
             draft = _join(top, self.max_pieces)
             if "request_tier" in tools:
                 call = ToolCall(
@@ -313,7 +318,18 @@ class OfflineChatModel(BaseChatModel):
                 )
                 return AIMessage(draft, tool_calls=[call])
             return AIMessage(f"{draft} [REQUEST_TIER:3:{target.message_id}]")
+        if _asks_for_the_latest(reading.question):
+            # "When is the launch now?": what this conversation said beats older memory.
+            said = [e for e in plain if e.message_id is not None]
+            plain = said or plain
         return AIMessage(_join(plain or top, self.max_pieces))
+
+
+_LATEST = _word_set("now currently current latest still anymore")
+
+
+def _asks_for_the_latest(question: str) -> bool:
+    return bool(_LATEST & set(_WORD.findall(question.lower())))
 
 
 def _join(pieces: Sequence[Evidence], limit: int) -> str:

@@ -39,6 +39,27 @@ def test_tier_one_evidence_asks_for_the_raw_message() -> None:
     )
 
 
+def test_a_newer_tiered_message_is_asked_for_before_older_memory_is_quoted() -> None:
+    memory = SystemMessage(
+        "What you know about the user from earlier conversations:\n"
+        "- The launch date is April 20, 2026."
+    )
+    moved = HumanMessage("[m7|t1] launch=April 20, date=May 4 2026")
+    question = HumanMessage("When is the launch now?")
+    reply = OfflineChatModel().invoke([memory, moved, question])
+    assert str(reply.content).endswith("[REQUEST_TIER:3:m7]")
+    # Shown in full, the conversation's own words answer a question about the latest state.
+    raw = HumanMessage("[m7|t3] The launch moves from April 20 to May 4, 2026.")
+    assert OfflineChatModel().invoke([memory, raw, question]).content == (
+        "The launch moves from April 20 to May 4, 2026."
+    )
+    # Without "now", both are quoted, memory first.
+    both = OfflineChatModel().invoke([memory, raw, HumanMessage("When is the launch?")])
+    assert both.content == (
+        "The launch date is April 20, 2026. The launch moves from April 20 to May 4, 2026."
+    )
+
+
 def test_a_refused_request_is_not_repeated() -> None:
     system = SystemMessage(
         render_system_prompt(
