@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import re
@@ -148,11 +150,19 @@ def test_the_plot_is_skipped_without_matplotlib(
     assert not (tmp_path / "p.png").exists()
 
 
-def test_the_demo_meets_its_targets_offline(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+@pytest.fixture(scope="module")
+def whole_demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, dict]:
+    """One offline run of the whole conversation (JSON), shared by the specs that need it."""
+    url = f"sqlite:///{tmp_path_factory.mktemp('whole') / 'demo.db'}"
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["demo", "--url", url, "--json"]) == 0
+    return url, json.loads(out.getvalue())
+
+
+def test_the_demo_meets_its_targets_offline(whole_demo: tuple[str, dict]) -> None:
     """The whole conversation: evidence reaches the prompt, the prompt stays small."""
-    report = _run_json(capsys, "demo", "--url", f"sqlite:///{tmp_path / 'demo.db'}", "--json")
+    url, report = whole_demo
     assert report["context"] == {"soft_budget": 400, "budget": 400, "window": 20}
     assert {t["name"]: t["met"] for t in report["targets"]} == {
         "expected fact in the prompt >= 90 %": True,
@@ -169,7 +179,7 @@ def test_the_demo_meets_its_targets_offline(
     details = report["question_details"]
     assert all(q["evidence"] is not None for q in details if q["answered"])
     # Long-term memory holds facts, not the assistant's confirmations or chit-chat.
-    with TieredMemoryStore.from_url(f"sqlite:///{tmp_path / 'demo.db'}") as store:
+    with TieredMemoryStore.from_url(url) as store:
         from langmem_tiers import namespace_for
 
         semantic = store.search(namespace_for(report["scope"], "semantic"), limit=500)
@@ -247,21 +257,17 @@ def test_demo_with_an_unknown_model_provider_fails_in_one_line(
     assert "nosuchprovider:model-x" in err
 
 
-def test_the_moved_launch_date_is_the_one_answered(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_the_moved_launch_date_is_the_one_answered(whole_demo: tuple[str, dict]) -> None:
     """The conversation moves the launch from April 20 to May 4: every later answer says May 4.
 
     The chat graph's save node writes through the engine's pipeline, so the April 20 fact
     is superseded (it leaves the user's context) when the move is said.
     """
-    url = f"sqlite:///{tmp_path / 'demo.db'}"
-    assert main(["demo", "--url", url]) == 0
-    lines = capsys.readouterr().out.splitlines()
-    answers = {  # question -> the answer as printed, without the demo's own verdict
-        line.split("Q: ", 1)[1]: lines[i + 1].split("A: ", 1)[1].rsplit("  [", 1)[0]
-        for i, line in enumerate(lines)
-        if "Q: When is the launch" in line
+    url, report = whole_demo
+    answers = {
+        q["question"]: q["answer"]
+        for q in report["question_details"]
+        if q["question"].startswith("When is the launch")
     }
     assert set(answers) == {
         "When is the launch date?",
