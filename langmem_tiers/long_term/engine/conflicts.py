@@ -395,9 +395,12 @@ class RuleContradictionChecker(ContradictionChecker):
                 return Verdict(
                     True, 0.8, f"the new statement changes {change[0]!r} to {change[1]!r}"
                 )
+            said = set().union(*a.numbers.values()) if a.numbers else set()
             for attribute in sorted(set(a.numbers) & set(b.numbers)):
-                if attribute == "date" and similar < 0.5:
-                    continue  # two dates in two different statements are two events
+                if similar < 0.5 or b.numbers[attribute] <= said:
+                    # Two statements about different things, or a new one that still
+                    # states the old value ("1,500 euros of the 12,000"), change nothing.
+                    continue
                 if a.numbers[attribute] != b.numbers[attribute]:
                     new_n = ", ".join(sorted(a.numbers[attribute]))
                     old_n = ", ".join(sorted(b.numbers[attribute]))
