@@ -35,8 +35,9 @@ from langgraph.store.base import PutOp
 
 from langmem_tiers.config import ConflictStrategy, Settings
 from langmem_tiers.long_term.engine import validate as check
-from langmem_tiers.long_term.engine.conflicts import ContradictionChecker, Merger
+from langmem_tiers.long_term.engine.conflicts import Merger
 from langmem_tiers.long_term.engine.consolidation import count_unconsolidated_flow
+from langmem_tiers.long_term.engine.contradiction import ContradictionChecker
 from langmem_tiers.long_term.engine.lifecycle import scoped_memory_flow
 from langmem_tiers.long_term.engine.models import (
     CompressionResult,

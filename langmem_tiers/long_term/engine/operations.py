@@ -24,11 +24,13 @@ from langmem_tiers.config import ConflictStrategy, Settings
 from langmem_tiers.errors import ConfigurationError, InvalidContentError, ValidationError
 from langmem_tiers.long_term.engine import validate as check
 from langmem_tiers.long_term.engine.conflicts import (
-    ContradictionChecker,
     LLMContradictionChecker,
     LLMMerger,
     Merger,
     OfflineMerger,
+)
+from langmem_tiers.long_term.engine.contradiction import (
+    ContradictionChecker,
     RuleContradictionChecker,
 )
 from langmem_tiers.long_term.engine.lifecycle import (

@@ -32,7 +32,8 @@ from langgraph.store.base import PutOp
 
 from langmem_tiers.config import ConflictStrategy
 from langmem_tiers.errors import ValidationError
-from langmem_tiers.long_term.engine.conflicts import Statement, resolve
+from langmem_tiers.long_term.engine.conflicts import resolve
+from langmem_tiers.long_term.engine.contradiction import Statement
 from langmem_tiers.long_term.engine.lifecycle import StaleDecisionError, memories_flow
 from langmem_tiers.long_term.engine.models import (
     CREATED,

@@ -35,7 +35,8 @@ from langchain_core.messages import BaseMessage
 
 from langmem_tiers import effects
 from langmem_tiers.errors import ConfigurationError
-from langmem_tiers.long_term.engine.conflicts import ContradictionChecker, Merger, Statement
+from langmem_tiers.long_term.engine.conflicts import Merger
+from langmem_tiers.long_term.engine.contradiction import ContradictionChecker, Statement
 from langmem_tiers.sql.flow import Flow
 from langmem_tiers.tiers.base import Summarizer
 
