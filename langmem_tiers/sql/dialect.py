@@ -286,11 +286,44 @@ class Dialect:
                 f"CREATE INDEX {ITEMS}_expires ON {ITEMS} (expires_at)"
                 " WHERE expires_at IS NOT NULL",
             ],
+            # Namespace prefixes are range-compared in byte order (under_namespace_sql).
+            self.byte_order_migration(),
         ]
+
+    def byte_order_migration(self) -> list[str]:
+        """Statements giving the namespace columns byte-order comparison (none on SQLite)."""
+        return []
 
     def migration_lock_sql(self) -> str | None:
         """A statement that serialises concurrent migrations (None: the engine already does)."""
         return None
+
+    # -- byte order ------------------------------------------------------------------------
+    def bytewise(self, expr: str) -> str:
+        """``expr`` (text) compared in byte order, whatever the database's collation.
+
+        SQLite compares text with memcmp (BINARY) unless a column says otherwise, which
+        for UTF-8 is code point order.
+        """
+        return expr
+
+    def under_namespace_sql(self, column: str, prefix: str) -> tuple[str, list[str]]:
+        """A condition: the joined namespace in ``column`` is ``prefix`` or below it.
+
+        Below means ``prefix``, a ``.``, then more labels. In byte order every such value
+        lies strictly between ``prefix.`` and ``prefix/`` (``/`` follows ``.``) and no
+        other does; a linguistic collation (ICU's, glibc's ``en_US``) ignores punctuation
+        at first and would put ``alice@example.com`` or ``alice(evil)`` between
+        ``alice.`` and ``alice/``, so the range is compared bytewise.
+
+        Example:
+            >>> SqliteDialect().under_namespace_sql("prefix", "a")
+            ('(prefix = ? OR (prefix > ? AND prefix < ?))', ['a', 'a.', 'a/'])
+            >>> PostgresDialect().under_namespace_sql("i.prefix", "a")[0]
+            '(i.prefix = ? OR (i.prefix COLLATE "C" > ? AND i.prefix COLLATE "C" < ?))'
+        """
+        c = self.bytewise(column)
+        return f"({column} = ? OR ({c} > ? AND {c} < ?))", [prefix, prefix + ".", prefix + "/"]
 
     def lock_items_sql(self) -> str | None:
         """A statement taking transaction locks on item ids (one ``?``: the id list).
@@ -503,6 +536,20 @@ class PostgresDialect(Dialect):
     def migration_lock_sql(self) -> str | None:
         return "SELECT pg_advisory_xact_lock(hashtext('langmem_tiers.migrations'))"
 
+    def byte_order_migration(self) -> list[str]:
+        # The vector table is created after the numbered migrations (it needs the
+        # embedder's dimensions), so it may not exist yet; vector_migrations declares "C".
+        return [
+            f'ALTER TABLE {ITEMS} ALTER COLUMN prefix TYPE TEXT COLLATE "C"',
+            f"DO $$ BEGIN IF to_regclass('{VECTORS}') IS NOT NULL THEN"
+            f' ALTER TABLE {VECTORS} ALTER COLUMN prefix TYPE TEXT COLLATE "C"; END IF; END $$',
+        ]
+
+    def bytewise(self, expr: str) -> str:
+        # The prefix columns are "C" already (byte_order_migration); saying it here keeps the
+        # comparison right on any column and lets the planner use those columns' indexes.
+        return f'{expr} COLLATE "C"'
+
     for_update = " FOR UPDATE"
 
     def scope_postings_sql(self, terms_table: str, term_set: str) -> str:
@@ -526,7 +573,7 @@ class PostgresDialect(Dialect):
             f"""CREATE TABLE {VECTORS} (
                 item_id TEXT NOT NULL REFERENCES {ITEMS} (id) ON DELETE CASCADE,
                 field TEXT NOT NULL,
-                prefix TEXT NOT NULL,
+                prefix TEXT COLLATE "C" NOT NULL,
                 embedding vector({int(dims)}) NOT NULL,
                 PRIMARY KEY (item_id, field)
             )""",

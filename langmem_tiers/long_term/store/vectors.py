@@ -49,20 +49,6 @@ def normalize(vector: Sequence[float]) -> list[float]:
     return (arr / norm).tolist() if norm > 0 else arr.tolist()  # type: ignore[no-any-return]
 
 
-def _under_prefix(column: str, prefix: str) -> tuple[str, list[str]]:
-    """Rows whose namespace ``column`` is ``prefix`` or below it (all rows for ``""``).
-
-    Below means ``prefix`` plus ``.`` and more labels; ``/`` sorts right after ``.``.
-    """
-    if not prefix:
-        return "1 = 1", []
-    return f"({column} = ? OR ({column} > ? AND {column} < ?))", [
-        prefix,
-        prefix + ".",
-        prefix + "/",
-    ]
-
-
 def _best_per_item(pairs: Sequence[tuple[str, float]]) -> dict[str, float]:
     best: dict[str, float] = {}
     for item_id, sim in pairs:
@@ -177,7 +163,9 @@ class SqliteVectorIndex(VectorIndex):
         if members is not None:
             # The namespace's vectors through their own prefix index, kept when their item
             # is a member: no second look-up of every item's row.
-            under, under_params = _under_prefix("prefix", prefix)
+            under, under_params = (
+                self.dialect.under_namespace_sql("prefix", prefix) if prefix else ("1 = 1", [])
+            )
             found = yield Sql(
                 f"SELECT item_id, embedding FROM {VECTORS} WHERE {under}", under_params
             )

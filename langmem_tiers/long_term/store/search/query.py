@@ -217,10 +217,9 @@ def prepare_search(
     where_parts.append(LIVE_SQL)
     bound.append(dialect.ts_param(now or dialect.now()))
     if prefix:
-        joined = join_namespace(prefix)
-        # Items in the namespace itself or below it: '/' sorts right after '.'.
-        where_parts.append("(i.prefix = ? OR (i.prefix > ? AND i.prefix < ?))")
-        bound.extend([joined, joined + ".", joined + "/"])
+        under, under_params = dialect.under_namespace_sql("i.prefix", join_namespace(prefix))
+        where_parts.append(under)
+        bound.extend(under_params)
     filter_sql, filter_params = compile_filter(conditions, dialect)
     where_parts.append(filter_sql)
     bound.extend(filter_params)
@@ -335,7 +334,9 @@ class StoreSearch:
         """A page of the filtered set, newest first; ids of its items with a TTL go to ``with_ttl``."""
         rows = yield Sql(
             f"SELECT {ITEM_COLS}, i.ttl_minutes FROM {ITEMS} i WHERE {search.where}"
-            " ORDER BY i.updated_at DESC, i.prefix, i.key LIMIT ? OFFSET ?",
+            # Ties in byte order, so every backend pages the same way.
+            f" ORDER BY i.updated_at DESC, {self.dialect.bytewise('i.prefix')},"
+            f" {self.dialect.bytewise('i.key')} LIMIT ? OFFSET ?",
             [*search.params, search.limit, search.offset],
         )
         if with_ttl is not None:
