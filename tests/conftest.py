@@ -106,7 +106,7 @@ def postgres_url(postgres_schemas: Callable[[], str]) -> str:
 # A database whose default collation is ICU's en-US: there '(' and '@' sort between '.'
 # and '/', so any comparison that assumes byte order shows up as a cross-scope leak.
 ICU_DATABASE_SQL = (
-    'CREATE DATABASE "{name}" TEMPLATE template0 ENCODING \'UTF8\''
+    "CREATE DATABASE \"{name}\" TEMPLATE template0 ENCODING 'UTF8'"
     " LOCALE_PROVIDER icu ICU_LOCALE 'en-US' LOCALE 'C.UTF-8'"
 )
 

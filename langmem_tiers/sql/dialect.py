@@ -12,12 +12,13 @@ from __future__ import annotations
 import functools
 import json
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
 from langmem_tiers.errors import MigrationError
 from langmem_tiers.sql.flow import Flow, Sql
+from langmem_tiers.sql.item_ids import rekey_items_flow
 
 __all__ = [
     "Dialect",
@@ -39,6 +40,9 @@ STM_LEASES = "lmt_stm_leases"
 EVENTS = "lmt_events"
 API_KEYS = "lmt_api_keys"
 VERSIONS = "lmt_versions"
+
+MigrationStep = str | Callable[["Dialect"], Flow[Any]]
+"""One step of a migration: a statement, or a flow for what SQL alone cannot do."""
 
 # Columns filled from a memory's value (see records.py), in insert order.
 item_columns: tuple[str, ...] = (
@@ -115,8 +119,11 @@ class Dialect:
         raise NotImplementedError
 
     # -- schema ----------------------------------------------------------------------
-    def migrations(self) -> list[list[str]]:
+    def migrations(self) -> list[list[MigrationStep]]:
         """Append-only list of migrations; migration ``i`` brings the schema to version ``i+1``.
+
+        A step is a statement, or a function of the dialect returning a flow (for data
+        migrations that need Python).
 
         Never edit or reorder an entry: add a new one.
         """
@@ -288,7 +295,17 @@ class Dialect:
             ],
             # Namespace prefixes are range-compared in byte order (under_namespace_sql).
             self.byte_order_migration(),
+            # Item ids that cannot collide (sql/item_ids.py): every stored id is rewritten.
+            [_rekey_items],
         ]
+
+    def defer_foreign_keys_sql(self) -> list[str]:
+        """Statements deferring foreign key checks to the end of the transaction."""
+        return ["PRAGMA defer_foreign_keys = ON"]
+
+    def table_exists_sql(self) -> str:
+        """A query of one row whose value is true when the table named by ``?`` exists."""
+        return "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?"
 
     def byte_order_migration(self) -> list[str]:
         """Statements giving the namespace columns byte-order comparison (none on SQLite)."""
@@ -545,6 +562,20 @@ class PostgresDialect(Dialect):
             f' ALTER TABLE {VECTORS} ALTER COLUMN prefix TYPE TEXT COLLATE "C"; END IF; END $$',
         ]
 
+    def defer_foreign_keys_sql(self) -> list[str]:
+        # Foreign keys are created NOT DEFERRABLE: make those on the items deferrable
+        # (still checked per statement unless deferred), then defer them.
+        return [
+            "DO $$ DECLARE c record; BEGIN FOR c IN SELECT conrelid::regclass AS t, conname"
+            f" FROM pg_constraint WHERE contype = 'f' AND confrelid = '{ITEMS}'::regclass"
+            " AND NOT condeferrable LOOP EXECUTE format('ALTER TABLE %s ALTER CONSTRAINT %I"
+            " DEFERRABLE', c.t, c.conname); END LOOP; END $$",
+            "SET CONSTRAINTS ALL DEFERRED",
+        ]
+
+    def table_exists_sql(self) -> str:
+        return "SELECT to_regclass(?) IS NOT NULL"
+
     def bytewise(self, expr: str) -> str:
         # The prefix columns are "C" already (byte_order_migration); saying it here keeps the
         # comparison right on any column and lets the planner use those columns' indexes.
@@ -603,6 +634,10 @@ class PostgresDialect(Dialect):
         ]
 
 
+def _rekey_items(dialect: Dialect) -> Flow[Any]:
+    return (yield from rekey_items_flow(dialect))
+
+
 def current_version_flow(dialect: Dialect) -> Flow[int]:
     """The schema version applied (0 for an empty database)."""
     yield Sql(dialect.create_migrations_table())
@@ -630,7 +665,11 @@ def migrate_flow(dialect: Dialect) -> Flow[None]:
         if version <= current:
             continue
         for statement in statements:
-            yield Sql(statement)
+            if callable(statement):
+                # A step that needs Python (rewriting stored ids), not just SQL.
+                yield from statement(dialect)
+            else:
+                yield Sql(statement)
         yield Sql(
             f"INSERT INTO {MIGRATIONS} (version, applied_at) VALUES (?, ?)",
             [version, dialect.ts_param(dialect.now())],

@@ -34,7 +34,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any, NamedTuple
@@ -43,6 +42,7 @@ from langgraph.store.base import get_text_at_path, tokenize_path
 
 from langmem_tiers.errors import InvalidContentError, InvalidNamespaceError
 from langmem_tiers.long_term.store.scope import parse_memory_namespace
+from langmem_tiers.sql.item_ids import item_id
 
 __all__ = [
     "STATUSES",
@@ -62,7 +62,6 @@ __all__ = [
 ]
 
 STATUSES = ("active", "superseded", "decayed", "deleted", "compressed")
-_ITEM_ID_NAMESPACE = uuid.UUID("6f1c8a52-3b7e-4d3a-9a53-1f0e2d6c7b90")
 MAX_LABEL_CHARS = 512
 MAX_KEY_CHARS = 1024
 
@@ -215,11 +214,6 @@ def join_namespace(namespace: Sequence[str]) -> str:
 
 def split_namespace(prefix: str) -> tuple[str, ...]:
     return tuple(prefix.split("."))
-
-
-def item_id(namespace: Sequence[str], key: str) -> str:
-    """A stable id for (namespace, key): the same item always has the same id."""
-    return str(uuid.uuid5(_ITEM_ID_NAMESPACE, join_namespace(namespace) + "\x1f" + key))
 
 
 def as_namespace(namespace: Any, *, field: str = "namespace") -> tuple[str, ...]:

@@ -24,6 +24,7 @@ import numpy as np
 
 from langmem_tiers.sql.dialect import ITEMS, VECTORS, Dialect
 from langmem_tiers.sql.flow import Flow, InsertRows, QdrantCall, Sql
+from langmem_tiers.sql.item_ids import ID_MAP
 
 __all__ = [
     "PgVectorIndex",
@@ -313,6 +314,54 @@ class QdrantIndex(VectorIndex):
                         "field_schema": models.PayloadSchemaType.KEYWORD,
                     },
                 )
+        else:
+            yield from self._rename_points_flow()
+
+    def _rename_points_flow(self) -> Flow[None]:
+        """Move points of items the id migration renamed (sql/item_ids.py) to their new ids."""
+        from qdrant_client import models
+
+        exists = yield Sql(self.dialect.table_exists_sql(), [ID_MAP])
+        if not exists or not exists[0][0]:
+            return
+        renames: dict[str, str] = dict((yield Sql(f"SELECT old_id, new_id FROM {ID_MAP}")))
+        olds = sorted(renames)
+        for start in range(0, len(olds), 256):
+            chunk = olds[start : start + 256]
+            moved: list[Any] = []
+            offset = None
+            while True:
+                points, offset = yield QdrantCall(
+                    "scroll",
+                    {
+                        "collection_name": self.collection,
+                        "scroll_filter": self._item_filter(chunk),
+                        "limit": 1000,
+                        "offset": offset,
+                        "with_payload": True,
+                        "with_vectors": True,
+                    },
+                )
+                moved.extend(points)
+                if offset is None:
+                    break
+            if not moved:
+                continue
+            new_points = []
+            for p in moved:
+                payload = {**p.payload, "item_id": renames[p.payload["item_id"]]}
+                new_id = _point_id(payload["item_id"], payload["field"])
+                new_points.append(models.PointStruct(id=new_id, vector=p.vector, payload=payload))
+            yield QdrantCall("upsert", {"collection_name": self.collection, "points": new_points})
+            yield QdrantCall(
+                "delete",
+                {
+                    "collection_name": self.collection,
+                    "points_selector": models.PointIdsList(points=[p.id for p in moved]),
+                },
+            )
+        # Renamed once: a later start has nothing to move.
+        yield Sql(f"DELETE FROM {ID_MAP}")
 
     def _item_filter(self, item_ids: Sequence[str]) -> Any:
         from qdrant_client import models
