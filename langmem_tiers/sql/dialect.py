@@ -315,6 +315,27 @@ class Dialect:
         """A statement that serialises concurrent migrations (None: the engine already does)."""
         return None
 
+    # -- lists of values -------------------------------------------------------------------
+    def in_list(
+        self, column: str, values: Sequence[Any], *, sql_type: str = "text"
+    ) -> tuple[str, list[Any]]:
+        """``column IN values`` binding the whole list as ONE parameter.
+
+        A placeholder per value fails past the engines' limits (65,535 parameters per
+        PostgreSQL statement, 32,766 on SQLite), and chunking would change the meaning of
+        a statement with ORDER BY, LIMIT or FOR UPDATE; so the list goes as one JSON
+        array here, as a typed array on PostgreSQL. ``sql_type`` is the values' type.
+
+        Example:
+            >>> SqliteDialect().in_list("i.id", ["a", "b"])
+            ('i.id IN (SELECT j.value FROM json_each(?) AS j)', ['["a","b"]'])
+            >>> PostgresDialect().in_list("seq", [1, 2], sql_type="bigint")
+            ('seq = ANY(?::bigint[])', [[1, 2]])
+        """
+        return f"{column} IN (SELECT j.value FROM json_each(?) AS j)", [
+            json.dumps(list(values), ensure_ascii=False, separators=(",", ":"))
+        ]
+
     # -- byte order ------------------------------------------------------------------------
     def bytewise(self, expr: str) -> str:
         """``expr`` (text) compared in byte order, whatever the database's collation.
@@ -520,6 +541,12 @@ def _vector_format(dims: int) -> str:
 _COMPARATORS = {"$eq": "=", "$ne": "<>", "$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
 
 
+# Advisory locks of item writes: the first key of the two-key form, and the buckets ids
+# are hashed into, a power of two (see PostgresDialect.lock_items_sql).
+_ITEM_LOCK_CLASS = 0x4C4D5401
+_ITEM_LOCK_BUCKETS = 1024
+
+
 class PostgresDialect(Dialect):
     """PostgreSQL: JSONB values, TIMESTAMPTZ times, pgvector vectors."""
 
@@ -576,6 +603,11 @@ class PostgresDialect(Dialect):
     def table_exists_sql(self) -> str:
         return "SELECT to_regclass(?) IS NOT NULL"
 
+    def in_list(
+        self, column: str, values: Sequence[Any], *, sql_type: str = "text"
+    ) -> tuple[str, list[Any]]:
+        return f"{column} = ANY(?::{sql_type}[])", [list(values)]
+
     def bytewise(self, expr: str) -> str:
         # The prefix columns are "C" already (byte_order_migration); saying it here keeps the
         # comparison right on any column and lets the planner use those columns' indexes.
@@ -593,10 +625,15 @@ class PostgresDialect(Dialect):
         )
 
     def lock_items_sql(self) -> str | None:
-        # Sorted, so two transactions locking overlapping sets cannot deadlock.
+        # One lock per bucket of ids, not per id: a transaction holds at most
+        # _ITEM_LOCK_BUCKETS advisory locks however large its batch (the server's lock
+        # table has room for a few thousand), and two writers of one id always meet in
+        # its bucket. Sorted, so two transactions locking overlapping sets cannot
+        # deadlock; the two-key form keeps these locks apart from single-key ones.
         return (
-            "SELECT count(pg_advisory_xact_lock(hashtextextended(x, 7)))"
-            " FROM (SELECT DISTINCT unnest(?::text[]) AS x ORDER BY 1) AS ids"
+            f"SELECT count(pg_advisory_xact_lock({_ITEM_LOCK_CLASS}, b))"
+            f" FROM (SELECT DISTINCT (hashtextextended(x, 7) & {_ITEM_LOCK_BUCKETS - 1})::int"
+            " AS b FROM unnest(?::text[]) AS x ORDER BY 1) AS buckets"
         )
 
     def vector_migrations(self, dims: int) -> list[str]:

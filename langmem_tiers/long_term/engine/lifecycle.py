@@ -290,11 +290,13 @@ def drop_index_flow(index: VectorIndex, ids: Sequence[str]) -> Flow[None]:
     """
     if not ids:
         return
-    marks = ", ".join("?" for _ in ids)
-    yield Sql(f"DELETE FROM {TERMS} WHERE item_id IN ({marks})", list(ids))
-    yield Sql(f"UPDATE {ITEMS} SET doc_len = 0 WHERE id IN ({marks})", list(ids))
+    d = index.dialect
+    in_items, params = d.in_list("item_id", ids)
+    yield Sql(f"DELETE FROM {TERMS} WHERE {in_items}", params)
+    in_ids, params = d.in_list("id", ids)
+    yield Sql(f"UPDATE {ITEMS} SET doc_len = 0 WHERE {in_ids}", params)
     if index.in_database:
-        yield Sql(f"DELETE FROM {VECTORS} WHERE item_id IN ({marks})", list(ids))
+        yield Sql(f"DELETE FROM {VECTORS} WHERE {in_items}", params)
 
 
 # -- flows of the engine's lifecycle operations ------------------------------------------
@@ -397,9 +399,9 @@ def _compress(
 
     d = core.dialect
     ids = [m.id for m in targets]
-    marks = ", ".join("?" for _ in ids)
+    in_ids, params = d.in_list("id", ids)
     rows = yield Sql(
-        f"SELECT id, status, version FROM {ITEMS} WHERE id IN ({marks}){d.for_update}", ids
+        f"SELECT id, status, version FROM {ITEMS} WHERE {in_ids}{d.for_update}", params
     )
     now_state = {r[0]: (r[1], int(r[2])) for r in rows}
     for m in targets:

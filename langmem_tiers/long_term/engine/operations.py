@@ -482,9 +482,9 @@ class Operations:
         ids = [item_id(it.namespace, it.key) for it in items]
         if not ids:
             return []
-        marks = ", ".join("?" for _ in ids)
+        in_ids, params = d.in_list("i.id", ids)
         memories: list[Memory] = yield Db(
-            memories_flow(d, f"i.id IN ({marks}) AND i.scope = ?", [*ids, label])
+            memories_flow(d, f"{in_ids} AND i.scope = ?", [*params, label])
         )
         by_id = {m.id: m for m in memories}
         return [

@@ -103,9 +103,9 @@ def near_flow(
     near = {i: s for i, s in hits.items() if s >= threshold}
     if not near:
         return []
-    marks = ", ".join("?" for _ in near)
+    in_ids, params = core.dialect.in_list("i.id", list(near))
     found = yield from memories_flow(
-        core.dialect, f"i.id IN ({marks}) AND i.scope = ?", [*near, scope_label]
+        core.dialect, f"{in_ids} AND i.scope = ?", [*params, scope_label]
     )
     return sorted(
         (NearMemory(m, near[m.id]) for m in found), key=lambda n: (-n.similarity, n.memory.id)
@@ -117,10 +117,9 @@ def _check_unchanged_flow(core: StoreCore, memories: Sequence[Memory]) -> Flow[N
     if not memories:
         return
     ids = sorted({m.id for m in memories})
-    marks = ", ".join("?" for _ in ids)
+    in_ids, params = core.dialect.in_list("id", ids)
     rows = yield Sql(
-        f"SELECT id, status, version FROM {ITEMS} WHERE id IN ({marks}){core.dialect.for_update}",
-        ids,
+        f"SELECT id, status, version FROM {ITEMS} WHERE {in_ids}{core.dialect.for_update}", params
     )
     now = {r[0]: (r[1], int(r[2])) for r in rows}
     for m in memories:
@@ -134,10 +133,10 @@ def _check_unchanged_flow(core: StoreCore, memories: Sequence[Memory]) -> Flow[N
 def _check_sources_flow(core: StoreCore, scope_label: str, ids: Sequence[str]) -> Flow[None]:
     if not ids:
         return
-    marks = ", ".join("?" for _ in ids)
+    in_ids, params = core.dialect.in_list("id", ids)
     rows = yield Sql(
-        f"SELECT id FROM {ITEMS} WHERE id IN ({marks}) AND scope = ? AND kind = 'episodic'",
-        [*ids, scope_label],
+        f"SELECT id FROM {ITEMS} WHERE {in_ids} AND scope = ? AND kind = 'episodic'",
+        [*params, scope_label],
     )
     missing = sorted(set(ids) - {r[0] for r in rows})
     if missing:
@@ -165,8 +164,8 @@ def _summary(conflicts: Sequence[Conflict]) -> list[dict[str, Any]]:
 def _read_flow(core: StoreCore, ids: Sequence[str]) -> Flow[list[Memory]]:
     if not ids:
         return []
-    marks = ", ".join("?" for _ in ids)
-    found = yield from memories_flow(core.dialect, f"i.id IN ({marks})", list(ids))
+    in_ids, params = core.dialect.in_list("i.id", ids)
+    found = yield from memories_flow(core.dialect, in_ids, params)
     order = {i: n for n, i in enumerate(ids)}
     return sorted(found, key=lambda m: order[m.id])
 

@@ -316,17 +316,17 @@ class StoreCore:
         self, ops: list[GetOp], now: datetime
     ) -> Flow[list[tuple[Item, str, bool] | None]]:
         """Per op, the live item with its id and whether it has a TTL (None: not found)."""
-        by_prefix: dict[str, list[str]] = {}
+        by_prefix: dict[str, dict[str, None]] = {}
         for op in ops:
-            by_prefix.setdefault(join_namespace(op.namespace), []).append(op.key)
+            by_prefix.setdefault(join_namespace(op.namespace), {})[op.key] = None
         found: dict[tuple[str, str], tuple[Item, str, bool]] = {}
         live = self.dialect.ts_param(now)
         for prefix, keys in by_prefix.items():
-            marks = ", ".join("?" for _ in keys)
+            in_keys, params = self.dialect.in_list("i.key", list(keys))
             rows = yield Sql(
                 f"SELECT {ITEM_COLS}, i.ttl_minutes FROM {ITEMS} i"
-                f" WHERE i.prefix = ? AND i.key IN ({marks}) AND {LIVE_SQL}",
-                [prefix, *keys, live],
+                f" WHERE i.prefix = ? AND {in_keys} AND {LIVE_SQL}",
+                [prefix, *params, live],
             )
             for row in rows:
                 item = item_from_row(self.dialect, row)

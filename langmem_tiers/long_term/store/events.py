@@ -138,10 +138,8 @@ def snapshot_flow(dialect: Dialect, ids: Sequence[str]) -> Flow[dict[str, dict[s
     """Current snapshots of the memories with these ids (missing ids are left out)."""
     if not ids:
         return {}
-    marks = ", ".join("?" for _ in ids)
-    rows = yield Sql(
-        f"SELECT {', '.join(SNAPSHOT_COLUMNS)} FROM {ITEMS} WHERE id IN ({marks})", list(ids)
-    )
+    in_ids, params = dialect.in_list("id", ids)
+    rows = yield Sql(f"SELECT {', '.join(SNAPSHOT_COLUMNS)} FROM {ITEMS} WHERE {in_ids}", params)
     return {row[0]: snapshot(dialect, row) for row in rows}
 
 

@@ -77,8 +77,8 @@ class VectorIndex:
     def write_flow(self, rows: Sequence[VectorRow], item_ids: Sequence[str]) -> Flow[None]:
         """Replace all vectors of ``item_ids`` with ``rows`` (which may add other items)."""
         if item_ids:
-            marks = ", ".join("?" for _ in item_ids)
-            yield Sql(f"DELETE FROM {VECTORS} WHERE item_id IN ({marks})", list(item_ids))
+            in_ids, params = self.dialect.in_list("item_id", item_ids)
+            yield Sql(f"DELETE FROM {VECTORS} WHERE {in_ids}", params)
         if rows:
             yield InsertRows(
                 VECTORS,
@@ -185,10 +185,8 @@ class SqliteVectorIndex(VectorIndex):
     ) -> Flow[dict[str, float]]:
         if not item_ids:
             return {}
-        marks = ", ".join("?" for _ in item_ids)
-        rows = yield Sql(
-            f"SELECT item_id, embedding FROM {VECTORS} WHERE item_id IN ({marks})", list(item_ids)
-        )
+        in_ids, params = self.dialect.in_list("item_id", item_ids)
+        rows = yield Sql(f"SELECT item_id, embedding FROM {VECTORS} WHERE {in_ids}", params)
         return self._score_rows(rows, vector, None)
 
 
