@@ -370,6 +370,15 @@ class Dialect:
         """
         return None
 
+    def lock_keys_sql(self, *, shared: bool = False) -> str | None:
+        """A statement taking transaction locks on names (one ``?``: the list of names).
+
+        For what has no row to lock yet (a fact about a subject nobody stated, a new
+        procedural key). ``shared`` locks admit each other and exclude the exclusive lock
+        of the same name. None when transactions are already serial.
+        """
+        return None
+
     #: Appended to a SELECT that reads rows the transaction will change: row locks where
     #: writers run concurrently (SQLite's write transaction already serialises them).
     for_update: str = ""
@@ -545,6 +554,8 @@ _COMPARATORS = {"$eq": "=", "$ne": "<>", "$gt": ">", "$gte": ">=", "$lt": "<", "
 # are hashed into, a power of two (see PostgresDialect.lock_items_sql).
 _ITEM_LOCK_CLASS = 0x4C4D5401
 _ITEM_LOCK_BUCKETS = 1024
+# ... and of named keys (lock_keys_sql).
+_KEY_LOCK_CLASS = 0x4C4D5402
 
 
 class PostgresDialect(Dialect):
@@ -622,6 +633,13 @@ class PostgresDialect(Dialect):
             "SELECT t.item_id, t.term, t.tf, c.doc_len FROM c CROSS JOIN LATERAL"
             f" (SELECT t.item_id, t.term, t.tf FROM {terms_table} t WHERE t.item_id = c.id"
             f" OFFSET 0) t WHERE t.term IN {term_set}"
+        )
+
+    def lock_keys_sql(self, *, shared: bool = False) -> str | None:
+        function = "pg_advisory_xact_lock_shared" if shared else "pg_advisory_xact_lock"
+        return (
+            f"SELECT count({function}({_KEY_LOCK_CLASS}, hashtext(x)))"
+            " FROM (SELECT DISTINCT unnest(?::text[]) AS x ORDER BY 1) AS names"
         )
 
     def lock_items_sql(self) -> str | None:

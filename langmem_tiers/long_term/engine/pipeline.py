@@ -41,6 +41,7 @@ from langmem_tiers.long_term.engine.models import (
     WriteResult,
 )
 from langmem_tiers.long_term.engine.semantic import (
+    NearCheck,
     index_texts,
     near_flow,
     revise_flow,
@@ -61,7 +62,10 @@ if TYPE_CHECKING:
 
 __all__ = ["PreparedWrite", "prepare_writes", "semantic_steps", "write_steps"]
 
-_RETRIES = 3  # decisions retried when a memory they were based on changed meanwhile
+# Decisions retried when a memory they were based on changed, or a near one appeared,
+# meanwhile. Concurrent first facts about one subject commit one per round, so this
+# bounds how many such writers can race without one of them giving up.
+_RETRIES = 10
 
 
 class PreparedWrite(NamedTuple):
@@ -237,6 +241,15 @@ def semantic_steps(
                     merged_text=merged_text,
                     vectors=write_vectors,
                     at=ops.now(),
+                    check=None
+                    if exempt
+                    else NearCheck(
+                        probe,
+                        record.subject,
+                        ops.conflict_candidates,
+                        ops.settings.conflict_similarity_threshold,
+                        frozenset(n.memory.id for n in near),
+                    ),
                 )
             )
         except StaleDecisionError:

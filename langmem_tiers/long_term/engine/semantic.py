@@ -18,9 +18,10 @@ Links written (both ways):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Collection, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from langgraph.store.base import PutOp
 
@@ -58,7 +59,9 @@ from langmem_tiers.sql.dialect import ITEMS
 from langmem_tiers.sql.flow import Flow, Sql, Transaction
 
 __all__ = [
+    "NearCheck",
     "index_texts",
+    "lock_names_flow",
     "near_flow",
     "revise_flow",
     "update_semantic_flow",
@@ -72,6 +75,42 @@ def index_texts(
     """The texts the store will embed for this value (validated: bad input raises here)."""
     record = validate_value(namespace, key, value, max_chars=core.settings.max_content_chars)
     return [text for _, text in texts_to_index(record, core.fields)]
+
+
+class NearCheck(NamedTuple):
+    """What a decision saw: the near memories of a new fact, and how they were found.
+
+    Inside the write's transaction, under the fact's subject lock, they are looked up
+    again; a near memory the decision did not see makes it stale (written meanwhile by a
+    concurrent writer, so the engine decides again and sees it).
+    """
+
+    vector: Sequence[float]
+    subject: str | None
+    k: int
+    threshold: float
+    seen: Collection[str]
+
+
+def lock_names_flow(core: StoreCore, names: Sequence[str], *, shared: bool = False) -> Flow[None]:
+    """Transaction locks on ``names`` where writers run concurrently (none on SQLite)."""
+    statement = core.dialect.lock_keys_sql(shared=shared)
+    if statement is not None and names:
+        yield Sql(statement, [sorted(set(names))])
+
+
+def lock_subject_flow(core: StoreCore, scope_label: str, subject: str | None) -> Flow[None]:
+    """Serialise the facts of one (scope, subject); a fact without subject, the whole scope.
+
+    A fact without subject is compared with every subject, so it takes the scope's lock
+    exclusively; a fact with one takes it shared (facts of other subjects go on) and its
+    subject's lock exclusively. The scope's lock is always taken first: no deadlock.
+    """
+    scope_name = json.dumps(["semantic", scope_label], ensure_ascii=False)
+    yield from lock_names_flow(core, [scope_name], shared=subject is not None)
+    if subject is not None:
+        name = json.dumps(["semantic", scope_label, subject], ensure_ascii=False)
+        yield from lock_names_flow(core, [name])
 
 
 def near_flow(
@@ -181,14 +220,38 @@ def write_semantic_flow(
     merged_text: str | None,
     vectors: dict[str, list[float]],
     at: datetime,
+    check: NearCheck | None = None,
 ) -> Flow[WriteResult]:
-    """Carry out a resolution in one transaction (StaleDecisionError when its basis changed)."""
+    """Carry out a resolution in one transaction (StaleDecisionError when its basis changed).
+
+    With ``check``, the transaction first locks the fact's subject and looks for near
+    memories the decision did not see (two first facts about one subject would otherwise
+    both be written, each unaware of the other).
+    """
     result: WriteResult = yield Transaction(
         _write_semantic(
-            core, scope_label, namespace, key, value, resolution, merged_text, vectors, at
+            core, scope_label, namespace, key, value, resolution, merged_text, vectors, at, check
         )
     )
     return result
+
+
+def _recheck_flow(core: StoreCore, scope_label: str, check: NearCheck) -> Flow[None]:
+    yield from lock_subject_flow(core, scope_label, check.subject)
+    fresh = yield from near_flow(
+        core,
+        scope_label,
+        check.vector,
+        subject=check.subject,
+        k=check.k,
+        threshold=check.threshold,
+    )
+    unseen = sorted(n.memory.id for n in fresh if n.memory.id not in check.seen)
+    if unseen:
+        raise StaleDecisionError(
+            f"memories {unseen} near this one were written while it was checked; "
+            "the write was retried and they kept appearing. Try again."
+        )
 
 
 def _write_semantic(
@@ -201,8 +264,11 @@ def _write_semantic(
     merged_text: str | None,
     vectors: dict[str, list[float]],
     at: datetime,
+    check: NearCheck | None,
 ) -> Flow[WriteResult]:
     d, max_chars = core.dialect, core.settings.max_content_chars
+    if check is not None:
+        yield from _recheck_flow(core, scope_label, check)
     action, contradicted = resolution.action, resolution.contradicted
     basis = [c.memory for c in contradicted]
     if resolution.existing is not None:
