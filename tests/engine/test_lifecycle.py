@@ -198,3 +198,33 @@ async def test_inactive_memories_never_shorten_a_search(make_store, twin_of) -> 
     assert sorted(i.key for i in plain) == [f"new{i}" for i in range(5)]
     every = await twin.retrieve("alice", "jazz concert", limit=45, include_inactive=True)
     assert len(every) == 45
+
+
+async def test_hard_forgetting_a_summary_unlinks_its_episodes(twin) -> None:
+    for n in range(3):
+        await twin.add_episodic("alice", f"Alice asked about night trains {n}", session_id="s1")
+    first = await twin.consolidate("alice")
+    assert first.episodes == 3
+    summary = first.memories[0]
+    assert await twin.forget("alice", summary.id, hard=True) is None
+
+    episodes = await twin.memories("alice", kinds="episodic")
+    assert [e.consolidated_into_id for e in episodes] == [None, None, None]
+    assert all("consolidated_into_id" not in e.value for e in episodes)
+    deleted = (await twin.timeline("alice", types=["memory.deleted"]))[-1]
+    assert deleted.memory_id == summary.id
+    assert sorted(deleted.metadata["unlinked_episode_ids"]) == sorted(e.id for e in episodes)
+    for e in episodes:
+        unlinked = (await twin.timeline("alice", memory_id=e.id))[-1]
+        assert unlinked.metadata["unlinked_from"] == summary.id
+        assert unlinked.after["consolidated_into_id"] is None
+
+    # They are consolidated again, into a summary that exists.
+    again = await twin.consolidate("alice")
+    assert again.episodes == 3
+    episodes = await twin.memories("alice", kinds="episodic")
+    assert {e.consolidated_into_id for e in episodes} == {again.memories[0].id}
+    now = again.memories[0].updated_at + timedelta(seconds=1)
+    assert [m.state() for m in await twin.replay("alice", now)] == [
+        m.state() for m in await twin.state("alice")
+    ]

@@ -37,6 +37,7 @@ from langmem_tiers.long_term.engine.models import (
     FORGOTTEN,
     IMPORTANCE_DECAYED,
     MEMORY_COLUMNS,
+    UPDATED,
     Memory,
     memory_from_row,
     memory_from_snapshot,
@@ -358,9 +359,38 @@ def _soft_delete(core: StoreCore, scope_label: str, memory_id: str) -> Flow[Memo
 
 
 def hard_delete_flow(core: StoreCore, scope_label: str, memory_id: str) -> Flow[None]:
-    """Remove the row, its terms, vectors and versions; the event keeps what it was."""
-    memory = yield from scoped_memory_flow(core.dialect, scope_label, memory_id)
-    note = WriteNote(DELETED, {"hard": True, "status_before": memory.status})
+    """Remove the row, its terms, vectors and versions; the event keeps what it was.
+
+    Episodes consolidated into the removed memory (a summary) lose that link in the same
+    transaction, each with an event, so a later consolidation takes them again instead of
+    skipping them for a summary that no longer exists; the delete's event lists them
+    (``unlinked_episode_ids``).
+    """
+    yield Transaction(_hard_delete(core, scope_label, memory_id))
+
+
+def _hard_delete(core: StoreCore, scope_label: str, memory_id: str) -> Flow[None]:
+    d = core.dialect
+    memory = yield from scoped_memory_flow(d, scope_label, memory_id, lock=True)
+    episodes = yield from memories_flow(
+        d, "i.scope = ? AND i.consolidated_into_id = ?", [scope_label, memory.id], lock=True
+    )
+    if episodes:
+        changes = [
+            Change(
+                e.id,
+                UPDATED,
+                value={k: v for k, v in e.value.items() if k != "consolidated_into_id"},
+                columns={"consolidated_into_id": None},
+                metadata={"unlinked_from": memory.id, "reason": "summary deleted"},
+            )
+            for e in episodes
+        ]
+        yield from change_flow(d, changes, at=d.now(), max_chars=core.settings.max_content_chars)
+    metadata: dict[str, Any] = {"hard": True, "status_before": memory.status}
+    if episodes:
+        metadata["unlinked_episode_ids"] = [e.id for e in episodes]
+    note = WriteNote(DELETED, metadata)
     yield from core.batch_flow([PutOp(memory.namespace, memory.key, None)], notes={memory.id: note})
 
 
