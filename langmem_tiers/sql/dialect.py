@@ -297,7 +297,30 @@ class Dialect:
             self.byte_order_migration(),
             # Item ids that cannot collide (sql/item_ids.py): every stored id is rewritten.
             [_rekey_items],
+            # The seed's table of conversation summaries, as a read-only view of the items.
+            [self.summaries_view_sql()],
         ]
+
+    def summaries_view_sql(self) -> str:
+        """``long_term_memories``: one row per summary of a conversation (read-only).
+
+        What the seed systems kept in a table of that name: the session, the summary, its
+        key concepts and the range of messages it covers. Rows of summaries written before
+        the ``session_id`` column was filled for them take it from the value.
+        """
+        return _SUMMARIES_VIEW.format(
+            session=(
+                "CASE WHEN json_type(i.value, '$.session_id') = 'text'"
+                " THEN json_extract(i.value, '$.session_id') END"
+            ),
+            summary="json_extract(i.value, '$.content')",
+            concepts="json_extract(i.value, '$.key_concepts')",
+            first_id="json_extract(i.value, '$.source_message_ids[0]')",
+            last_id="json_extract(i.value, '$.source_message_ids[#-1]')",
+            count="json_array_length(i.value, '$.source_message_ids')",
+            first_at="json_extract(i.value, '$.first_message_at')",
+            last_at="json_extract(i.value, '$.last_message_at')",
+        )
 
     def defer_foreign_keys_sql(self) -> list[str]:
         """Statements deferring foreign key checks to the end of the transaction."""
@@ -483,6 +506,30 @@ def _sqlite_lookup(path: Sequence[str]) -> tuple[str, str, list[Any]]:
     return f"json_extract({doc}, ?)", f"json_type({doc}, ?)", params
 
 
+# The view of conversation summaries (Dialect.summaries_view_sql); each dialect fills in
+# its JSON accessors. FROM a subquery: PostgreSQL would make a view of one table
+# updatable, and this one is only to read. Columns are named (no *), so later migrations
+# of the other columns of the items are not tied to the view.
+_SUMMARIES_VIEW = f"""CREATE VIEW long_term_memories AS
+SELECT i.id AS id,
+    i.scope AS scope,
+    COALESCE(i.session_id, {{session}}) AS session_id,
+    {{summary}} AS summary,
+    {{concepts}} AS key_concepts,
+    {{first_id}} AS first_message_id,
+    {{last_id}} AS last_message_id,
+    {{count}} AS message_count,
+    {{first_at}} AS first_message_at,
+    {{last_at}} AS last_message_at,
+    i.category AS category,
+    i.status AS status,
+    i.created_at AS created_at,
+    i.updated_at AS updated_at
+FROM (SELECT id, scope, session_id, value, category, status, created_at, updated_at
+    FROM {ITEMS} WHERE kind = 'semantic'
+    AND category IN ('conversation_summary', 'episode_summary')) AS i"""
+
+
 class SqliteDialect(Dialect):
     """SQLite: JSON as text, timestamps as ISO-8601 text in UTC, vectors as float32 blobs."""
 
@@ -613,6 +660,22 @@ class PostgresDialect(Dialect):
 
     def table_exists_sql(self) -> str:
         return "SELECT to_regclass(?) IS NOT NULL"
+
+    def summaries_view_sql(self) -> str:
+        ids = "i.value -> 'source_message_ids'"
+        return _SUMMARIES_VIEW.format(
+            session=(
+                "CASE WHEN jsonb_typeof(i.value -> 'session_id') = 'string'"
+                " THEN i.value ->> 'session_id' END"
+            ),
+            summary="i.value ->> 'content'",
+            concepts="i.value -> 'key_concepts'",
+            first_id=f"{ids} ->> 0",
+            last_id=f"{ids} ->> (-1)",
+            count=f"CASE WHEN jsonb_typeof({ids}) = 'array' THEN jsonb_array_length({ids}) END",
+            first_at="i.value ->> 'first_message_at'",
+            last_at="i.value ->> 'last_message_at'",
+        )
 
     def in_list(
         self, column: str, values: Sequence[Any], *, sql_type: str = "text"

@@ -13,7 +13,8 @@ all kinds      ``content`` (a string, or any JSON: structured content is kept as
                (>= 0), ``status``
 episodic       ``event_timestamp`` (ISO-8601), ``session_id``, ``actor``,
                ``action_type``
-semantic       ``subject``, ``category``, ``valid_from``, ``valid_until``
+semantic       ``subject``, ``category``, ``valid_from``, ``valid_until``,
+               ``session_id`` (of a summary of a conversation)
 procedural     ``key`` (defaults to the item key)
 =============  =================================================================
 
@@ -343,6 +344,7 @@ def validate_value(
             for name in ("session_id", "actor", "action_type"):
                 cols[name] = _optional_str(plain, name, where)
         elif kind == "semantic":
+            cols["session_id"] = _optional_str(plain, "session_id", where)
             cols["subject"] = _optional_str(plain, "subject", where)
             cols["category"] = _optional_str(plain, "category", where)
             cols["valid_from"] = _optional_time(plain, "valid_from", where)
