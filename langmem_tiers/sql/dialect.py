@@ -330,7 +330,7 @@ class Dialect:
         """A query of one row whose value is true when the table named by ``?`` exists."""
         return "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?"
 
-    def byte_order_migration(self) -> list[str]:
+    def byte_order_migration(self) -> list[MigrationStep]:
         """Statements giving the namespace columns byte-order comparison (none on SQLite)."""
         return []
 
@@ -638,7 +638,7 @@ class PostgresDialect(Dialect):
     def migration_lock_sql(self) -> str | None:
         return "SELECT pg_advisory_xact_lock(hashtext('langmem_tiers.migrations'))"
 
-    def byte_order_migration(self) -> list[str]:
+    def byte_order_migration(self) -> list[MigrationStep]:
         # The vector table is created after the numbered migrations (it needs the
         # embedder's dimensions), so it may not exist yet; vector_migrations declares "C".
         return [

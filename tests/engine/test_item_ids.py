@@ -117,13 +117,26 @@ def _table_exists(store: TieredMemoryStore, table: str) -> Flow[bool]:
     return bool(rows[0][0])
 
 
+def _rekey_version(store: TieredMemoryStore) -> int:
+    """The schema version the id migration brings a database to."""
+    migrations = store.db.dialect.migrations()
+    found = [n for n, steps in enumerate(migrations, start=1) if any(callable(s) for s in steps)]
+    assert len(found) == 1
+    return found[0]
+
+
 def _downgrade(store: TieredMemoryStore) -> dict[str, str]:
-    """Give every item its first-scheme id, as a database written before the migration."""
+    """Give every item its first-scheme id, as a database written before the migration.
+
+    The migrations from the id migration on are forgotten too, so setup() applies them
+    again (each is idempotent on a database that already has it).
+    """
 
     def flow() -> Flow[dict[str, str]]:
         renames = yield from rekey_items_flow(store.db.dialect, first_scheme_id)
         yield Sql(f"DROP TABLE {ID_MAP}")
-        yield Sql("DELETE FROM lmt_migrations WHERE version = 10")
+        yield Sql("DELETE FROM lmt_migrations WHERE version >= ?", [_rekey_version(store)])
+        yield Sql("DROP VIEW IF EXISTS long_term_memories")  # a later migration's
         return renames
 
     return store.db.run(_in_transaction(flow()))
