@@ -27,14 +27,17 @@ def store(store_url: str) -> Iterator[TieredMemoryStore]:
         yield s
 
 
-def _puts(version: int) -> list[PutOp]:
+def _puts(version: int, ttl: float | None = None) -> list[PutOp]:
     # index=False: the limit concerns statements, not embeddings.
-    return [PutOp(NAMESPACE, f"k{n}", {"n": n, "v": version}, index=False) for n in range(N)]
+    value = {"v": version}
+    return [PutOp(NAMESPACE, f"k{n}", {"n": n, **value}, index=False, ttl=ttl) for n in range(N)]
 
 
 def test_seventy_thousand_gets_puts_and_deletes_in_one_batch(store: TieredMemoryStore) -> None:
     store.batch(_puts(1))
-    store.batch(_puts(2))  # every item replaced: its old row, terms and snapshot are read
+    # Every item replaced (its old row, terms and snapshot are read), now with a TTL, so
+    # the gets below also restart 70,000 TTLs.
+    store.batch(_puts(2, ttl=60.0))
     got = store.batch([GetOp(NAMESPACE, f"k{n}") for n in range(N)])
     assert len(got) == N
     assert all(item is not None and item.value == {"n": n, "v": 2} for n, item in enumerate(got))
