@@ -129,8 +129,8 @@ def write_steps(
 def _existing_steps(ops: Operations, ids: Sequence[str]) -> Steps[dict[str, Memory]]:
     if not ids:
         return {}
-    marks = ", ".join("?" for _ in ids)
-    found: list[Memory] = yield Db(memories_flow(ops.core.dialect, f"i.id IN ({marks})", list(ids)))
+    in_ids, params = ops.core.dialect.in_list("i.id", ids)
+    found: list[Memory] = yield Db(memories_flow(ops.core.dialect, in_ids, params))
     return {m.id: m for m in found}
 
 
