@@ -12,8 +12,9 @@ import inspect
 import os
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit, urlunsplit
 
 import pytest
 
@@ -44,9 +45,8 @@ def _check_postgres() -> str | None:
     return _postgres_problem
 
 
-@pytest.fixture
-def postgres_schemas() -> Iterator[Callable[[], str]]:
-    """A factory of URLs, each with its own fresh schema; all dropped after the test."""
+def _postgres_or_skip() -> None:
+    """Fail (under CI) or skip the test when PostgreSQL with pgvector is not usable."""
     problem = _check_postgres()
     if problem is not None:
         message = (
@@ -57,31 +57,100 @@ def postgres_schemas() -> Iterator[Callable[[], str]]:
         if IN_CI:
             pytest.fail(message)
         pytest.skip(message)
+
+
+def _with_database(url: str, database: str) -> str:
+    """``url`` pointing at another database of the same server."""
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(path="/" + database))
+
+
+@contextmanager
+def _schema_factory(base_url: str) -> Iterator[Callable[[], str]]:
+    """Hands out URLs of fresh schemas of the database at ``base_url``; drops them after."""
     import psycopg
 
     schemas: list[str] = []
 
     def new_schema_url() -> str:
         schema = f"t_{uuid.uuid4().hex[:16]}"
-        with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
+        with psycopg.connect(base_url, autocommit=True) as conn:
             conn.execute(f'CREATE SCHEMA "{schema}"')
         schemas.append(schema)
-        separator = "&" if "?" in POSTGRES_URL else "?"
-        return f"{POSTGRES_URL}{separator}options={quote(f'-c search_path={schema},public')}"
+        separator = "&" if "?" in base_url else "?"
+        return f"{base_url}{separator}options={quote(f'-c search_path={schema},public')}"
 
     try:
         yield new_schema_url
     finally:
         if schemas:
-            with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
+            with psycopg.connect(base_url, autocommit=True) as conn:
                 for schema in schemas:
                     conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+
+
+@pytest.fixture
+def postgres_schemas() -> Iterator[Callable[[], str]]:
+    """A factory of URLs, each with its own fresh schema; all dropped after the test."""
+    _postgres_or_skip()
+    with _schema_factory(POSTGRES_URL) as factory:
+        yield factory
 
 
 @pytest.fixture
 def postgres_url(postgres_schemas: Callable[[], str]) -> str:
     """A URL whose search_path points at a fresh schema, dropped after the test."""
     return postgres_schemas()
+
+
+# A database whose default collation is ICU's en-US: there '(' and '@' sort between '.'
+# and '/', so any comparison that assumes byte order shows up as a cross-scope leak.
+ICU_DATABASE_SQL = (
+    "CREATE DATABASE \"{name}\" TEMPLATE template0 ENCODING 'UTF8'"
+    " LOCALE_PROVIDER icu ICU_LOCALE 'en-US' LOCALE 'C.UTF-8'"
+)
+
+
+@pytest.fixture(scope="session")
+def postgres_icu_database() -> Iterator[str]:
+    """The URL of a database created with an ICU collation for this session (then dropped).
+
+    Fails under ``CI=true`` when it cannot be created: CI must prove that nothing relies
+    on the byte order of the server's default collation.
+    """
+    _postgres_or_skip()
+    import psycopg
+
+    name = f"lmt_icu_{uuid.uuid4().hex[:12]}"
+    try:
+        with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
+            conn.execute(ICU_DATABASE_SQL.format(name=name))
+        url = _with_database(POSTGRES_URL, name)
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    except Exception as err:
+        message = f"cannot create a database with an ICU collation ({type(err).__name__}: {err})"
+        if IN_CI:
+            pytest.fail(message)
+        pytest.skip(message)
+    try:
+        yield url
+    finally:
+        with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def postgres_icu_schemas(postgres_icu_database: str) -> Iterator[Callable[[], str]]:
+    """Like :func:`postgres_schemas`, in the session's ICU-collated database."""
+    with _schema_factory(postgres_icu_database) as factory:
+        yield factory
+
+
+@pytest.fixture
+def postgres_icu_url(postgres_icu_schemas: Callable[[], str]) -> str:
+    """A fresh schema of the ICU-collated database."""
+    return postgres_icu_schemas()
 
 
 @pytest.fixture(autouse=True)

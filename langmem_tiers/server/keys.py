@@ -30,6 +30,8 @@ from datetime import datetime, timedelta, timezone
 from typing import Any, NamedTuple, TypeVar
 
 from langmem_tiers.errors import InvalidNamespaceError, NotFoundError, ValidationError
+from langmem_tiers.long_term.store.records import validate_namespace
+from langmem_tiers.long_term.store.scope import namespace_for
 from langmem_tiers.sql.database import Database
 from langmem_tiers.sql.dialect import API_KEYS, Dialect
 from langmem_tiers.sql.flow import Flow, Sql, Transaction
@@ -121,6 +123,16 @@ def _check_scope(scope: str | None, admin: bool) -> None:
             f"scope must be at most {_MAX_SCOPE_CHARS} characters without NUL bytes, "
             f"got {scope[:60]!r}."
         )
+    # The rule every request applies: the scope's namespace must be valid. An id is
+    # encoded into a label ('.' -> '%2E', '%' -> '%25'), so one within the id limit can
+    # still make a label past the label limit; a key for it could never be used.
+    try:
+        validate_namespace(namespace_for(scope, "semantic"), field="scope")
+    except InvalidNamespaceError as err:
+        raise InvalidNamespaceError(
+            f"scope {scope[:60]!r} cannot hold memories, so a key for it could never be "
+            f"used: {err} Its '.' and '%' count three characters each; choose a shorter id."
+        ) from err
 
 
 def _check_name(name: str | None) -> None:

@@ -27,6 +27,7 @@ engine's ``NotFoundError``, answered 404.
 from __future__ import annotations
 
 import logging
+from datetime import datetime, timedelta, timezone
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Request
@@ -67,6 +68,27 @@ __all__ = ["build_router"]
 logger = logging.getLogger("langmem_tiers.server")
 
 _STORED = {"created", "superseded", "kept_both", "merged"}
+
+
+#: How far from the server's clock an agent key may set ``now`` of a decay: a far future
+#: instant would decay every memory of the agent at once. Admin keys may set any instant.
+DECAY_WINDOW = timedelta(days=1)
+
+
+def _check_decay_time(now: datetime) -> None:
+    server_now = datetime.now(timezone.utc)
+    if abs(now - server_now) > DECAY_WINDOW:
+        message = (
+            f"now must be within {DECAY_WINDOW.days} day of the server's clock "
+            f"({server_now.isoformat(timespec='seconds')}) for an agent's key, got "
+            f"{now.isoformat()}; leave it out to decay as of now, or use an admin key."
+        )
+        raise ApiError(
+            422,
+            "invalid_input",
+            message,
+            fields=[{"field": "now", "location": "body.now", "message": message}],
+        )
 
 
 def _memory(obj: Any) -> dict[str, Any]:
@@ -294,7 +316,10 @@ def build_router() -> APIRouter:
     )
     async def decay(body: DecayIn, request: Request, key: Principal) -> Any:
         engine = _state(request).engine
-        result = await engine.adecay(scope_for(key, body.agent_id), now=body.now)
+        scope = scope_for(key, body.agent_id)
+        if body.now is not None and not key.is_admin:
+            _check_decay_time(body.now)
+        result = await engine.adecay(scope, now=body.now)
         return {"result": plain(result)}
 
     @router.post(

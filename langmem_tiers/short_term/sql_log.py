@@ -332,11 +332,11 @@ def _op_flow(d: Dialect, op: LogOp) -> Flow[Any]:
         seqs = _seqs(op.ids)
         if not seqs:
             return []
-        marks = ", ".join("?" for _ in seqs)
+        in_seqs, params = d.in_list("seq", seqs, sql_type="bigint")
         yield _changed(sid)
         rows = yield Sql(
-            f"DELETE FROM {STM_MESSAGES} WHERE session_id = ? AND seq IN ({marks}) RETURNING seq",
-            [sid, *seqs],
+            f"DELETE FROM {STM_MESSAGES} WHERE session_id = ? AND {in_seqs} RETURNING seq",
+            [sid, *params],
         )
         removed = {int(r[0]) for r in rows}
         return [format_message_id(s) for s in dict.fromkeys(seqs) if s in removed]

@@ -67,7 +67,13 @@ class Database:
         self.async_io: Any = None
         if isinstance(conn, sqlite3.Connection):
             self.dialect = SqliteDialect()
-            self.sync_io = SqliteIO(conn, embeddings, qdrant)
+            try:
+                self.sync_io = SqliteIO(conn, embeddings, qdrant)
+            except sqlite3.Error as err:
+                raise BackendError(
+                    f"the SQLite connection cannot be used for writing ({err}); open it on a "
+                    "file whose directory is writable."
+                ) from err
             return
         if type(conn).__module__.startswith(("psycopg", "psycopg_pool")):
             self.dialect = PostgresDialect()
@@ -299,9 +305,37 @@ async def _aprobe(url: str) -> None:
 
 
 def _open_sqlite(path: str) -> sqlite3.Connection:
+    """A configured connection to the SQLite file ``path``; a clear error when it cannot be."""
     if path != ":memory:":
-        Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
-    return sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        target = Path(path).expanduser()
+        if target.is_dir():
+            raise ConfigurationError(
+                f"the SQLite path {path!r} is a directory; name a file, e.g. "
+                f"sqlite:///{target / 'memory.db'}."
+            )
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise ConfigurationError(
+                f"cannot create the directory {str(target.parent)!r} of the SQLite file "
+                f"{path!r} ({err.strerror or err}); a part of it may be a file. Choose a path "
+                "whose parent is, or can be made, a writable directory."
+            ) from err
+    conn: sqlite3.Connection | None = None
+    try:
+        conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        # The first statements write (WAL mode): a file that cannot be created or
+        # written fails here rather than at the first put.
+        SqliteIO.configure(conn)
+    except sqlite3.Error as err:
+        if conn is not None:
+            conn.close()
+        raise BackendError(
+            f"cannot open the SQLite database {path!r} for writing ({err}); check that the "
+            "file and its directory exist and are writable (a read-only file system cannot "
+            "hold it), or choose another path."
+        ) from err
+    return conn
 
 
 def _psycopg_pool(name: str) -> Any:

@@ -12,12 +12,13 @@ from __future__ import annotations
 import functools
 import json
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
 from langmem_tiers.errors import MigrationError
 from langmem_tiers.sql.flow import Flow, Sql
+from langmem_tiers.sql.item_ids import rekey_items_flow
 
 __all__ = [
     "Dialect",
@@ -39,6 +40,9 @@ STM_LEASES = "lmt_stm_leases"
 EVENTS = "lmt_events"
 API_KEYS = "lmt_api_keys"
 VERSIONS = "lmt_versions"
+
+MigrationStep = str | Callable[["Dialect"], Flow[Any]]
+"""One step of a migration: a statement, or a flow for what SQL alone cannot do."""
 
 # Columns filled from a memory's value (see records.py), in insert order.
 item_columns: tuple[str, ...] = (
@@ -115,8 +119,11 @@ class Dialect:
         raise NotImplementedError
 
     # -- schema ----------------------------------------------------------------------
-    def migrations(self) -> list[list[str]]:
+    def migrations(self) -> list[list[MigrationStep]]:
         """Append-only list of migrations; migration ``i`` brings the schema to version ``i+1``.
+
+        A step is a statement, or a function of the dialect returning a flow (for data
+        migrations that need Python).
 
         Never edit or reorder an entry: add a new one.
         """
@@ -286,16 +293,112 @@ class Dialect:
                 f"CREATE INDEX {ITEMS}_expires ON {ITEMS} (expires_at)"
                 " WHERE expires_at IS NOT NULL",
             ],
+            # Namespace prefixes are range-compared in byte order (under_namespace_sql).
+            self.byte_order_migration(),
+            # Item ids that cannot collide (sql/item_ids.py): every stored id is rewritten.
+            [_rekey_items],
+            # The seed's table of conversation summaries, as a read-only view of the items.
+            [self.summaries_view_sql()],
         ]
+
+    def summaries_view_sql(self) -> str:
+        """``long_term_memories``: one row per summary of a conversation (read-only).
+
+        What the seed systems kept in a table of that name: the session, the summary, its
+        key concepts and the range of messages it covers. Rows of summaries written before
+        the ``session_id`` column was filled for them take it from the value.
+        """
+        return _SUMMARIES_VIEW.format(
+            session=(
+                "CASE WHEN json_type(i.value, '$.session_id') = 'text'"
+                " THEN json_extract(i.value, '$.session_id') END"
+            ),
+            summary="json_extract(i.value, '$.content')",
+            concepts="json_extract(i.value, '$.key_concepts')",
+            first_id="json_extract(i.value, '$.source_message_ids[0]')",
+            last_id="json_extract(i.value, '$.source_message_ids[#-1]')",
+            count="json_array_length(i.value, '$.source_message_ids')",
+            first_at="json_extract(i.value, '$.first_message_at')",
+            last_at="json_extract(i.value, '$.last_message_at')",
+        )
+
+    def defer_foreign_keys_sql(self) -> list[str]:
+        """Statements deferring foreign key checks to the end of the transaction."""
+        return ["PRAGMA defer_foreign_keys = ON"]
+
+    def table_exists_sql(self) -> str:
+        """A query of one row whose value is true when the table named by ``?`` exists."""
+        return "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?"
+
+    def byte_order_migration(self) -> list[MigrationStep]:
+        """Statements giving the namespace columns byte-order comparison (none on SQLite)."""
+        return []
 
     def migration_lock_sql(self) -> str | None:
         """A statement that serialises concurrent migrations (None: the engine already does)."""
         return None
 
+    # -- lists of values -------------------------------------------------------------------
+    def in_list(
+        self, column: str, values: Sequence[Any], *, sql_type: str = "text"
+    ) -> tuple[str, list[Any]]:
+        """``column IN values`` binding the whole list as ONE parameter.
+
+        A placeholder per value fails past the engines' limits (65,535 parameters per
+        PostgreSQL statement, 32,766 on SQLite), and chunking would change the meaning of
+        a statement with ORDER BY, LIMIT or FOR UPDATE; so the list goes as one JSON
+        array here, as a typed array on PostgreSQL. ``sql_type`` is the values' type.
+
+        Example:
+            >>> SqliteDialect().in_list("i.id", ["a", "b"])
+            ('i.id IN (SELECT j.value FROM json_each(?) AS j)', ['["a","b"]'])
+            >>> PostgresDialect().in_list("seq", [1, 2], sql_type="bigint")
+            ('seq = ANY(?::bigint[])', [[1, 2]])
+        """
+        return f"{column} IN (SELECT j.value FROM json_each(?) AS j)", [
+            json.dumps(list(values), ensure_ascii=False, separators=(",", ":"))
+        ]
+
+    # -- byte order ------------------------------------------------------------------------
+    def bytewise(self, expr: str) -> str:
+        """``expr`` (text) compared in byte order, whatever the database's collation.
+
+        SQLite compares text with memcmp (BINARY) unless a column says otherwise, which
+        for UTF-8 is code point order.
+        """
+        return expr
+
+    def under_namespace_sql(self, column: str, prefix: str) -> tuple[str, list[str]]:
+        """A condition: the joined namespace in ``column`` is ``prefix`` or below it.
+
+        Below means ``prefix``, a ``.``, then more labels. In byte order every such value
+        lies strictly between ``prefix.`` and ``prefix/`` (``/`` follows ``.``) and no
+        other does; a linguistic collation (ICU's, glibc's ``en_US``) ignores punctuation
+        at first and would put ``alice@example.com`` or ``alice(evil)`` between
+        ``alice.`` and ``alice/``, so the range is compared bytewise.
+
+        Example:
+            >>> SqliteDialect().under_namespace_sql("prefix", "a")
+            ('(prefix = ? OR (prefix > ? AND prefix < ?))', ['a', 'a.', 'a/'])
+            >>> PostgresDialect().under_namespace_sql("i.prefix", "a")[0]
+            '(i.prefix = ? OR (i.prefix COLLATE "C" > ? AND i.prefix COLLATE "C" < ?))'
+        """
+        c = self.bytewise(column)
+        return f"({column} = ? OR ({c} > ? AND {c} < ?))", [prefix, prefix + ".", prefix + "/"]
+
     def lock_items_sql(self) -> str | None:
         """A statement taking transaction locks on item ids (one ``?``: the id list).
 
         None when transactions are already serial (SQLite's ``BEGIN IMMEDIATE``).
+        """
+        return None
+
+    def lock_keys_sql(self, *, shared: bool = False) -> str | None:
+        """A statement taking transaction locks on names (one ``?``: the list of names).
+
+        For what has no row to lock yet (a fact about a subject nobody stated, a new
+        procedural key). ``shared`` locks admit each other and exclude the exclusive lock
+        of the same name. None when transactions are already serial.
         """
         return None
 
@@ -403,6 +506,30 @@ def _sqlite_lookup(path: Sequence[str]) -> tuple[str, str, list[Any]]:
     return f"json_extract({doc}, ?)", f"json_type({doc}, ?)", params
 
 
+# The view of conversation summaries (Dialect.summaries_view_sql); each dialect fills in
+# its JSON accessors. FROM a subquery: PostgreSQL would make a view of one table
+# updatable, and this one is only to read. Columns are named (no *), so later migrations
+# of the other columns of the items are not tied to the view.
+_SUMMARIES_VIEW = f"""CREATE VIEW long_term_memories AS
+SELECT i.id AS id,
+    i.scope AS scope,
+    COALESCE(i.session_id, {{session}}) AS session_id,
+    {{summary}} AS summary,
+    {{concepts}} AS key_concepts,
+    {{first_id}} AS first_message_id,
+    {{last_id}} AS last_message_id,
+    {{count}} AS message_count,
+    {{first_at}} AS first_message_at,
+    {{last_at}} AS last_message_at,
+    i.category AS category,
+    i.status AS status,
+    i.created_at AS created_at,
+    i.updated_at AS updated_at
+FROM (SELECT id, scope, session_id, value, category, status, created_at, updated_at
+    FROM {ITEMS} WHERE kind = 'semantic'
+    AND category IN ('conversation_summary', 'episode_summary')) AS i"""
+
+
 class SqliteDialect(Dialect):
     """SQLite: JSON as text, timestamps as ISO-8601 text in UTC, vectors as float32 blobs."""
 
@@ -470,6 +597,14 @@ def _vector_format(dims: int) -> str:
 _COMPARATORS = {"$eq": "=", "$ne": "<>", "$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
 
 
+# Advisory locks of item writes: the first key of the two-key form, and the buckets ids
+# are hashed into, a power of two (see PostgresDialect.lock_items_sql).
+_ITEM_LOCK_CLASS = 0x4C4D5401
+_ITEM_LOCK_BUCKETS = 1024
+# ... and of named keys (lock_keys_sql).
+_KEY_LOCK_CLASS = 0x4C4D5402
+
+
 class PostgresDialect(Dialect):
     """PostgreSQL: JSONB values, TIMESTAMPTZ times, pgvector vectors."""
 
@@ -503,6 +638,55 @@ class PostgresDialect(Dialect):
     def migration_lock_sql(self) -> str | None:
         return "SELECT pg_advisory_xact_lock(hashtext('langmem_tiers.migrations'))"
 
+    def byte_order_migration(self) -> list[MigrationStep]:
+        # The vector table is created after the numbered migrations (it needs the
+        # embedder's dimensions), so it may not exist yet; vector_migrations declares "C".
+        return [
+            f'ALTER TABLE {ITEMS} ALTER COLUMN prefix TYPE TEXT COLLATE "C"',
+            f"DO $$ BEGIN IF to_regclass('{VECTORS}') IS NOT NULL THEN"
+            f' ALTER TABLE {VECTORS} ALTER COLUMN prefix TYPE TEXT COLLATE "C"; END IF; END $$',
+        ]
+
+    def defer_foreign_keys_sql(self) -> list[str]:
+        # Foreign keys are created NOT DEFERRABLE: make those on the items deferrable
+        # (still checked per statement unless deferred), then defer them.
+        return [
+            "DO $$ DECLARE c record; BEGIN FOR c IN SELECT conrelid::regclass AS t, conname"
+            f" FROM pg_constraint WHERE contype = 'f' AND confrelid = '{ITEMS}'::regclass"
+            " AND NOT condeferrable LOOP EXECUTE format('ALTER TABLE %s ALTER CONSTRAINT %I"
+            " DEFERRABLE', c.t, c.conname); END LOOP; END $$",
+            "SET CONSTRAINTS ALL DEFERRED",
+        ]
+
+    def table_exists_sql(self) -> str:
+        return "SELECT to_regclass(?) IS NOT NULL"
+
+    def summaries_view_sql(self) -> str:
+        ids = "i.value -> 'source_message_ids'"
+        return _SUMMARIES_VIEW.format(
+            session=(
+                "CASE WHEN jsonb_typeof(i.value -> 'session_id') = 'string'"
+                " THEN i.value ->> 'session_id' END"
+            ),
+            summary="i.value ->> 'content'",
+            concepts="i.value -> 'key_concepts'",
+            first_id=f"{ids} ->> 0",
+            last_id=f"{ids} ->> (-1)",
+            count=f"CASE WHEN jsonb_typeof({ids}) = 'array' THEN jsonb_array_length({ids}) END",
+            first_at="i.value ->> 'first_message_at'",
+            last_at="i.value ->> 'last_message_at'",
+        )
+
+    def in_list(
+        self, column: str, values: Sequence[Any], *, sql_type: str = "text"
+    ) -> tuple[str, list[Any]]:
+        return f"{column} = ANY(?::{sql_type}[])", [list(values)]
+
+    def bytewise(self, expr: str) -> str:
+        # The prefix columns are "C" already (byte_order_migration); saying it here keeps the
+        # comparison right on any column and lets the planner use those columns' indexes.
+        return f'{expr} COLLATE "C"'
+
     for_update = " FOR UPDATE"
 
     def scope_postings_sql(self, terms_table: str, term_set: str) -> str:
@@ -514,11 +698,23 @@ class PostgresDialect(Dialect):
             f" OFFSET 0) t WHERE t.term IN {term_set}"
         )
 
-    def lock_items_sql(self) -> str | None:
-        # Sorted, so two transactions locking overlapping sets cannot deadlock.
+    def lock_keys_sql(self, *, shared: bool = False) -> str | None:
+        function = "pg_advisory_xact_lock_shared" if shared else "pg_advisory_xact_lock"
         return (
-            "SELECT count(pg_advisory_xact_lock(hashtextextended(x, 7)))"
-            " FROM (SELECT DISTINCT unnest(?::text[]) AS x ORDER BY 1) AS ids"
+            f"SELECT count({function}({_KEY_LOCK_CLASS}, hashtext(x)))"
+            " FROM (SELECT DISTINCT unnest(?::text[]) AS x ORDER BY 1) AS names"
+        )
+
+    def lock_items_sql(self) -> str | None:
+        # One lock per bucket of ids, not per id: a transaction holds at most
+        # _ITEM_LOCK_BUCKETS advisory locks however large its batch (the server's lock
+        # table has room for a few thousand), and two writers of one id always meet in
+        # its bucket. Sorted, so two transactions locking overlapping sets cannot
+        # deadlock; the two-key form keeps these locks apart from single-key ones.
+        return (
+            f"SELECT count(pg_advisory_xact_lock({_ITEM_LOCK_CLASS}, b))"
+            f" FROM (SELECT DISTINCT (hashtextextended(x, 7) & {_ITEM_LOCK_BUCKETS - 1})::int"
+            " AS b FROM unnest(?::text[]) AS x ORDER BY 1) AS buckets"
         )
 
     def vector_migrations(self, dims: int) -> list[str]:
@@ -526,7 +722,7 @@ class PostgresDialect(Dialect):
             f"""CREATE TABLE {VECTORS} (
                 item_id TEXT NOT NULL REFERENCES {ITEMS} (id) ON DELETE CASCADE,
                 field TEXT NOT NULL,
-                prefix TEXT NOT NULL,
+                prefix TEXT COLLATE "C" NOT NULL,
                 embedding vector({int(dims)}) NOT NULL,
                 PRIMARY KEY (item_id, field)
             )""",
@@ -556,6 +752,10 @@ class PostgresDialect(Dialect):
         ]
 
 
+def _rekey_items(dialect: Dialect) -> Flow[Any]:
+    return (yield from rekey_items_flow(dialect))
+
+
 def current_version_flow(dialect: Dialect) -> Flow[int]:
     """The schema version applied (0 for an empty database)."""
     yield Sql(dialect.create_migrations_table())
@@ -583,7 +783,11 @@ def migrate_flow(dialect: Dialect) -> Flow[None]:
         if version <= current:
             continue
         for statement in statements:
-            yield Sql(statement)
+            if callable(statement):
+                # A step that needs Python (rewriting stored ids), not just SQL.
+                yield from statement(dialect)
+            else:
+                yield Sql(statement)
         yield Sql(
             f"INSERT INTO {MIGRATIONS} (version, applied_at) VALUES (?, ?)",
             [version, dialect.ts_param(dialect.now())],

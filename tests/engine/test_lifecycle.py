@@ -219,3 +219,33 @@ async def test_superseded_memories_decay_like_the_others(make_engine, twin_of) -
     assert {e.metadata["status_before"] for e in decayed} == {"superseded", "active"}
     # and, decayed, it can be compressed like any faded memory
     assert (await twin.compress("alice")).summary is not None
+
+
+async def test_hard_forgetting_a_summary_unlinks_its_episodes(twin) -> None:
+    for n in range(3):
+        await twin.add_episodic("alice", f"Alice asked about night trains {n}", session_id="s1")
+    first = await twin.consolidate("alice")
+    assert first.episodes == 3
+    summary = first.memories[0]
+    assert await twin.forget("alice", summary.id, hard=True) is None
+
+    episodes = await twin.memories("alice", kinds="episodic")
+    assert [e.consolidated_into_id for e in episodes] == [None, None, None]
+    assert all("consolidated_into_id" not in e.value for e in episodes)
+    deleted = (await twin.timeline("alice", types=["memory.deleted"]))[-1]
+    assert deleted.memory_id == summary.id
+    assert sorted(deleted.metadata["unlinked_episode_ids"]) == sorted(e.id for e in episodes)
+    for e in episodes:
+        unlinked = (await twin.timeline("alice", memory_id=e.id))[-1]
+        assert unlinked.metadata["unlinked_from"] == summary.id
+        assert unlinked.after["consolidated_into_id"] is None
+
+    # They are consolidated again, into a summary that exists.
+    again = await twin.consolidate("alice")
+    assert again.episodes == 3
+    episodes = await twin.memories("alice", kinds="episodic")
+    assert {e.consolidated_into_id for e in episodes} == {again.memories[0].id}
+    now = again.memories[0].updated_at + timedelta(seconds=1)
+    assert [m.state() for m in await twin.replay("alice", now)] == [
+        m.state() for m in await twin.state("alice")
+    ]

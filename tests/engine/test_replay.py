@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from langmem_tiers.errors import LangmemTiersError, ValidationError
 from langmem_tiers.long_term.engine.engine import MemoryEngine
+from langmem_tiers.long_term.store.events import event_context
 
 
 def _states(memories: list[Any]) -> list[dict[str, Any]]:
@@ -108,6 +109,19 @@ async def test_actor_and_correlation_id_come_from_the_callers_context(engine: Me
         engine.add_semantic("alice", "Alice hates jazz")
     events = engine.timeline("alice")
     assert {(e.actor, e.correlation_id) for e in events} == {("scheduler", "run-7")}
+
+
+async def test_an_event_without_an_actor_is_the_systems(twin) -> None:
+    fact = (await twin.add_semantic("alice", "Alice likes jazz")).memory
+    await twin.forget("alice", fact.id)
+    with event_context(correlation_id="run-8"):
+        await twin.add_episodic("alice", "Alice asked about jazz clubs")
+    events = await twin.timeline("alice")
+    assert len(events) == 3
+    assert {e.actor for e in events} == {"system"}
+    with event_context(actor="alice-app"):
+        await twin.add_episodic("alice", "Alice booked a table")
+    assert (await twin.timeline("alice"))[-1].actor == "alice-app"
 
 
 async def test_a_failed_event_write_undoes_the_whole_change(

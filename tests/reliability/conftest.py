@@ -52,9 +52,15 @@ def sql_backend(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 def store_url(sql_backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[str]:
-    """A fresh database of the backend under test (a file, or a schema dropped afterwards)."""
+    """A fresh database of the backend under test (a file, or a schema dropped afterwards).
+
+    ``postgres_icu`` is PostgreSQL in a database whose default collation is ICU's en-US
+    (see tests/conftest.py); tests that concern ordering of text parametrise over it.
+    """
     if sql_backend == "postgres":
         yield request.getfixturevalue("postgres_url")
+    elif sql_backend == "postgres_icu":
+        yield request.getfixturevalue("postgres_icu_url")
     else:
         yield f"sqlite:///{tmp_path / 'store.db'}"
 

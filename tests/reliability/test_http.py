@@ -23,7 +23,11 @@ import httpx
 import psycopg
 import pytest
 
+from langmem_tiers.config import Settings
+from langmem_tiers.long_term.store.store import TieredMemoryStore
+
 from .conftest import SEED, with_application_name
+from .harness import sql_rows
 from .live_server import LiveServer, serve
 
 V1 = "/api/v1"
@@ -307,3 +311,36 @@ def test_a_database_outage_is_a_503_and_the_server_recovers(postgres_url: str) -
             f"{V1}/memory/semantic/{memory_id}", json={"content": "Oslo is warm"}, headers=a
         )
         assert retried.status_code == 200, retried.text
+
+
+def test_concurrent_contradicting_facts_over_http_leave_one_active(
+    live: LiveServer, store_url: str
+) -> None:
+    # Eight clients state where agent A's user lives, all at once, before any fact exists.
+    cities = ["Berlin", "Paris", "Madrid", "Lisbon", "Vienna", "Prague", "Oslo", "Rome"]
+    start = threading.Barrier(len(cities))
+    answers: list[int] = []
+
+    def post(city: str) -> None:
+        with httpx.Client(base_url=live.base_url, timeout=120) as client:
+            start.wait(30)
+            response = client.post(
+                f"{V1}/memory/semantic",
+                headers=_auth(live.key_a),
+                json={"content": f"Alice lives in {city}", "subject": "alice"},
+            )
+            answers.append(response.status_code)
+
+    threads = [threading.Thread(target=post, args=(c,)) for c in cities]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(180)
+    assert sorted(answers) == [201] * len(cities)
+    with TieredMemoryStore.from_url(store_url, settings=Settings()) as store:
+        rows = sql_rows(
+            store,
+            "SELECT status, count(*) FROM lmt_items WHERE kind = 'semantic'"
+            " GROUP BY status ORDER BY status",
+        )
+    assert [tuple(r) for r in rows] == [("active", 1), ("superseded", len(cities) - 1)]

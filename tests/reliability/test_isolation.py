@@ -3,7 +3,9 @@
 Two scopes hold items with the same keys and contents; only the scope tells them apart.
 Whatever the ids contain (unicode, ``%``, ``_``, quotes, ``--``, ``;``, backslashes,
 dots), no get, search (listing, query, filter), namespace listing or delete through one
-scope returns or changes the other's items, and everything is stored literally: it
+scope returns or changes the other's items, on SQLite, on PostgreSQL, and on PostgreSQL in
+a database whose default collation is ICU's (where ``(`` and ``@`` sort between ``.``
+and ``/``), and everything is stored literally: it
 comes back exactly as it was given. Raw namespace labels with a dot or a NUL byte, or an
 empty label, are refused with nothing stored. The same holds for short-term memory
 sessions, on every message log.
@@ -74,6 +76,12 @@ def _examples(n: int) -> settings:
     )
 
 
+@pytest.fixture(params=["sqlite", "postgres", "postgres_icu"])
+def sql_backend(request: pytest.FixtureRequest) -> str:
+    """SQLite, PostgreSQL, and PostgreSQL in a database with an ICU default collation."""
+    return str(request.param)
+
+
 @pytest.fixture
 def store(store_url: str) -> Iterator[TieredMemoryStore]:
     """One store for all examples of a test: scopes differ per example, leftovers are fine."""
@@ -122,11 +130,35 @@ def _check_scoped(
     assert other.value == value_b, "a delete in one scope changed another"
 
 
+# The other scope: any id, or this one's id with more after it (``alice`` and
+# ``alice@example.com``), the case a prefix comparison gets wrong; what follows starts
+# with a character that a linguistic collation sorts between '.' and '/'.
+_NEAR_DOT = ["@", "(", ")", "'", '"', "[", "{", "*", "&", "#", "é", "-", "_", " "]
+_OTHER = st.one_of(
+    st.tuples(st.sampled_from(_NEAR_DOT), st.one_of(st.just(""), hostile)).map(
+        lambda p: ("+", p[0] + p[1])
+    ),
+    hostile.map(lambda t: ("", t)),
+)
+
+
+def _other_scope(a: str, other: tuple[str, str]) -> str:
+    how, text = other
+    return a + text if how == "+" else text
+
+
 @_examples(EXAMPLES)
-@given(a=hostile, b=hostile, key=hostile, content=hostile, tag=json_scalars, query=hostile)
+@given(a=hostile, other=_OTHER, key=hostile, content=hostile, tag=json_scalars, query=hostile)
 def test_no_store_operation_crosses_scopes(
-    store: TieredMemoryStore, a: str, b: str, key: str, content: str, tag: Any, query: str
+    store: TieredMemoryStore,
+    a: str,
+    other: tuple[str, str],
+    key: str,
+    content: str,
+    tag: Any,
+    query: str,
 ) -> None:
+    b = _other_scope(a, other)
     assume(a != b)
     assume(content.strip())
     _check_scoped(store, a, b, key, content, tag, query)
@@ -134,13 +166,51 @@ def test_no_store_operation_crosses_scopes(
 
 @pytest.mark.slow
 @_examples(10 * EXAMPLES)
-@given(a=hostile, b=hostile, key=hostile, content=hostile, tag=json_scalars, query=hostile)
+@given(a=hostile, other=_OTHER, key=hostile, content=hostile, tag=json_scalars, query=hostile)
 def test_no_store_operation_crosses_scopes_many_times(
-    store: TieredMemoryStore, a: str, b: str, key: str, content: str, tag: Any, query: str
+    store: TieredMemoryStore,
+    a: str,
+    other: tuple[str, str],
+    key: str,
+    content: str,
+    tag: Any,
+    query: str,
 ) -> None:
+    b = _other_scope(a, other)
     assume(a != b)
     assume(content.strip())
     _check_scoped(store, a, b, key, content, tag, query)
+
+
+# Labels that sort between ``alice.`` and ``alice/`` under ICU (and most linguistic)
+# collations, though they are not below ``alice``: punctuation is ignored at the first
+# level there, so ``alice(evil)`` compares like ``aliceevil``.
+_NEIGHBOURS = ["alice@example%2Ecom", "alice(evil)", "alice-b", "alice_b", "alice b", "alice'"]
+
+
+def test_a_scope_prefix_matches_only_its_own_namespaces(store: TieredMemoryStore) -> None:
+    mine = ("alice", "semantic")
+    store.put(mine, "k", {"content": "alice's own memory"})
+    for label in _NEIGHBOURS:
+        store.put((label, "semantic"), "k", {"content": f"the memory of {label}"})
+        store.put((label,), "doc", {"content": f"a document of {label}"})
+    store.put(("alice",), "doc", {"content": "alice's document"})
+    for prefix in (("alice",), mine):
+        listed = store.search(prefix, limit=100)
+        queried = store.search(prefix, query="memory document", limit=100)
+        for found in (listed, queried):
+            assert {i.namespace[0] for i in found} == {"alice"}, [i.namespace for i in found]
+    assert len(store.search(("alice",), limit=100)) == 2
+    assert store.list_namespaces(prefix=("alice",)) == [("alice",), mine]
+    if store.db.dialect.name == "postgres":
+        # The range is also indexable: the compared columns are in byte order themselves.
+        collations = sql_rows(
+            store,
+            "SELECT table_name, collation_name FROM information_schema.columns"
+            " WHERE table_schema = current_schema() AND column_name = 'prefix'"
+            " AND table_name IN ('lmt_items', 'lmt_vectors') ORDER BY 1",
+        )
+        assert collations == [("lmt_items", "C"), ("lmt_vectors", "C")]
 
 
 def _label_refused(label: str, first: bool) -> bool:

@@ -13,6 +13,7 @@ from fastapi.testclient import TestClient
 
 from langmem_tiers import TieredMemoryStore
 from langmem_tiers.errors import BackendError
+from langmem_tiers.long_term.engine.engine import MemoryEngine
 from langmem_tiers.server import ApiKeys, create_app
 from tests.server.conftest import Api, make_api
 
@@ -324,7 +325,11 @@ def test_replay_timeline_consolidate_decay_forget(api: Api) -> None:
     assert again["result"]["episodes"] == 0  # idempotent
 
     later = (datetime.now(timezone.utc) + timedelta(days=3650)).isoformat()
-    decayed = _ok(api.client.post(f"{V1}/memory/decay", json={"now": later}, headers=api.a))
+    decayed = _ok(
+        api.client.post(
+            f"{V1}/memory/decay", json={"now": later, "agent_id": "agent-a"}, headers=api.root
+        )
+    )
     assert decayed["result"]["examined"] >= 2
     assert first["memory"]["id"] in decayed["result"]["decayed"]
 
@@ -576,3 +581,26 @@ def test_app_from_a_url_opens_and_closes_its_store(store_url: str) -> None:
         found = _ok(client.post(f"{V1}/memory/retrieve", json={"query": "Oslo"}, headers=headers))
         assert [r["memory"]["id"] for r in found["results"]] == [created["memory"]["id"]]
     assert app.state.langmem_tiers.store is None  # closed at shutdown
+
+
+@pytest.mark.parametrize(
+    "offset", [timedelta(days=3650), timedelta(days=-3650), timedelta(days=1, minutes=5)]
+)
+def test_an_agent_key_cannot_decay_far_from_the_server_clock(api: Api, offset: timedelta) -> None:
+    fact = _semantic(api, api.a, "The budget is 12,000 euros", subject="budget")
+    when = (datetime.now(timezone.utc) + offset).isoformat()
+    refused = api.client.post(f"{V1}/memory/decay", json={"now": when}, headers=api.a)
+    body = _error(refused, 422, "invalid_input")
+    assert "within 1 day of the server's clock" in body["message"]
+    assert body["fields"][0]["field"] == "now"
+    kept = MemoryEngine(api.store).get("agent-a", fact["memory"]["id"])
+    assert kept is not None
+    assert (kept.status, kept.importance) == ("active", 1.0)
+    # Near the clock it is allowed; an admin key may choose any instant.
+    soon = (datetime.now(timezone.utc) + timedelta(hours=20)).isoformat()
+    _ok(api.client.post(f"{V1}/memory/decay", json={"now": soon}, headers=api.a))
+    _ok(
+        api.client.post(
+            f"{V1}/memory/decay", json={"now": when, "agent_id": "agent-a"}, headers=api.root
+        )
+    )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Iterator
 
 import pytest
@@ -95,3 +96,50 @@ def test_bad_key_requests_are_refused(
     with pytest.raises(error):
         table.create(**kwargs)
     assert table.list_keys() == []
+
+
+# Ids within the id limit whose encoded label is past the label limit ('.' and '%' are
+# written as three characters), and one with a lone surrogate: every request with such a
+# scope is refused, so no key may be made for it.
+UNUSABLE_SCOPES = ["a." * 256, "%" * 200, "x" * 511 + ".", "agent\ud800"]
+
+
+@pytest.mark.parametrize("scope", UNUSABLE_SCOPES, ids=["dots", "percents", "one-dot", "surrogate"])
+def test_a_key_is_refused_for_a_scope_no_request_could_use(
+    store: TieredMemoryStore, scope: str
+) -> None:
+    from fastapi.testclient import TestClient
+
+    from langmem_tiers.server import create_app
+
+    keys = ApiKeys(store.db)
+    with pytest.raises(InvalidNamespaceError, match="could never be used"):
+        keys.create(scope=scope)
+    assert keys.list_keys() == []
+    # The same scope through an admin key: the requests' own refusal (422).
+    admin = keys.create(admin=True).key
+    with TestClient(create_app(store)) as client:
+        response = client.post(
+            "/api/v1/memory/semantic",
+            headers={"Authorization": f"Bearer {admin}", "Content-Type": "application/json"},
+            # ASCII JSON: a lone surrogate travels as its escape, as any client sends it.
+            content=json.dumps({"content": "a fact", "agent_id": scope}).encode(),
+        )
+    assert response.status_code == 422
+
+
+def test_a_scope_at_the_limits_gets_a_key_that_works(store: TieredMemoryStore) -> None:
+    from fastapi.testclient import TestClient
+
+    from langmem_tiers.server import create_app
+
+    keys = ApiKeys(store.db)
+    for scope in ("x" * 512, "%" * 170, "a." * 128):
+        key = keys.create(scope=scope).key
+        with TestClient(create_app(store)) as client:
+            response = client.post(
+                "/api/v1/memory/semantic",
+                headers={"Authorization": f"Bearer {key}"},
+                json={"content": "a fact"},
+            )
+        assert response.status_code == 201, response.text

@@ -219,12 +219,12 @@ def _write_group(
 ) -> Flow[Memory | None]:
     d = core.dialect
     ids = [e.id for e in group]
-    marks = ", ".join("?" for _ in ids)
+    in_ids, ids_params = d.in_list("i.id", ids)
     path_sql, path_params = d.json_extract(["consolidated_into_id"])
     rows = yield Sql(
-        f"SELECT i.id FROM {ITEMS} i WHERE i.id IN ({marks}) AND i.status = 'active'"
+        f"SELECT i.id FROM {ITEMS} i WHERE {in_ids} AND i.status = 'active'"
         f" AND i.consolidated_into_id IS NULL AND {path_sql} IS NULL{d.for_update}",
-        [*ids, *path_params],
+        [*ids_params, *path_params],
     )
     if len(rows) != len(ids):
         return None  # consolidated by a concurrent run meanwhile
@@ -235,7 +235,7 @@ def _write_group(
     )
     snap = (yield from snapshot_flow(d, [summary_id]))[summary_id]
     yield from insert_version_flow(core, snap, "consolidated from episodes", at)
-    episodes = yield from memories_flow(d, f"i.id IN ({marks})", ids)
+    episodes = yield from memories_flow(d, in_ids, ids_params)
     changes = [
         Change(
             e.id,

@@ -38,6 +38,7 @@ from langmem_tiers.long_term.engine.models import (
     FORGOTTEN,
     IMPORTANCE_DECAYED,
     MEMORY_COLUMNS,
+    UPDATED,
     Memory,
     memory_from_row,
     memory_from_snapshot,
@@ -295,11 +296,13 @@ def drop_index_flow(index: VectorIndex, ids: Sequence[str]) -> Flow[None]:
     """
     if not ids:
         return
-    marks = ", ".join("?" for _ in ids)
-    yield Sql(f"DELETE FROM {TERMS} WHERE item_id IN ({marks})", list(ids))
-    yield Sql(f"UPDATE {ITEMS} SET doc_len = 0 WHERE id IN ({marks})", list(ids))
+    d = index.dialect
+    in_items, params = d.in_list("item_id", ids)
+    yield Sql(f"DELETE FROM {TERMS} WHERE {in_items}", params)
+    in_ids, params = d.in_list("id", ids)
+    yield Sql(f"UPDATE {ITEMS} SET doc_len = 0 WHERE {in_ids}", params)
     if index.in_database:
-        yield Sql(f"DELETE FROM {VECTORS} WHERE item_id IN ({marks})", list(ids))
+        yield Sql(f"DELETE FROM {VECTORS} WHERE {in_items}", params)
 
 
 # -- flows of the engine's lifecycle operations ------------------------------------------
@@ -364,9 +367,38 @@ def _soft_delete(core: StoreCore, scope_label: str, memory_id: str) -> Flow[Memo
 
 
 def hard_delete_flow(core: StoreCore, scope_label: str, memory_id: str) -> Flow[None]:
-    """Remove the row, its terms, vectors and versions; the event keeps what it was."""
-    memory = yield from scoped_memory_flow(core.dialect, scope_label, memory_id)
-    note = WriteNote(DELETED, {"hard": True, "status_before": memory.status})
+    """Remove the row, its terms, vectors and versions; the event keeps what it was.
+
+    Episodes consolidated into the removed memory (a summary) lose that link in the same
+    transaction, each with an event, so a later consolidation takes them again instead of
+    skipping them for a summary that no longer exists; the delete's event lists them
+    (``unlinked_episode_ids``).
+    """
+    yield Transaction(_hard_delete(core, scope_label, memory_id))
+
+
+def _hard_delete(core: StoreCore, scope_label: str, memory_id: str) -> Flow[None]:
+    d = core.dialect
+    memory = yield from scoped_memory_flow(d, scope_label, memory_id, lock=True)
+    episodes = yield from memories_flow(
+        d, "i.scope = ? AND i.consolidated_into_id = ?", [scope_label, memory.id], lock=True
+    )
+    if episodes:
+        changes = [
+            Change(
+                e.id,
+                UPDATED,
+                value={k: v for k, v in e.value.items() if k != "consolidated_into_id"},
+                columns={"consolidated_into_id": None},
+                metadata={"unlinked_from": memory.id, "reason": "summary deleted"},
+            )
+            for e in episodes
+        ]
+        yield from change_flow(d, changes, at=d.now(), max_chars=core.settings.max_content_chars)
+    metadata: dict[str, Any] = {"hard": True, "status_before": memory.status}
+    if episodes:
+        metadata["unlinked_episode_ids"] = [e.id for e in episodes]
+    note = WriteNote(DELETED, metadata)
     yield from core.batch_flow([PutOp(memory.namespace, memory.key, None)], notes={memory.id: note})
 
 
@@ -405,9 +437,9 @@ def _compress(
 
     d = core.dialect
     ids = [m.id for m in targets]
-    marks = ", ".join("?" for _ in ids)
+    in_ids, params = d.in_list("id", ids)
     rows = yield Sql(
-        f"SELECT id, status, version FROM {ITEMS} WHERE id IN ({marks}){d.for_update}", ids
+        f"SELECT id, status, version FROM {ITEMS} WHERE {in_ids}{d.for_update}", params
     )
     now_state = {r[0]: (r[1], int(r[2])) for r in rows}
     for m in targets:

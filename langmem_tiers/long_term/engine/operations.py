@@ -50,7 +50,11 @@ from langmem_tiers.long_term.engine.models import (
 )
 from langmem_tiers.long_term.engine.pipeline import prepare_writes, semantic_steps, write_steps
 from langmem_tiers.long_term.engine.replay import as_of_flow
-from langmem_tiers.long_term.engine.semantic import index_texts, update_semantic_flow
+from langmem_tiers.long_term.engine.semantic import (
+    index_texts,
+    lock_names_flow,
+    update_semantic_flow,
+)
 from langmem_tiers.long_term.engine.steps import (
     Db,
     Steps,
@@ -61,7 +65,7 @@ from langmem_tiers.long_term.store.records import STATUSES, item_id, memory_text
 from langmem_tiers.long_term.store.scope import namespace_for
 from langmem_tiers.long_term.store.search.options import check_min_score, options_filter
 from langmem_tiers.long_term.store.store import TieredMemoryStore
-from langmem_tiers.sql.flow import Flow, Sql, Transaction
+from langmem_tiers.sql.flow import Flow, Transaction
 from langmem_tiers.tiers.base import Summarizer
 from langmem_tiers.tiers.summarizer import LLMSummarizer, OfflineSummarizer
 
@@ -292,10 +296,8 @@ class Operations:
         stored: dict[str, Any],
         vectors: dict[str, list[float]],
     ) -> Flow[Memory]:
-        d = self.core.dialect
-        if d.name == "postgres":
-            # Two writers of a new key would both insert: serialise them per (scope, key).
-            yield Sql("SELECT pg_advisory_xact_lock(hashtext(?))", [f"{label}\x1f{key}"])
+        # Two writers of a new key would both insert: serialise them per (scope, key).
+        yield from lock_names_flow(self.core, [json.dumps(["procedural", label, key])])
         found = yield from self._procedural_flow(label, key, lock=True)
         memory, _ = yield from self._reinforce_flow(
             label, found, namespace, uuid.uuid4().hex, stored, vectors
@@ -484,9 +486,9 @@ class Operations:
         ids = [item_id(it.namespace, it.key) for it in items]
         if not ids:
             return []
-        marks = ", ".join("?" for _ in ids)
+        in_ids, params = d.in_list("i.id", ids)
         memories: list[Memory] = yield Db(
-            memories_flow(d, f"i.id IN ({marks}) AND i.scope = ?", [*ids, label])
+            memories_flow(d, f"{in_ids} AND i.scope = ?", [*params, label])
         )
         by_id = {m.id: m for m in memories}
         return [

@@ -42,6 +42,7 @@ from langmem_tiers.long_term.engine.models import (
     WriteResult,
 )
 from langmem_tiers.long_term.engine.semantic import (
+    NearCheck,
     index_texts,
     near_flow,
     revise_flow,
@@ -62,7 +63,10 @@ if TYPE_CHECKING:
 
 __all__ = ["PreparedWrite", "prepare_writes", "semantic_steps", "write_steps"]
 
-_RETRIES = 3  # decisions retried when a memory they were based on changed meanwhile
+# Decisions retried when a memory they were based on changed, or a near one appeared,
+# meanwhile. Concurrent first facts about one subject commit one per round, so this
+# bounds how many such writers can race without one of them giving up.
+_RETRIES = 10
 
 
 class PreparedWrite(NamedTuple):
@@ -126,8 +130,8 @@ def write_steps(
 def _existing_steps(ops: Operations, ids: Sequence[str]) -> Steps[dict[str, Memory]]:
     if not ids:
         return {}
-    marks = ", ".join("?" for _ in ids)
-    found: list[Memory] = yield Db(memories_flow(ops.core.dialect, f"i.id IN ({marks})", list(ids)))
+    in_ids, params = ops.core.dialect.in_list("i.id", ids)
+    found: list[Memory] = yield Db(memories_flow(ops.core.dialect, in_ids, params))
     return {m.id: m for m in found}
 
 
@@ -238,6 +242,15 @@ def semantic_steps(
                     merged_text=merged_text,
                     vectors=write_vectors,
                     at=ops.now(),
+                    check=None
+                    if exempt
+                    else NearCheck(
+                        probe,
+                        record.subject,
+                        ops.conflict_candidates,
+                        ops.settings.conflict_similarity_threshold,
+                        frozenset(n.memory.id for n in near),
+                    ),
                 )
             )
         except StaleDecisionError:

@@ -180,9 +180,9 @@ def as_of_flow(
         return []
     query_vector = normalize((yield from core.embed_flow([query], query=True))[0])
     ids = [m.id for m in pool]
-    marks = ", ".join("?" for _ in ids)
+    in_ids, params = core.dialect.in_list("id", ids)
     rows = yield Sql(
-        f"SELECT id, value FROM {ITEMS} WHERE id IN ({marks}) AND scope = ?", [*ids, scope_label]
+        f"SELECT id, value FROM {ITEMS} WHERE {in_ids} AND scope = ?", [*params, scope_label]
     )
     now_values = {r[0]: core.dialect.json_value(r[1]) for r in rows}
     unchanged = [m.id for m in pool if now_values.get(m.id) == m.value]

@@ -18,9 +18,10 @@ Links written (both ways):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Collection, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from langgraph.store.base import PutOp
 
@@ -58,7 +59,9 @@ from langmem_tiers.sql.dialect import ITEMS
 from langmem_tiers.sql.flow import Flow, Sql, Transaction
 
 __all__ = [
+    "NearCheck",
     "index_texts",
+    "lock_names_flow",
     "near_flow",
     "revise_flow",
     "update_semantic_flow",
@@ -72,6 +75,42 @@ def index_texts(
     """The texts the store will embed for this value (validated: bad input raises here)."""
     record = validate_value(namespace, key, value, max_chars=core.settings.max_content_chars)
     return [text for _, text in texts_to_index(record, core.fields)]
+
+
+class NearCheck(NamedTuple):
+    """What a decision saw: the near memories of a new fact, and how they were found.
+
+    Inside the write's transaction, under the fact's subject lock, they are looked up
+    again; a near memory the decision did not see makes it stale (written meanwhile by a
+    concurrent writer, so the engine decides again and sees it).
+    """
+
+    vector: Sequence[float]
+    subject: str | None
+    k: int
+    threshold: float
+    seen: Collection[str]
+
+
+def lock_names_flow(core: StoreCore, names: Sequence[str], *, shared: bool = False) -> Flow[None]:
+    """Transaction locks on ``names`` where writers run concurrently (none on SQLite)."""
+    statement = core.dialect.lock_keys_sql(shared=shared)
+    if statement is not None and names:
+        yield Sql(statement, [sorted(set(names))])
+
+
+def lock_subject_flow(core: StoreCore, scope_label: str, subject: str | None) -> Flow[None]:
+    """Serialise the facts of one (scope, subject); a fact without subject, the whole scope.
+
+    A fact without subject is compared with every subject, so it takes the scope's lock
+    exclusively; a fact with one takes it shared (facts of other subjects go on) and its
+    subject's lock exclusively. The scope's lock is always taken first: no deadlock.
+    """
+    scope_name = json.dumps(["semantic", scope_label], ensure_ascii=False)
+    yield from lock_names_flow(core, [scope_name], shared=subject is not None)
+    if subject is not None:
+        name = json.dumps(["semantic", scope_label, subject], ensure_ascii=False)
+        yield from lock_names_flow(core, [name])
 
 
 def near_flow(
@@ -103,9 +142,9 @@ def near_flow(
     near = {i: s for i, s in hits.items() if s >= threshold}
     if not near:
         return []
-    marks = ", ".join("?" for _ in near)
+    in_ids, params = core.dialect.in_list("i.id", list(near))
     found = yield from memories_flow(
-        core.dialect, f"i.id IN ({marks}) AND i.scope = ?", [*near, scope_label]
+        core.dialect, f"{in_ids} AND i.scope = ?", [*params, scope_label]
     )
     return sorted(
         (NearMemory(m, near[m.id]) for m in found), key=lambda n: (-n.similarity, n.memory.id)
@@ -117,10 +156,9 @@ def _check_unchanged_flow(core: StoreCore, memories: Sequence[Memory]) -> Flow[N
     if not memories:
         return
     ids = sorted({m.id for m in memories})
-    marks = ", ".join("?" for _ in ids)
+    in_ids, params = core.dialect.in_list("id", ids)
     rows = yield Sql(
-        f"SELECT id, status, version FROM {ITEMS} WHERE id IN ({marks}){core.dialect.for_update}",
-        ids,
+        f"SELECT id, status, version FROM {ITEMS} WHERE {in_ids}{core.dialect.for_update}", params
     )
     now = {r[0]: (r[1], int(r[2])) for r in rows}
     for m in memories:
@@ -134,10 +172,10 @@ def _check_unchanged_flow(core: StoreCore, memories: Sequence[Memory]) -> Flow[N
 def _check_sources_flow(core: StoreCore, scope_label: str, ids: Sequence[str]) -> Flow[None]:
     if not ids:
         return
-    marks = ", ".join("?" for _ in ids)
+    in_ids, params = core.dialect.in_list("id", ids)
     rows = yield Sql(
-        f"SELECT id FROM {ITEMS} WHERE id IN ({marks}) AND scope = ? AND kind = 'episodic'",
-        [*ids, scope_label],
+        f"SELECT id FROM {ITEMS} WHERE {in_ids} AND scope = ? AND kind = 'episodic'",
+        [*params, scope_label],
     )
     missing = sorted(set(ids) - {r[0] for r in rows})
     if missing:
@@ -165,8 +203,8 @@ def _summary(conflicts: Sequence[Conflict]) -> list[dict[str, Any]]:
 def _read_flow(core: StoreCore, ids: Sequence[str]) -> Flow[list[Memory]]:
     if not ids:
         return []
-    marks = ", ".join("?" for _ in ids)
-    found = yield from memories_flow(core.dialect, f"i.id IN ({marks})", list(ids))
+    in_ids, params = core.dialect.in_list("i.id", ids)
+    found = yield from memories_flow(core.dialect, in_ids, params)
     order = {i: n for n, i in enumerate(ids)}
     return sorted(found, key=lambda m: order[m.id])
 
@@ -182,14 +220,38 @@ def write_semantic_flow(
     merged_text: str | None,
     vectors: dict[str, list[float]],
     at: datetime,
+    check: NearCheck | None = None,
 ) -> Flow[WriteResult]:
-    """Carry out a resolution in one transaction (StaleDecisionError when its basis changed)."""
+    """Carry out a resolution in one transaction (StaleDecisionError when its basis changed).
+
+    With ``check``, the transaction first locks the fact's subject and looks for near
+    memories the decision did not see (two first facts about one subject would otherwise
+    both be written, each unaware of the other).
+    """
     result: WriteResult = yield Transaction(
         _write_semantic(
-            core, scope_label, namespace, key, value, resolution, merged_text, vectors, at
+            core, scope_label, namespace, key, value, resolution, merged_text, vectors, at, check
         )
     )
     return result
+
+
+def _recheck_flow(core: StoreCore, scope_label: str, check: NearCheck) -> Flow[None]:
+    yield from lock_subject_flow(core, scope_label, check.subject)
+    fresh = yield from near_flow(
+        core,
+        scope_label,
+        check.vector,
+        subject=check.subject,
+        k=check.k,
+        threshold=check.threshold,
+    )
+    unseen = sorted(n.memory.id for n in fresh if n.memory.id not in check.seen)
+    if unseen:
+        raise StaleDecisionError(
+            f"memories {unseen} near this one were written while it was checked; "
+            "the write was retried and they kept appearing. Try again."
+        )
 
 
 def _write_semantic(
@@ -202,8 +264,11 @@ def _write_semantic(
     merged_text: str | None,
     vectors: dict[str, list[float]],
     at: datetime,
+    check: NearCheck | None,
 ) -> Flow[WriteResult]:
     d, max_chars = core.dialect, core.settings.max_content_chars
+    if check is not None:
+        yield from _recheck_flow(core, scope_label, check)
     action, contradicted = resolution.action, resolution.contradicted
     basis = [c.memory for c in contradicted]
     if resolution.existing is not None:

@@ -160,10 +160,10 @@ class Upkeep:
             )
         else:
             ids = [check.memory_id(i) for i in check.strings("memory_ids", memory_ids)]
-            marks = ", ".join("?" for _ in ids)
+            in_ids, params = d.in_list("i.id", ids)
             targets = yield Db(
                 memories_flow(
-                    d, f"i.id IN ({marks}) AND i.scope = ? AND i.kind IS NOT NULL", [*ids, label]
+                    d, f"{in_ids} AND i.scope = ? AND i.kind IS NOT NULL", [*params, label]
                 )
             )
             missing = sorted(set(ids) - {m.id for m in targets})

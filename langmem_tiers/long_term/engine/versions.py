@@ -64,11 +64,10 @@ def close_versions_flow(core: StoreCore, ids: Sequence[str], at: datetime) -> Fl
             snap = before[memory_id]
             created = memory_from_snapshot(snap).created_at
             yield from insert_version_flow(core, snap, "first recorded version", created)
-    marks = ", ".join("?" for _ in ids)
+    in_ids, params = d.in_list("memory_id", ids)
     yield Sql(
-        f"UPDATE {VERSIONS} SET valid_until = ? WHERE memory_id IN ({marks})"
-        " AND valid_until IS NULL",
-        [d.ts_param(at), *ids],
+        f"UPDATE {VERSIONS} SET valid_until = ? WHERE {in_ids} AND valid_until IS NULL",
+        [d.ts_param(at), *params],
     )
 
 

@@ -316,17 +316,17 @@ class StoreCore:
         self, ops: list[GetOp], now: datetime
     ) -> Flow[list[tuple[Item, str, bool] | None]]:
         """Per op, the live item with its id and whether it has a TTL (None: not found)."""
-        by_prefix: dict[str, list[str]] = {}
+        by_prefix: dict[str, dict[str, None]] = {}
         for op in ops:
-            by_prefix.setdefault(join_namespace(op.namespace), []).append(op.key)
+            by_prefix.setdefault(join_namespace(op.namespace), {})[op.key] = None
         found: dict[tuple[str, str], tuple[Item, str, bool]] = {}
         live = self.dialect.ts_param(now)
         for prefix, keys in by_prefix.items():
-            marks = ", ".join("?" for _ in keys)
+            in_keys, params = self.dialect.in_list("i.key", list(keys))
             rows = yield Sql(
                 f"SELECT {ITEM_COLS}, i.ttl_minutes FROM {ITEMS} i"
-                f" WHERE i.prefix = ? AND i.key IN ({marks}) AND {LIVE_SQL}",
-                [prefix, *keys, live],
+                f" WHERE i.prefix = ? AND {in_keys} AND {LIVE_SQL}",
+                [prefix, *params, live],
             )
             for row in rows:
                 item = item_from_row(self.dialect, row)
@@ -336,15 +336,15 @@ class StoreCore:
     def _refresh_flow(self, ids: Sequence[str], now: datetime) -> Flow[None]:
         """Restart the TTL of items that were read, unless they expired meanwhile."""
         ids = sorted(set(ids))
-        marks = ", ".join("?" for _ in ids)
+        in_ids, id_params = self.dialect.in_list("i.id", ids)
         live = self.dialect.ts_param(now)
         # Rows are locked in id order, so two refreshing readers cannot deadlock.
         yield Sql(
             f"UPDATE {ITEMS} SET expires_at = {self.dialect.expiry_sql()} WHERE id IN"
-            f" (SELECT i.id FROM {ITEMS} i WHERE i.id IN ({marks})"
+            f" (SELECT i.id FROM {ITEMS} i WHERE {in_ids}"
             f" AND i.ttl_minutes IS NOT NULL AND {LIVE_SQL}"
             f" ORDER BY i.id{self.dialect.for_update})",
-            [live, *ids, live],
+            [live, *id_params, live],
         )
 
     def sweep_flow(self, *, now: datetime | None = None, chunk: int = 500) -> Flow[int]:
@@ -375,11 +375,11 @@ class StoreCore:
         lock = self.dialect.lock_items_sql()
         if lock:
             yield Sql(lock, [sorted(ids)])
-        marks = ", ".join("?" for _ in ids)
+        in_ids, id_params = self.dialect.in_list("i.id", ids)
         rows = yield Sql(
-            f"SELECT i.id, i.prefix, i.key FROM {ITEMS} i WHERE i.id IN ({marks})"
+            f"SELECT i.id, i.prefix, i.key FROM {ITEMS} i WHERE {in_ids}"
             " AND i.expires_at IS NOT NULL AND i.expires_at <= ?",
-            [*ids, self.dialect.ts_param(now)],
+            [*id_params, self.dialect.ts_param(now)],
         )
         if not rows:
             return []

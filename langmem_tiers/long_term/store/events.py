@@ -25,6 +25,7 @@ from langmem_tiers.sql.dialect import EVENTS, ITEMS, Dialect
 from langmem_tiers.sql.flow import Flow, Sql, SqlMany
 
 __all__ = [
+    "DEFAULT_ACTOR",
     "SNAPSHOT_COLUMNS",
     "EventContext",
     "EventRow",
@@ -62,6 +63,9 @@ SNAPSHOT_COLUMNS: tuple[str, ...] = (
     "created_at",
     "updated_at",
 )
+
+DEFAULT_ACTOR = "system"
+"""The actor of an event when the caller's context names none (the seed's engine's default)."""
 
 _EVENT_COLUMNS = (
     "at, type, scope, kind, memory_id, prefix, key, before, after, metadata, correlation_id, actor"
@@ -138,10 +142,8 @@ def snapshot_flow(dialect: Dialect, ids: Sequence[str]) -> Flow[dict[str, dict[s
     """Current snapshots of the memories with these ids (missing ids are left out)."""
     if not ids:
         return {}
-    marks = ", ".join("?" for _ in ids)
-    rows = yield Sql(
-        f"SELECT {', '.join(SNAPSHOT_COLUMNS)} FROM {ITEMS} WHERE id IN ({marks})", list(ids)
-    )
+    in_ids, params = dialect.in_list("id", ids)
+    rows = yield Sql(f"SELECT {', '.join(SNAPSHOT_COLUMNS)} FROM {ITEMS} WHERE {in_ids}", params)
     return {row[0]: snapshot(dialect, row) for row in rows}
 
 
@@ -161,7 +163,7 @@ def write_events_flow(dialect: Dialect, events: Iterable[EventRow], at: datetime
             None if e.after is None else dialect.json_param(e.after),
             dialect.json_param(e.metadata),
             ctx.correlation_id,
-            ctx.actor,
+            ctx.actor if ctx.actor is not None else DEFAULT_ACTOR,
         )
         for e in events
     ]

@@ -13,7 +13,8 @@ all kinds      ``content`` (a string, or any JSON: structured content is kept as
                (>= 0), ``status``
 episodic       ``event_timestamp`` (ISO-8601), ``session_id``, ``actor``,
                ``action_type``
-semantic       ``subject``, ``category``, ``valid_from``, ``valid_until``
+semantic       ``subject``, ``category``, ``valid_from``, ``valid_until``,
+               ``session_id`` (of a summary of a conversation)
 procedural     ``key`` (defaults to the item key)
 =============  =================================================================
 
@@ -34,7 +35,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any, NamedTuple
@@ -43,6 +43,7 @@ from langgraph.store.base import get_text_at_path, tokenize_path
 
 from langmem_tiers.errors import InvalidContentError, InvalidNamespaceError
 from langmem_tiers.long_term.store.scope import parse_memory_namespace
+from langmem_tiers.sql.item_ids import item_id
 
 __all__ = [
     "STATUSES",
@@ -62,7 +63,6 @@ __all__ = [
 ]
 
 STATUSES = ("active", "superseded", "decayed", "deleted", "compressed")
-_ITEM_ID_NAMESPACE = uuid.UUID("6f1c8a52-3b7e-4d3a-9a53-1f0e2d6c7b90")
 MAX_LABEL_CHARS = 512
 MAX_KEY_CHARS = 1024
 
@@ -217,11 +217,6 @@ def split_namespace(prefix: str) -> tuple[str, ...]:
     return tuple(prefix.split("."))
 
 
-def item_id(namespace: Sequence[str], key: str) -> str:
-    """A stable id for (namespace, key): the same item always has the same id."""
-    return str(uuid.uuid5(_ITEM_ID_NAMESPACE, join_namespace(namespace) + "\x1f" + key))
-
-
 def as_namespace(namespace: Any, *, field: str = "namespace") -> tuple[str, ...]:
     """A namespace given as any sequence of labels (a list, as LangGraph accepts), as a tuple.
 
@@ -349,6 +344,7 @@ def validate_value(
             for name in ("session_id", "actor", "action_type"):
                 cols[name] = _optional_str(plain, name, where)
         elif kind == "semantic":
+            cols["session_id"] = _optional_str(plain, "session_id", where)
             cols["subject"] = _optional_str(plain, "subject", where)
             cols["category"] = _optional_str(plain, "category", where)
             cols["valid_from"] = _optional_time(plain, "valid_from", where)

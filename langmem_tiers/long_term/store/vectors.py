@@ -24,6 +24,7 @@ import numpy as np
 
 from langmem_tiers.sql.dialect import ITEMS, VECTORS, Dialect
 from langmem_tiers.sql.flow import Flow, InsertRows, QdrantCall, Sql
+from langmem_tiers.sql.item_ids import ID_MAP
 
 __all__ = [
     "PgVectorIndex",
@@ -47,20 +48,6 @@ def normalize(vector: Sequence[float]) -> list[float]:
     arr = np.asarray(vector, dtype=np.float64)
     norm = float(np.linalg.norm(arr))
     return (arr / norm).tolist() if norm > 0 else arr.tolist()  # type: ignore[no-any-return]
-
-
-def _under_prefix(column: str, prefix: str) -> tuple[str, list[str]]:
-    """Rows whose namespace ``column`` is ``prefix`` or below it (all rows for ``""``).
-
-    Below means ``prefix`` plus ``.`` and more labels; ``/`` sorts right after ``.``.
-    """
-    if not prefix:
-        return "1 = 1", []
-    return f"({column} = ? OR ({column} > ? AND {column} < ?))", [
-        prefix,
-        prefix + ".",
-        prefix + "/",
-    ]
 
 
 def _best_per_item(pairs: Sequence[tuple[str, float]]) -> dict[str, float]:
@@ -90,8 +77,8 @@ class VectorIndex:
     def write_flow(self, rows: Sequence[VectorRow], item_ids: Sequence[str]) -> Flow[None]:
         """Replace all vectors of ``item_ids`` with ``rows`` (which may add other items)."""
         if item_ids:
-            marks = ", ".join("?" for _ in item_ids)
-            yield Sql(f"DELETE FROM {VECTORS} WHERE item_id IN ({marks})", list(item_ids))
+            in_ids, params = self.dialect.in_list("item_id", item_ids)
+            yield Sql(f"DELETE FROM {VECTORS} WHERE {in_ids}", params)
         if rows:
             yield InsertRows(
                 VECTORS,
@@ -177,7 +164,9 @@ class SqliteVectorIndex(VectorIndex):
         if members is not None:
             # The namespace's vectors through their own prefix index, kept when their item
             # is a member: no second look-up of every item's row.
-            under, under_params = _under_prefix("prefix", prefix)
+            under, under_params = (
+                self.dialect.under_namespace_sql("prefix", prefix) if prefix else ("1 = 1", [])
+            )
             found = yield Sql(
                 f"SELECT item_id, embedding FROM {VECTORS} WHERE {under}", under_params
             )
@@ -196,10 +185,8 @@ class SqliteVectorIndex(VectorIndex):
     ) -> Flow[dict[str, float]]:
         if not item_ids:
             return {}
-        marks = ", ".join("?" for _ in item_ids)
-        rows = yield Sql(
-            f"SELECT item_id, embedding FROM {VECTORS} WHERE item_id IN ({marks})", list(item_ids)
-        )
+        in_ids, params = self.dialect.in_list("item_id", item_ids)
+        rows = yield Sql(f"SELECT item_id, embedding FROM {VECTORS} WHERE {in_ids}", params)
         return self._score_rows(rows, vector, None)
 
 
@@ -325,6 +312,54 @@ class QdrantIndex(VectorIndex):
                         "field_schema": models.PayloadSchemaType.KEYWORD,
                     },
                 )
+        else:
+            yield from self._rename_points_flow()
+
+    def _rename_points_flow(self) -> Flow[None]:
+        """Move points of items the id migration renamed (sql/item_ids.py) to their new ids."""
+        from qdrant_client import models
+
+        exists = yield Sql(self.dialect.table_exists_sql(), [ID_MAP])
+        if not exists or not exists[0][0]:
+            return
+        renames: dict[str, str] = dict((yield Sql(f"SELECT old_id, new_id FROM {ID_MAP}")))
+        olds = sorted(renames)
+        for start in range(0, len(olds), 256):
+            chunk = olds[start : start + 256]
+            moved: list[Any] = []
+            offset = None
+            while True:
+                points, offset = yield QdrantCall(
+                    "scroll",
+                    {
+                        "collection_name": self.collection,
+                        "scroll_filter": self._item_filter(chunk),
+                        "limit": 1000,
+                        "offset": offset,
+                        "with_payload": True,
+                        "with_vectors": True,
+                    },
+                )
+                moved.extend(points)
+                if offset is None:
+                    break
+            if not moved:
+                continue
+            new_points = []
+            for p in moved:
+                payload = {**p.payload, "item_id": renames[p.payload["item_id"]]}
+                new_id = _point_id(payload["item_id"], payload["field"])
+                new_points.append(models.PointStruct(id=new_id, vector=p.vector, payload=payload))
+            yield QdrantCall("upsert", {"collection_name": self.collection, "points": new_points})
+            yield QdrantCall(
+                "delete",
+                {
+                    "collection_name": self.collection,
+                    "points_selector": models.PointIdsList(points=[p.id for p in moved]),
+                },
+            )
+        # Renamed once: a later start has nothing to move.
+        yield Sql(f"DELETE FROM {ID_MAP}")
 
     def _item_filter(self, item_ids: Sequence[str]) -> Any:
         from qdrant_client import models

@@ -131,12 +131,9 @@ class StoreWriter:
             # previous event's "after" (READ COMMITTED alone lets both read the old row).
             yield Sql(lock, [sorted(set(all_ids))])
         before = yield from snapshot_flow(d, all_ids)
-        for p in puts:
-            if p.record is None:
-                yield Sql(
-                    f"DELETE FROM {ITEMS} WHERE prefix = ? AND key = ?",
-                    [join_namespace(p.namespace), p.key],
-                )
+        deletes = [[join_namespace(p.namespace), p.key] for p in puts if p.record is None]
+        if deletes:
+            yield SqlMany(f"DELETE FROM {ITEMS} WHERE prefix = ? AND key = ?", deletes)
         upserts = [p for p in puts if p.record is not None]
         ids = [p.record.id for p in upserts if p.record is not None]
         if upserts:
@@ -186,8 +183,8 @@ class StoreWriter:
     ) -> Flow[None]:
         """Write the terms and in-database vectors of ``upserts``; ``replaced``: items that had some."""
         if replaced:
-            marks = ", ".join("?" for _ in replaced)
-            yield Sql(f"DELETE FROM {TERMS} WHERE item_id IN ({marks})", replaced)
+            in_ids, params = self.dialect.in_list("item_id", replaced)
+            yield Sql(f"DELETE FROM {TERMS} WHERE {in_ids}", params)
         term_rows = [
             (term, p.record.id, tf)
             for p in upserts

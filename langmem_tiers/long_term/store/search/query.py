@@ -217,10 +217,9 @@ def prepare_search(
     where_parts.append(LIVE_SQL)
     bound.append(dialect.ts_param(now or dialect.now()))
     if prefix:
-        joined = join_namespace(prefix)
-        # Items in the namespace itself or below it: '/' sorts right after '.'.
-        where_parts.append("(i.prefix = ? OR (i.prefix > ? AND i.prefix < ?))")
-        bound.extend([joined, joined + ".", joined + "/"])
+        under, under_params = dialect.under_namespace_sql("i.prefix", join_namespace(prefix))
+        where_parts.append(under)
+        bound.extend(under_params)
     filter_sql, filter_params = compile_filter(conditions, dialect)
     where_parts.append(filter_sql)
     bound.extend(filter_params)
@@ -323,9 +322,9 @@ class StoreSearch:
         ids = list(ids)
         if not ids:
             return set()
-        marks = ", ".join("?" for _ in ids)
+        in_ids, id_params = self.dialect.in_list("i.id", ids)
         rows = yield Sql(
-            f"SELECT i.id FROM {ITEMS} i WHERE i.id IN ({marks}) AND {where}", [*ids, *params]
+            f"SELECT i.id FROM {ITEMS} i WHERE {in_ids} AND {where}", [*id_params, *params]
         )
         return {r[0] for r in rows}
 
@@ -335,7 +334,9 @@ class StoreSearch:
         """A page of the filtered set, newest first; ids of its items with a TTL go to ``with_ttl``."""
         rows = yield Sql(
             f"SELECT {ITEM_COLS}, i.ttl_minutes FROM {ITEMS} i WHERE {search.where}"
-            " ORDER BY i.updated_at DESC, i.prefix, i.key LIMIT ? OFFSET ?",
+            # Ties in byte order, so every backend pages the same way.
+            f" ORDER BY i.updated_at DESC, {self.dialect.bytewise('i.prefix')},"
+            f" {self.dialect.bytewise('i.key')} LIMIT ? OFFSET ?",
             [*search.params, search.limit, search.offset],
         )
         if with_ttl is not None:
@@ -370,11 +371,12 @@ class StoreSearch:
         marks = ", ".join("?" for _ in wanted)
         if like_items:
             exclude = f" AND x.term NOT IN ({marks})" if wanted else ""
+            in_items, item_params = self.dialect.in_list("x.item_id", like_items)
             rows = yield Sql(
                 f"{scope}, f AS MATERIALIZED (SELECT DISTINCT x.term FROM {TERMS} x"
-                f" WHERE x.item_id IN ({', '.join('?' for _ in like_items)}){exclude})"
+                f" WHERE {in_items}{exclude})"
                 f" {self.dialect.scope_postings_sql(TERMS, '(SELECT f.term FROM f)')}",
-                [*search.params, *like_items, *wanted],
+                [*search.params, *item_params, *wanted],
             )
         else:
             parts = [
@@ -482,11 +484,11 @@ class StoreSearch:
         ids = sorted(set(dense) | set(lex))
         if not ids:
             return [], []
-        marks = ", ".join("?" for _ in ids)
+        in_ids, id_params = self.dialect.in_list("i.id", ids)
         rows = yield Sql(
             f"SELECT {ITEM_COLS}, i.event_at, i.access_count, i.confidence, i.ttl_minutes"
-            f" FROM {ITEMS} i WHERE i.id IN ({marks}) AND {search.where}",
-            [*ids, *search.params],
+            f" FROM {ITEMS} i WHERE {in_ids} AND {search.where}",
+            [*id_params, *search.params],
         )
         relevance = absolute_relevance(
             dense, lex, idf_mass=mass, weight=self.dense_weight, curve=self.cosine_curve
