@@ -48,20 +48,28 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import json
 import logging
 import os
-import re
 import threading
 import time
-import uuid
 from collections.abc import Iterator, Sequence
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from langmem_tiers.errors import BackendError
+from langmem_tiers.short_term.jsonl_files import (
+    FORMAT,
+    FORMAT_VERSION,
+    dumps,
+    file_id_of,
+    header_entry,
+    legacy_file_name,
+    new_file_id,
+    now_iso,
+    session_file_name,
+    session_of_file,
+)
 from langmem_tiers.short_term.log import (
     AppendOp,
     ClaimOp,
@@ -91,62 +99,6 @@ __all__ = ["FORMAT", "FORMAT_VERSION", "JsonlMessageLog", "session_file_name"]
 
 logger = logging.getLogger(__name__)
 
-FORMAT = "langmem-tiers/stm-log"
-FORMAT_VERSION = 1
-
-# Characters every common file system and shell takes as they are. The rest (path
-# separators, characters Windows refuses, spaces, controls, non-ASCII, and ``%`` and
-# ``~`` themselves) are ``%XX``-escaped, so the name decodes back to exactly one id.
-_SAFE = re.compile(r"[A-Za-z0-9._@+-]")
-_MAX_NAME = 150
-# Windows refuses these as a name's first part, whatever follows the dot.
-_RESERVED = frozenset(
-    ["CON", "PRN", "AUX", "NUL"] + [f"{d}{n}" for d in ("COM", "LPT") for n in range(1, 10)]
-)
-
-
-def _escape(char: str) -> str:
-    return "".join(f"%{byte:02X}" for byte in char.encode("utf-8"))
-
-
-def _shortened(name: str, session_id: str) -> str:
-    # Long ids end in a hash so names stay within file system limits ("~" is always
-    # escaped elsewhere, so a shortened name cannot be another id's name).
-    if len(name) <= _MAX_NAME:
-        return name
-    digest = hashlib.sha256(session_id.encode("utf-8")).hexdigest()[:16]
-    return f"{name[:100]}~{digest}"
-
-
-def session_file_name(session_id: str) -> str:
-    """The file name of a session: the id itself when it is a safe name, else escaped.
-
-    Only what a file system or shell could misread is ``%XX``-escaped: other characters
-    than letters, digits and ``._@+-``, a leading dot (hidden files), and the first letter
-    of a name Windows reserves. Two ids never get one name; on a file system that ignores
-    case (macOS, Windows) ``Alice`` and ``alice`` are still one file, and the log refuses
-    the second session instead of mixing them (the file's header names its session).
-
-    >>> session_file_name("sessA")
-    'sessA.jsonl'
-    >>> session_file_name("alice@example.com/chat 1")
-    'alice@example.com%2Fchat%201.jsonl'
-    >>> session_file_name(".hidden"), session_file_name("con")
-    ('%2Ehidden.jsonl', '%63on.jsonl')
-    """
-    chars = [c if _SAFE.fullmatch(c) else _escape(c) for c in session_id]
-    if chars and chars[0] == ".":
-        chars[0] = _escape(".")
-    if session_id.split(".", 1)[0].upper() in _RESERVED:
-        chars[0] = _escape(session_id[0])
-    return _shortened("".join(chars), session_id) + ".jsonl"
-
-
-def _legacy_file_name(session_id: str) -> str:
-    """The name earlier versions gave a session: everything but ``[a-z0-9_-]`` escaped."""
-    chars = [c if re.fullmatch(r"[a-z0-9_-]", c) else _escape(c) for c in session_id]
-    return _shortened("".join(chars), session_id) + ".jsonl"
-
 
 class _Cache:
     """A session's replayed state and where in the file it was read up to."""
@@ -170,69 +122,6 @@ class _Cache:
         other.size, other.file_id, other.generation = self.size, self.file_id, self.generation
         other.lines, other.appended = self.lines, self.appended
         return other
-
-
-def _now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat()
-
-
-def _new_file_id() -> str:
-    return uuid.uuid4().hex
-
-
-def _header(session_id: str, last_seq: int, file_id: str, generation: int) -> dict[str, Any]:
-    return {
-        "op": "header",
-        "format": FORMAT,
-        "version": FORMAT_VERSION,
-        "session_id": session_id,
-        "last_seq": last_seq,
-        "file_id": file_id,
-        "generation": generation,
-    }
-
-
-_HEADER_BYTES = 16_384  # a header names its session: at most 512 characters, escaped
-
-
-def _session_of_file(path: Path) -> str | None:
-    """The session a log file's header names (None: its first line is not complete yet)."""
-    try:
-        with open(path, "rb") as handle:
-            line, newline, _ = handle.read(_HEADER_BYTES).partition(b"\n")
-    except FileNotFoundError:
-        return None  # compacted or renamed meanwhile: found again under its name
-    except OSError as err:
-        raise BackendError(f"cannot read the message log {str(path)!r}: {err}.") from err
-    if not newline:
-        return None
-    try:
-        header = json.loads(line)
-    except ValueError:
-        header = None
-    if not isinstance(header, dict) or header.get("op") != "header":
-        raise BackendError(
-            f"the message log {str(path)!r} does not start with a header line; it was "
-            "written by something else. Move it out of the sessions directory."
-        )
-    session_id = header.get("session_id")
-    return session_id if isinstance(session_id, str) else None
-
-
-def _file_id_of(handle: BinaryIO) -> str | None:
-    """The ``file_id`` in the header of an open log file (None: it has none)."""
-    handle.seek(0)
-    line, newline, _ = handle.read(_HEADER_BYTES).partition(b"\n")
-    if newline:
-        with contextlib.suppress(ValueError):
-            header = json.loads(line)
-            if isinstance(header, dict) and isinstance(header.get("file_id"), str):
-                return str(header["file_id"])
-    return None
-
-
-def _dumps(entry: dict[str, Any]) -> bytes:
-    return (json.dumps(entry, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
 
 
 class JsonlMessageLog(MessageLog):
@@ -293,10 +182,10 @@ class JsonlMessageLog(MessageLog):
         # Every session file is read: the directory keeps no index by user.
         found: UserSessions = {}
         for path in sorted(self.directory.glob("*.jsonl")):
-            session_id = _session_of_file(path)
+            session_id = session_of_file(path)
             if session_id is None or session_id in found:
                 continue  # nothing acknowledged yet, or read already
-            if path.name not in (session_file_name(session_id), _legacy_file_name(session_id)):
+            if path.name not in (session_file_name(session_id), legacy_file_name(session_id)):
                 continue  # a copy under another session's name: reading that one refuses it
             records = users_records(self.read(session_id), user_id)
             if records:
@@ -323,7 +212,7 @@ class JsonlMessageLog(MessageLog):
             reason = op.reason if isinstance(op, RemoveOp) else "cleared"
             removed = state.remove(ids)
             if removed:
-                entries.append({"op": "remove", "ids": removed, "reason": reason, "at": _now_iso()})
+                entries.append({"op": "remove", "ids": removed, "reason": reason, "at": now_iso()})
             return removed
         if isinstance(op, SetTierLevelOp):
             before = state.records.get(op.message_id)
@@ -365,7 +254,7 @@ class JsonlMessageLog(MessageLog):
                 path.unlink(missing_ok=True)
             else:
                 temporary = path.with_name(path.name + ".tmp")
-                temporary.write_bytes(_dumps({"owner": op.owner, "expires_at": now + op.seconds}))
+                temporary.write_bytes(dumps({"owner": op.owner, "expires_at": now + op.seconds}))
                 os.replace(temporary, path)
         except OSError as err:
             raise BackendError(
@@ -381,11 +270,11 @@ class JsonlMessageLog(MessageLog):
         created = work.size == 0
         data = b""
         if created:
-            work.file_id = _new_file_id()
-            data += _dumps(_header(session_id, 0, work.file_id, work.generation))
+            work.file_id = new_file_id()
+            data += dumps(header_entry(session_id, 0, work.file_id, work.generation))
             work.lines += 1
         entry = entries[0] if len(entries) == 1 else {"op": "batch", "ops": entries}
-        data += _dumps(entry)
+        data += dumps(entry)
         try:
             self._write_bytes(path, data)
             if created:
@@ -439,11 +328,11 @@ class JsonlMessageLog(MessageLog):
         if work.size == 0:
             return
         temporary = path.with_name(path.name + ".compact-tmp")
-        file_id, generation = _new_file_id(), work.generation + 1
+        file_id, generation = new_file_id(), work.generation + 1
         records = work.state.window(None)
-        data = _dumps(_header(session_id, work.state.last_seq, file_id, generation))
+        data = dumps(header_entry(session_id, work.state.last_seq, file_id, generation))
         if records:
-            data += _dumps({"op": "append", "messages": [r.to_json() for r in records]})
+            data += dumps({"op": "append", "messages": [r.to_json() for r in records]})
         try:
             with contextlib.suppress(FileNotFoundError):
                 temporary.unlink()
@@ -494,7 +383,7 @@ class JsonlMessageLog(MessageLog):
         with handle:
             try:
                 size = os.fstat(handle.fileno()).st_size
-                file_id = _file_id_of(handle)
+                file_id = file_id_of(handle)
             except OSError as err:
                 raise BackendError(f"cannot read the message log {str(path)!r}: {err}.") from err
             known = self._cache.get(session_id)
@@ -537,7 +426,7 @@ class JsonlMessageLog(MessageLog):
         renamed over one: where the file system ignores case, the new name may already be
         another session's file, which must stay as it is (and is then refused on read).
         """
-        legacy = self.directory / _legacy_file_name(session_id)
+        legacy = self.directory / legacy_file_name(session_id)
         if legacy == path:
             return False
         try:
