@@ -12,7 +12,6 @@ Example:
 from __future__ import annotations
 
 import concurrent.futures
-import re
 from collections.abc import (
     AsyncIterator,
     Awaitable,
@@ -51,12 +50,13 @@ from langgraph.store.base import (
 )
 
 from langmem_tiers.config import Settings
-from langmem_tiers.embeddings import OfflineEmbeddings, resolve_embeddings
-from langmem_tiers.errors import (
-    ConfigurationError,
-    MissingDependencyError,
-)
 from langmem_tiers.long_term.store.coalesce import OpQueue
+from langmem_tiers.long_term.store.connect import (
+    check_name,
+    conn_string_url,
+    qdrant_client,
+    resolve_index,
+)
 from langmem_tiers.long_term.store.core import RankedItem, StoreCore
 from langmem_tiers.long_term.store.records import as_namespace, validate_namespace
 from langmem_tiers.long_term.store.retriever import TieredMemoryRetriever
@@ -143,7 +143,7 @@ class TieredMemoryStore(BaseStore):
         self.settings = settings or Settings.from_env()
         self.ttl_config = check_ttl_config(ttl)
         self._owned: list[Any] = []
-        embed, dims, fields = _resolve_index(index, embeddings)
+        embed, dims, fields = resolve_index(index, embeddings)
         self.embeddings: Embeddings = embed
         # What the caller passed (text_fields, ann_index_config, ...) stays readable.
         self.index_config: dict[str, Any] = {
@@ -152,14 +152,14 @@ class TieredMemoryStore(BaseStore):
             "embed": embed,
             "fields": fields,
         }
-        self._qdrant = _qdrant_client(qdrant) if isinstance(qdrant, str) else qdrant
+        self._qdrant = qdrant_client(qdrant) if isinstance(qdrant, str) else qdrant
         if isinstance(qdrant, str):
             self._owned.append(self._qdrant)
         self.db = Database(conn, embeddings=embed, qdrant=self._qdrant)
         dialect = self.db.dialect
         vector_index: VectorIndex
         if self._qdrant is not None:
-            _check_name(qdrant_collection, "qdrant_collection")
+            check_name(qdrant_collection, "qdrant_collection")
             local = type(getattr(self._qdrant, "_client", None)).__name__ == "QdrantLocal"
             vector_index = QdrantIndex(dialect, qdrant_collection, payload_indexes=not local)
         elif isinstance(dialect, PostgresDialect):
@@ -285,14 +285,14 @@ class TieredMemoryStore(BaseStore):
         ``conn_string`` is a URL, a libpq ``key=value`` string, or, as LangGraph's
         ``SqliteStore`` takes it, an SQLite file path (or ``":memory:"``).
         """
-        return cls.from_url(_conn_string_url(conn_string), **kwargs)
+        return cls.from_url(conn_string_url(conn_string), **kwargs)
 
     @classmethod
     def afrom_conn_string(
         cls, conn_string: str, **kwargs: Any
     ) -> AbstractAsyncContextManager[TieredMemoryStore]:
         """LangGraph's name for :meth:`afrom_url` (see :meth:`from_conn_string`)."""
-        return cls.afrom_url(_conn_string_url(conn_string), **kwargs)
+        return cls.afrom_url(conn_string_url(conn_string), **kwargs)
 
     # -- lifecycle -----------------------------------------------------------------------
     def setup(self) -> Awaitable[None]:
@@ -605,42 +605,6 @@ class TieredMemoryStore(BaseStore):
         return await self.db.arun(self.core.batch_flow(list(ops)))
 
 
-def _resolve_index(
-    index: IndexConfig | None, embeddings: Embeddings | str | None
-) -> tuple[Embeddings, int, list[str] | None]:
-    if index is not None and embeddings is not None:
-        raise ConfigurationError("pass either index= or embeddings=, not both.")
-    spec: Any = embeddings
-    dims: int | None = None
-    fields: list[str] | None = None
-    if index is not None:
-        if not isinstance(index, dict):
-            raise ConfigurationError(f"index must be a dict like IndexConfig, got {index!r}.")
-        distance = index.get("distance_type", "cosine")
-        if distance != "cosine":
-            raise ConfigurationError(
-                f"index['distance_type'] must be 'cosine' (the only distance this store "
-                f"ranks by), got {distance!r}; leave it out or set it to 'cosine'."
-            )
-        spec = index.get("embed")
-        dims = index.get("dims")
-        raw_fields = index.get("fields")
-        fields = list(raw_fields) if raw_fields is not None else None
-    embed = resolve_embeddings(spec)
-    if dims is None:
-        dims = getattr(embed, "dims", None)
-    if dims is None:
-        raise ConfigurationError(
-            "index['dims'] is required for these embeddings: pass index={'dims': N, 'embed': ...} "
-            "with the length of the embedder's vectors."
-        )
-    if isinstance(dims, bool) or not isinstance(dims, int) or dims < 1:
-        raise ConfigurationError(f"index['dims'] must be a whole number >= 1, got {dims!r}.")
-    if isinstance(embed, OfflineEmbeddings) and embed.dims != dims:
-        embed = OfflineEmbeddings(dims=dims)
-    return embed, dims, fields
-
-
 class _Done:
     """An awaitable of work already done (what a sync ``setup`` returns)."""
 
@@ -652,36 +616,3 @@ class _Done:
 
 
 _DONE = _Done()
-
-_CONNINFO = re.compile(r"^\s*\w+\s*=")
-
-
-def _conn_string_url(conn_string: str) -> str:
-    """A URL for what LangGraph's ``from_conn_string`` takes: a URL, libpq key=value, a path."""
-    if not isinstance(conn_string, str) or not conn_string:
-        raise ConfigurationError(
-            f"conn_string must be a non-empty string (a URL or an SQLite path), got "
-            f"{conn_string!r}."
-        )
-    if "://" in conn_string or _CONNINFO.match(conn_string):
-        return conn_string
-    return f"sqlite:///{conn_string}"
-
-
-def _qdrant_client(location: str) -> Any:
-    try:
-        from qdrant_client import QdrantClient
-    except ImportError as err:
-        raise MissingDependencyError("Qdrant vectors", "qdrant", "qdrant-client") from err
-    if location == ":memory:":
-        return QdrantClient(location=":memory:")
-    if location.startswith(("http://", "https://")):
-        return QdrantClient(url=location)
-    return QdrantClient(path=location)
-
-
-def _check_name(name: str, field: str) -> None:
-    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_\-]{0,62}", name):
-        raise ConfigurationError(
-            f"{field} must be 1-63 letters, digits, '_' or '-' starting with a letter, got {name!r}."
-        )
