@@ -367,6 +367,14 @@ def build_mcp_server(
         include_inactive: Annotated[
             bool, Field(description="Also superseded, decayed and deleted memories.")
         ] = False,
+        min_score: Annotated[
+            float | None,
+            Field(
+                ge=0.0,
+                le=1.0,
+                description="Only memories at least this relevant (absolute, 0 to 1).",
+            ),
+        ] = None,
     ) -> dict[str, Any]:
         """Search long-term memory by the hybrid score (semantic, recency, frequency,
         confidence); each result carries its score and the score's components."""
@@ -377,6 +385,7 @@ def build_mcp_server(
                 kinds=_kinds(kinds),
                 limit=limit,
                 include_inactive=include_inactive,
+                min_score=min_score,
             ),
         )
         return {"results": [_scored(item) for item in found]}

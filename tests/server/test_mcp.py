@@ -145,6 +145,13 @@ async def _remember_recall_forget_history(alice: Client) -> None:
     assert [h["content"] for h in hits] == ["Alice lives in Paris"]  # the superseded one left
     assert set(hits[0]["scores"]) == {"semantic", "recency", "frequency", "confidence"}
     assert 0.0 < hits[0]["score"] <= 1.0
+    # Only relevant memories: nothing about the weather, the Paris fact still passes.
+    strict = await alice.call("recall", query="weather forecast", min_score=0.3)
+    assert strict["results"] == []
+    relevant = await alice.call(
+        "recall", query="where does Alice live?", kinds=["fact"], min_score=0.3
+    )
+    assert [h["content"] for h in relevant["results"]] == ["Alice lives in Paris"]
     every = await alice.call(
         "recall", query="where does Alice live?", kinds=["fact"], include_inactive=True
     )
@@ -200,6 +207,7 @@ async def _bad_input(alice: Client) -> None:
     assert "kind" in kind
     limit = await alice.error("recall", query="tea", limit=0)
     assert "limit" in limit
+    assert "min_score" in await alice.error("recall", query="tea", min_score=1.5)
     unknown = await alice.error("forget", memory_id="no-such-memory")
     assert "no-such-memory" in unknown
     history = await alice.error("history", memory_id="no-such-memory")
