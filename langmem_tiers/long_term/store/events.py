@@ -22,7 +22,7 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 from langmem_tiers.sql.dialect import EVENTS, ITEMS, Dialect
-from langmem_tiers.sql.flow import Flow, Sql, SqlMany
+from langmem_tiers.sql.flow import Flow, InsertRows, Sql
 
 __all__ = [
     "DEFAULT_ACTOR",
@@ -168,8 +168,8 @@ def write_events_flow(dialect: Dialect, events: Iterable[EventRow], at: datetime
         for e in events
     ]
     if rows:
-        marks = ", ".join("?" for _ in range(12))
-        yield SqlMany(f"INSERT INTO {EVENTS} ({_EVENT_COLUMNS}) VALUES ({marks})", rows)
+        # A plain insert (the sequence numbers come from the table): COPY on PostgreSQL.
+        yield InsertRows(EVENTS, _EVENT_COLUMNS.split(", "), rows)
 
 
 def replay_snapshots(

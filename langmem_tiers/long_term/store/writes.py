@@ -137,7 +137,14 @@ class StoreWriter:
         upserts = [p for p in puts if p.record is not None]
         ids = [p.record.id for p in upserts if p.record is not None]
         if upserts:
-            yield SqlMany(d.upsert_items_sql(), [self._item_row(p, now) for p in upserts])
+            # Items not there before are plain inserts (COPY on PostgreSQL): the item
+            # locks above (or SQLite's write transaction) keep anyone else from adding them.
+            fresh = [p for p in upserts if p.record is not None and p.record.id not in before]
+            known = [p for p in upserts if p.record is not None and p.record.id in before]
+            if fresh:
+                yield InsertRows(ITEMS, item_columns, [self._item_row(p, now) for p in fresh])
+            if known:
+                yield SqlMany(d.upsert_items_sql(), [self._item_row(p, now) for p in known])
             # Terms and vectors belong to their item (foreign keys): a new item has none.
             yield from self._index_flow(upserts, rows, [i for i in ids if i in before])
         for note_id, note in notes.items():
@@ -185,14 +192,15 @@ class StoreWriter:
         if replaced:
             in_ids, params = self.dialect.in_list("item_id", replaced)
             yield Sql(f"DELETE FROM {TERMS} WHERE {in_ids}", params)
-        term_rows = [
-            (term, p.record.id, tf)
+        # In key order: each B-tree page is visited once per batch, not once per row.
+        term_rows = sorted(
+            (p.record.id, term, tf)
             for p in upserts
             if p.record is not None
             for term, tf in p.terms.items()
-        ]
+        )
         if term_rows:
-            yield InsertRows(TERMS, ("term", "item_id", "tf"), term_rows)
+            yield InsertRows(TERMS, ("item_id", "term", "tf"), term_rows)
         if self.index.in_database:
             yield from self.index.write_flow(rows, replaced)
 
