@@ -14,11 +14,14 @@ import json
 import struct
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langmem_tiers.errors import MigrationError
 from langmem_tiers.sql.flow import Flow, Sql
 from langmem_tiers.sql.item_ids import rekey_items_flow
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = [
     "Dialect",
@@ -104,6 +107,10 @@ class Dialect:
 
     def vector_param(self, vector: Sequence[float]) -> Any:
         return struct.pack(f"<{len(vector)}f", *vector)
+
+    def vector_params(self, matrix: np.ndarray) -> list[Any]:
+        """:meth:`vector_param` of each row of a 2-d array (the same values, batched)."""
+        return [row.tobytes() for row in matrix.astype("<f4")]
 
     # -- JSON filters --------------------------------------------------------------
     def json_extract(self, path: Sequence[str]) -> tuple[str, list[Any]]:
@@ -650,6 +657,10 @@ class PostgresDialect(Dialect):
         # pgvector keeps float4: nine significant digits round-trip one exactly, and one
         # %-format of the whole row is several times faster than a repr per element.
         return _vector_format(len(vector)) % tuple(vector)
+
+    def vector_params(self, matrix: np.ndarray) -> list[Any]:
+        text = _vector_format(matrix.shape[1]) if matrix.size else "[]"
+        return [text % tuple(row) for row in matrix.tolist()]
 
     def placeholder(self, column: str) -> str:
         return "?::vector" if column == "embedding" else "?"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 
@@ -174,3 +175,34 @@ def test_expanded_query_scores_documents_sharing_only_feedback_terms() -> None:
     assert second[1] > 0.0
     assert second[2] == 0.0
     assert math.isclose(max(second), second[0])
+
+
+def test_c_stemmer_gives_the_pure_python_stems() -> None:
+    """With PyStemmer installed, snowballstemmer hands out its C stemmer; stored terms
+    must not depend on which one ran, or a store written with one misses under the other."""
+    stemmer_module = pytest.importorskip("Stemmer")
+    from snowballstemmer.english_stemmer import EnglishStemmer
+
+    words = sorted(
+        {
+            token
+            for text in (*_STEM_SAMPLES, lexical.__doc__ or "", lexical.analyze.__doc__ or "")
+            for token in re.findall(r"[^\W\d_]+", text.lower())
+        }
+    )
+    assert len(words) > 100
+    pure = EnglishStemmer()
+    c_stemmer = stemmer_module.Stemmer("english")
+    assert [c_stemmer.stemWord(w) for w in words] == [pure.stemWord(w) for w in words]
+
+
+_STEM_SAMPLES = (
+    "running runner runs ran easily fairly generously happiness hopefulness conditional "
+    "relational organization organizations organizing generalizations national nationality "
+    "sensational traditional traditionally caresses ponies ties caress cats feed agreed "
+    "plastered bled motoring sing conflated troubled sized hopping tanned falling hissing "
+    "fizzed failing filing happy sky dying lying tying skis skies news innings outing canning "
+    "proceed exceed succeed gently ugly early only singly painting paintings sunrises hiking "
+    "Caroline's Melanie's photography adoption counselling counseling LGBTQ transgender "
+    "volunteering mentorship camping pottery sculptures violins instruments bookshelves"
+)

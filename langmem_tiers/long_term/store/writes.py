@@ -124,7 +124,7 @@ class StoreWriter:
         notes: Mapping[str, WriteNote],
     ) -> Flow[None]:
         d = self.dialect
-        all_ids = [item_id(p.namespace, p.key) for p in puts]
+        all_ids = [p.record.id if p.record else item_id(p.namespace, p.key) for p in puts]
         lock = d.lock_items_sql()
         if lock and all_ids:
             # Concurrent writers of one item take turns, so each event's "before" is the
