@@ -43,6 +43,7 @@ STM_LEASES = "lmt_stm_leases"
 EVENTS = "lmt_events"
 API_KEYS = "lmt_api_keys"
 VERSIONS = "lmt_versions"
+SCOPE_CHANGES = "lmt_scope_changes"
 
 MigrationStep = str | Callable[["Dialect"], Flow[Any]]
 """One step of a migration: a statement, or a flow for what SQL alone cannot do."""
@@ -309,7 +310,18 @@ class Dialect:
             # The terms keyed by (item_id, term) alone, tf beside the key: every read goes
             # item first, and one B-tree instead of two halves the cost of writing terms.
             self.terms_key_migration(),
+            # A change counter per namespace, for searches that keep a namespace's terms
+            # and vectors in process (long_term/store/search/scope_cache.py).
+            self.scope_change_migration(),
         ]
+
+    #: The database keeps :data:`SCOPE_CHANGES` (see :meth:`scope_change_migration`), so a
+    #: search may cache a namespace's terms and vectors in process.
+    counts_scope_changes = False
+
+    def scope_change_migration(self) -> list[str]:
+        """Statements that keep a change counter per namespace (none: no counter)."""
+        return []
 
     def terms_key_migration(self) -> list[str]:
         """Statements re-keying the terms table on (item_id, term), with no second index.
@@ -563,6 +575,28 @@ class SqliteDialect(Dialect):
     """SQLite: JSON as text, timestamps as ISO-8601 text in UTC, vectors as float32 blobs."""
 
     name = "sqlite"
+    counts_scope_changes = True
+
+    def scope_change_migration(self) -> list[str]:
+        # Triggers, so every writer counts: this process, others, and the engine's own SQL.
+        # An update counts when it may change what the cache keeps (an item's terms and
+        # vectors are only written with a change of its value or length). Statuses,
+        # validity, access counts and the other columns do not: which items a search may
+        # return is asked of the database at every search.
+        bump = (
+            f"INSERT INTO {SCOPE_CHANGES} (prefix, changes) VALUES ({{row}}.prefix, 1)"
+            " ON CONFLICT (prefix) DO UPDATE SET changes = changes + 1;"
+        )
+        return [
+            f"CREATE TABLE {SCOPE_CHANGES} (prefix TEXT PRIMARY KEY, changes INTEGER NOT NULL)",
+            f"CREATE TRIGGER {SCOPE_CHANGES}_insert AFTER INSERT ON {ITEMS}"
+            f" BEGIN {bump.format(row='NEW')} END",
+            f"CREATE TRIGGER {SCOPE_CHANGES}_delete AFTER DELETE ON {ITEMS}"
+            f" BEGIN {bump.format(row='OLD')} END",
+            f"CREATE TRIGGER {SCOPE_CHANGES}_update"
+            f" AFTER UPDATE OF id, prefix, value, doc_len ON {ITEMS}"
+            f" BEGIN {bump.format(row='OLD')} {bump.format(row='NEW')} END",
+        ]
 
     def json_is_number(self, path: Sequence[str]) -> tuple[str, list[Any]]:
         _, typed, params = _sqlite_lookup(path)

@@ -37,6 +37,7 @@ from langmem_tiers.long_term.store.search.relevance import (
     absolute_relevance,
     idf_mass,
 )
+from langmem_tiers.long_term.store.search.scope_cache import ScopeCache, ScopeData
 from langmem_tiers.long_term.store.search.time import TimeQuery, parse_time_query, time_boosts
 from langmem_tiers.long_term.store.vectors import VectorIndex
 from langmem_tiers.sql.dialect import ITEMS, TERMS, Dialect
@@ -257,6 +258,13 @@ class StoreSearch:
         self.access = access
         self.dense_weight = dense_weight
         self.cosine_curve = cosine_curve
+        # Where the database counts changes per namespace and vectors are scored in
+        # process, a namespace's terms and vectors are kept between searches.
+        self.scope_cache: ScopeCache | None = (
+            ScopeCache()
+            if dialect.counts_scope_changes and index.in_database and index.scans_members
+            else None
+        )
 
     def nearest_flow(
         self,
@@ -405,8 +413,35 @@ class StoreSearch:
                 doc_len[item] = int(length)
         return Postings(n_docs, avgdl, tf, doc_len, found)
 
+    def scope_postings_flow(
+        self,
+        search: PreparedSearch,
+        terms: Iterable[str],
+        scope: tuple[ScopeData, set[str]] | None,
+        *,
+        like_items: Sequence[str] = (),
+        members: bool = False,
+    ) -> Flow[Postings]:
+        """:meth:`postings_flow`, answered from a namespace's cached data when ``scope``
+        (the data and the search's members) is given: the same postings, no I/O."""
+        if scope is None:
+            return (
+                yield from self.postings_flow(search, terms, like_items=like_items, members=members)
+            )
+        data, found = scope
+        wanted = set(terms)
+        if like_items:
+            tf, doc_len = data.postings_of(data.terms_of(like_items) - wanted, found)
+            return Postings(0, 0.0, tf, doc_len)
+        n_docs, avgdl = data.statistics(found)
+        tf, doc_len = data.postings_of(wanted, found)
+        return Postings(n_docs, avgdl, tf, doc_len, set(found) if members else None)
+
     def lexical_flow(
-        self, query: str, search: PreparedSearch
+        self,
+        query: str,
+        search: PreparedSearch,
+        scope: tuple[ScopeData, set[str]] | None = None,
     ) -> Flow[tuple[dict[str, float], Postings]]:
         """BM25 with pseudo-relevance feedback: expand the query with its best hits' terms.
 
@@ -416,8 +451,11 @@ class StoreSearch:
         query's postings with the statistics, then the feedback items' terms.
         """
         weights = query_weights(query, search)
-        found = yield from self.postings_flow(
-            search, weights, members=self.index.in_database and self.index.scans_members
+        found = yield from self.scope_postings_flow(
+            search,
+            weights,
+            scope,
+            members=scope is None and self.index.in_database and self.index.scans_members,
         )
         if not weights or found.n_docs == 0 or found.avgdl <= 0:
             return {}, found
@@ -430,7 +468,7 @@ class StoreSearch:
         if not feedback:
             return first, found
         ids = [i for i, _ in feedback]
-        more = yield from self.postings_flow(search, weights, like_items=ids)
+        more = yield from self.scope_postings_flow(search, weights, scope, like_items=ids)
         tf = {**found.tf, **more.tf}
         doc_len = {**found.doc_len, **more.doc_len}
         tfs: dict[str, dict[str, int]] = {i: {} for i in ids}
@@ -461,7 +499,13 @@ class StoreSearch:
             return [], []
         pool = want * self.settings.candidate_multiplier
         now = search.reference or now
-        scores, found = yield from self.lexical_flow(search.query, search)
+        scope: tuple[ScopeData, set[str]] | None = None
+        if self.scope_cache is not None:
+            data, members = yield from self.scope_cache.members_flow(
+                join_namespace(search.prefix), search.where, search.params
+            )
+            scope = None if data is None else (data, members)
+        scores, found = yield from self.lexical_flow(search.query, search, scope)
         weights = query_weights(search.query, search)
         # The first read holds the postings of every query term: their document frequencies.
         mass = idf_mass(weights, {t: len(found.tf.get(t, {})) for t in weights}, found.n_docs)
@@ -469,17 +513,20 @@ class StoreSearch:
         # Complete both score maps over the union, so fusion compares like with like: the
         # index scores the lexical candidates in the same call, and every item's BM25 is
         # already known.
-        dense = yield from self.nearest_flow(
-            vector,
-            search.where,
-            search.params,
-            pool,
-            prefix=join_namespace(search.prefix),
-            value_filtered=search.value_filtered,
-            candidates=found.n_docs or None,
-            include=list(lex),
-            members=found.members,
-        )
+        if scope is not None:
+            dense = scope[0].dense(vector, pool, list(lex), scope[1])
+        else:
+            dense = yield from self.nearest_flow(
+                vector,
+                search.where,
+                search.params,
+                pool,
+                prefix=join_namespace(search.prefix),
+                value_filtered=search.value_filtered,
+                candidates=found.n_docs or None,
+                include=list(lex),
+                members=found.members,
+            )
         lex.update((i, scores[i]) for i in dense if i in scores)
         ids = sorted(set(dense) | set(lex))
         if not ids:

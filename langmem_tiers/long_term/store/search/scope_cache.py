@@ -1,0 +1,204 @@
+"""What a search reads of a namespace, kept in process and checked against the database.
+
+A search of the embedded store reads, for the items it may return, their BM25 terms and
+their vectors. None of that depends on the search's time: which items may be returned does
+(validity intervals, ``as_of``, time windows, expiry, statuses, value filters), and that is
+asked of the database at every search, with the search's full condition. So the cache
+keeps, per searched namespace prefix, the terms, lengths and vectors of *every* item under
+the prefix, whatever its status or validity, and each search restricts them to the members
+the database returned for it.
+
+Freshness: the database counts the changes of every namespace (``lmt_scope_changes``, kept
+by triggers on the items table, see ``Dialect.scope_change_migration``). The members and
+the sum of the counters under the prefix are read in one statement, inside the search's
+transaction; counters only grow, so any insert or delete of an item under the prefix, or a
+change of its id, namespace, value or length (by this process, another process, or
+SQL of the engine) moves the sum and the entry is read again in that transaction. Terms and
+vectors are only ever written together with such a change of their item (the store's
+writer, and compression, which zeroes the length). Access counts and the other usage
+columns do not move the counter: they are read with the result rows, never cached.
+
+Example::
+
+    >>> cache = ScopeCache(max_items=1_000)
+    >>> cache.max_items
+    1000
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Collection, Iterable, Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from langmem_tiers.long_term.store.vectors import normalize
+from langmem_tiers.sql.dialect import ITEMS, SCOPE_CHANGES, TERMS, VECTORS
+from langmem_tiers.sql.flow import Flow, Sql
+
+__all__ = ["MAX_CACHED_ITEMS", "ScopeCache", "ScopeData"]
+
+#: Items kept over all cached prefixes; the least recently searched prefixes leave first.
+MAX_CACHED_ITEMS = 200_000
+
+
+def _under(column: str, prefix: str) -> tuple[str, list[str]]:
+    """Rows whose namespace ``column`` is ``prefix`` or below it (all rows for ``""``)."""
+    if not prefix:
+        return "1 = 1", []
+    # Below means prefix plus "." and more labels; "/" sorts right after ".".
+    return f"({column} = ? OR ({column} > ? AND {column} < ?))", [
+        prefix,
+        prefix + ".",
+        prefix + "/",
+    ]
+
+
+class ScopeData(NamedTuple):
+    """The terms, lengths and vectors of every item under one namespace prefix."""
+
+    version: int
+    doc_len: dict[str, int]  # every item under the prefix -> its number of terms
+    postings: dict[str, dict[str, int]]  # term -> item -> frequency
+    item_terms: dict[str, dict[str, int]]  # item -> term -> frequency
+    vector_ids: list[str]  # the item of each row of ``matrix``
+    matrix: np.ndarray  # unit float32 vectors
+
+    def covers(self, members: Collection[str]) -> bool:
+        """Whether ``members`` (a subset of the prefix's items) are all of them."""
+        return len(members) == len(self.doc_len)
+
+    def statistics(self, members: Collection[str]) -> tuple[int, float]:
+        """The members' number of BM25 documents (items with terms) and mean length."""
+        lengths = [n for i in members if (n := self.doc_len.get(i, 0)) > 0]
+        return len(lengths), (sum(lengths) / len(lengths) if lengths else 0.0)
+
+    def postings_of(
+        self, terms: Iterable[str], members: Collection[str]
+    ) -> tuple[dict[str, dict[str, int]], dict[str, int]]:
+        """``(term -> member -> tf, member -> length)`` for ``terms``, as the SQL read gives."""
+        full = self.covers(members)
+        tf: dict[str, dict[str, int]] = {}
+        doc_len: dict[str, int] = {}
+        for term in terms:
+            by_item = self.postings.get(term)
+            if not by_item:
+                continue
+            kept = by_item if full else {i: n for i, n in by_item.items() if i in members}
+            if kept:
+                tf[term] = dict(kept)
+                for item in kept:
+                    doc_len[item] = self.doc_len[item]
+        return tf, doc_len
+
+    def terms_of(self, items: Iterable[str]) -> set[str]:
+        """Every term of ``items``."""
+        return {term for item in items for term in self.item_terms.get(item, ())}
+
+    def dense(
+        self,
+        vector: Sequence[float],
+        k: int,
+        include: Sequence[str],
+        members: Collection[str],
+    ) -> dict[str, float]:
+        """Best cosine similarity per member: the top ``k`` and the ``include`` items."""
+        if not self.vector_ids:
+            return {}
+        if self.covers(members):
+            ids, matrix = self.vector_ids, self.matrix
+        else:
+            rows = [r for r, i in enumerate(self.vector_ids) if i in members]
+            ids, matrix = [self.vector_ids[r] for r in rows], self.matrix[rows]
+        if not ids:
+            return {}
+        query = np.asarray(normalize(vector), dtype=np.float32)
+        best: dict[str, float] = {}
+        for item, sim in zip(ids, (matrix @ query).tolist(), strict=True):
+            if item not in best or sim > best[item]:
+                best[item] = sim
+        if len(best) <= k:
+            return best
+        top = dict(sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))[:k])
+        top.update((i, best[i]) for i in include if i in best)
+        return top
+
+
+class ScopeCache:
+    """:class:`ScopeData` per namespace prefix, bounded by ``max_items`` (thread-safe)."""
+
+    def __init__(self, max_items: int = MAX_CACHED_ITEMS) -> None:
+        self.max_items = max_items
+        self._entries: OrderedDict[str, ScopeData] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+    def members_flow(
+        self, prefix: str, where: str, params: Sequence[Any]
+    ) -> Flow[tuple[ScopeData | None, set[str]]]:
+        """The items matching ``where`` (alias ``i``; within ``prefix``) and the prefix's data.
+
+        One statement for the members and the change counter; one more for the terms and
+        one for the vectors when the cached entry is missing or stale. ``None`` instead of
+        data when the prefix holds more items than the cache may keep.
+        """
+        under, under_params = _under("prefix", prefix)
+        rows = yield Sql(
+            f"SELECT i.id, NULL FROM {ITEMS} i WHERE {where} UNION ALL"
+            f" SELECT NULL, coalesce(sum(changes), 0) FROM {SCOPE_CHANGES} WHERE {under}",
+            [*params, *under_params],
+        )
+        version = next(int(n) for i, n in rows if i is None)
+        members = {i for i, _ in rows if i is not None}
+        with self._lock:
+            cached = self._entries.get(prefix)
+            if cached is not None and cached.version == version:
+                self._entries.move_to_end(prefix)
+                return cached, members
+        if len(members) > self.max_items:
+            return None, members
+        data = yield from self._load_flow(version, prefix)
+        if len(data.doc_len) > self.max_items:
+            return data, members  # used once, never kept
+        with self._lock:
+            self._entries[prefix] = data
+            self._entries.move_to_end(prefix)
+            total = sum(len(d.doc_len) for d in self._entries.values())
+            while total > self.max_items and len(self._entries) > 1:
+                _, gone = self._entries.popitem(last=False)
+                total -= len(gone.doc_len)
+        return data, members
+
+    def _load_flow(self, version: int, prefix: str) -> Flow[ScopeData]:
+        under, under_params = _under("i.prefix", prefix)
+        rows = yield Sql(
+            f"SELECT i.id, NULL, i.doc_len FROM {ITEMS} i WHERE {under} UNION ALL"
+            f" SELECT t.item_id, t.term, t.tf FROM {ITEMS} i CROSS JOIN {TERMS} t"
+            f" WHERE {under} AND t.item_id = i.id",
+            [*under_params, *under_params],
+        )
+        doc_len: dict[str, int] = {}
+        postings: dict[str, dict[str, int]] = {}
+        item_terms: dict[str, dict[str, int]] = {}
+        for item, term, count in rows:
+            if term is None:
+                doc_len[item] = int(count)
+            else:
+                postings.setdefault(term, {})[item] = int(count)
+                item_terms.setdefault(item, {})[term] = int(count)
+        vector_under, vector_params = _under("prefix", prefix)
+        vectors = yield Sql(
+            f"SELECT item_id, embedding FROM {VECTORS} WHERE {vector_under}", vector_params
+        )
+        kept = [r for r in vectors if r[0] in doc_len]
+        matrix = (
+            np.frombuffer(b"".join(r[1] for r in kept), dtype="<f4").reshape(len(kept), -1)
+            if kept
+            else np.zeros((0, 0), dtype=np.float32)
+        )
+        return ScopeData(version, doc_len, postings, item_terms, [r[0] for r in kept], matrix)

@@ -1,0 +1,174 @@
+"""The embedded store's scope cache: the same answers as reading the database, however the
+namespace changed and whatever the search's time.
+
+Each test compares a store whose cache is warm with what the database says now (a cache
+cleared before the search), or with the expected keys.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from langmem_tiers import TieredMemoryStore
+from langmem_tiers.long_term.store.search.scope_cache import ScopeCache
+
+from .fakes import default_index
+
+UTC = timezone.utc
+NS = ("u1", "semantic")
+TEXTS = {
+    "m1": "apple pie with cinnamon for dessert",
+    "m2": "the car engine needs new oil",
+    "m3": "jazz music in paris on friday",
+    "m4": "green tea or black coffee in the morning",
+    "m5": "apple and banana are my favourite fruit",
+    "m6": "the dog and the cat sleep in the sun",
+}
+QUERIES = ["apple", "apple fruit dessert", "engine oil", "music paris", "morning coffee"]
+
+
+def _open(path: Path) -> Any:
+    return TieredMemoryStore.from_url(f"sqlite:///{path}", index=default_index(fields=("content",)))
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "memory.db"
+
+
+@pytest.fixture
+def store(db: Path) -> Iterator[Any]:
+    with _open(db) as opened:
+        for key, text in TEXTS.items():
+            opened.put(NS, key, {"content": text})
+        yield opened
+
+
+def _cache(store: Any) -> ScopeCache:
+    cache = store.core.search.scope_cache
+    assert isinstance(cache, ScopeCache)
+    return cache
+
+
+def _answer(store: Any, query: str, **options: Any) -> dict[str, float]:
+    """The results' relevance by key: what the cached data decides (recency and access
+    counts move between two searches, so the combined score is not compared)."""
+    hits = store.search(NS, query=query, limit=4, **options)
+    return {h.key: round(h.scores["semantic"], 9) for h in hits}
+
+
+def _keys(answer: dict[str, float]) -> list[str]:
+    return sorted(answer, key=lambda k: (-answer[k], k))
+
+
+def _fresh(store: Any, query: str, **options: Any) -> dict[str, float]:
+    """What the search answers from the database alone."""
+    _cache(store).clear()
+    return _answer(store, query, **options)
+
+
+def test_warm_cache_answers_exactly_as_the_database(store: Any) -> None:
+    expected = {q: _fresh(store, q) for q in QUERIES}
+    _answer(store, QUERIES[0])  # fills the cache
+    assert {q: _answer(store, q) for q in QUERIES} == expected
+    assert len(_cache(store)._entries) == 1
+
+
+def test_search_without_cache_is_the_reference(db: Path, store: Any) -> None:
+    """The cached path ranks as the SQL path does (BM25 with feedback, dense, fusion),
+    with statistics over the search's members only: items of the namespace that it may
+    not return (superseded, no longer valid) hold the query's words too."""
+    past = (datetime.now(UTC) - timedelta(days=1)).isoformat()
+    store.put(NS, "old", {"content": "apple apple coffee paris", "status": "superseded"})
+    store.put(NS, "gone", {"content": "apple music engine", "valid_until": past})
+    cached = {q: _answer(store, q) for q in QUERIES}
+    assert all("old" not in a and "gone" not in a for a in cached.values())
+    store.core.search.scope_cache = None
+    assert {q: _answer(store, q) for q in QUERIES} == cached
+
+
+def test_writes_of_another_store_on_the_file_are_seen(db: Path, store: Any) -> None:
+    assert _keys(_answer(store, "banana"))[0] == "m5"
+    with _open(db) as other:
+        other.put(NS, "m7", {"content": "banana bread banana split banana"})
+        other.put(NS, "m5", {"content": "pears only"})
+        other.delete(NS, "m2")
+    assert _keys(_answer(store, "banana"))[0] == "m7"
+    assert "m2" not in _answer(store, "car engine")
+    assert _answer(store, "banana") == _fresh(store, "banana")
+
+
+def test_changes_by_plain_sql_are_seen(db: Path, store: Any) -> None:
+    """A change made without the store (another program, the engine's own SQL)."""
+    before = _answer(store, "apple")
+    conn = sqlite3.connect(db)
+    with conn:
+        conn.execute("DELETE FROM lmt_items WHERE key = 'm1'")
+        # The length changes without the terms (what compression does to an item).
+        conn.execute("UPDATE lmt_items SET doc_len = 40 WHERE key = 'm5'")
+    conn.close()
+    after = _answer(store, "apple")
+    assert "m1" in before
+    assert "m1" not in after
+    assert after == _fresh(store, "apple")
+
+
+def test_validity_is_applied_at_each_search_time(store: Any) -> None:
+    """The cache keeps no answer that depends on the time: the same cached namespace,
+    searched at different times, gives each time's members."""
+    now = datetime.now(UTC)
+    store.put(
+        NS,
+        "fact",
+        {
+            "content": "apple orchard visit planned",
+            "valid_from": (now - timedelta(days=10)).isoformat(),
+            "valid_until": (now - timedelta(days=1)).isoformat(),
+        },
+    )
+    current = _answer(store, "apple orchard")
+    assert "fact" not in current  # no longer valid now
+    then = now - timedelta(days=5)
+    assert _keys(_answer(store, "apple orchard", now=then))[0] == "fact"
+    assert _answer(store, "apple orchard") == current
+    assert _answer(store, "apple orchard", now=then) == _fresh(store, "apple orchard", now=then)
+
+
+def test_a_status_change_needs_no_reload_and_is_seen(store: Any) -> None:
+    _answer(store, "jazz")
+    entry = next(iter(_cache(store)._entries.values()))
+    store.put(NS, "m3", {"content": TEXTS["m3"], "status": "superseded"})
+    assert "m3" not in _answer(store, "jazz music")
+    assert _answer(store, "jazz music") == _fresh(store, "jazz music")
+    # A re-put writes the value again, so that one did move the counter.
+    assert next(iter(_cache(store)._entries.values())).version > entry.version
+
+
+def test_access_counts_do_not_invalidate(store: Any) -> None:
+    for _ in range(3):
+        _answer(store, "apple")
+    store.db.run(store.core.flush_flow())  # the buffered access counts are written
+    version = next(iter(_cache(store)._entries.values())).version
+    _answer(store, "apple")
+    assert next(iter(_cache(store)._entries.values())).version == version
+
+
+def test_value_filters_and_prefixes_use_the_members_of_the_search(store: Any) -> None:
+    store.put(NS, "tagged", {"content": "apple tart", "tag": "x"})
+    filtered = store.search(NS, query="apple", filter={"tag": "x"}, limit=5)
+    assert [h.key for h in filtered] == ["tagged"]
+    wide = store.search(("u1",), query="apple", limit=10)
+    assert {h.key for h in wide} >= {"m1", "m5", "tagged"}
+
+
+def test_the_cache_is_bounded(store: Any) -> None:
+    cache = _cache(store)
+    cache.max_items = 3  # fewer than the namespace holds: used once, never kept
+    assert _answer(store, "apple") == _fresh(store, "apple")
+    assert not cache._entries
