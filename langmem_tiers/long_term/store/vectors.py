@@ -79,8 +79,18 @@ class VectorIndex:
     #: set's members when the caller has them (see :meth:`search_flow`).
     scans_members = False
 
+    #: At most this many similarities come back from :meth:`similarity_sql`.
+    similarity_rows = 0
+
     def __init__(self, dialect: Dialect) -> None:
         self.dialect = dialect
+
+    def similarity_sql(self, vector: Sequence[float]) -> tuple[str, list[Any]] | None:
+        """A SELECT giving ``(item_id, NULL, similarity, NULL)`` for the items of a CTE ``c``
+        (column ``id``), to run in the statement that reads them; None when the index
+        cannot (it scores elsewhere). At most :attr:`similarity_rows` + 1 rows: more
+        means the caller searches the index instead."""
+        return None
 
     def setup_flow(self, dims: int) -> Flow[None]:
         for statement in self.dialect.vector_migrations(dims):
@@ -209,6 +219,17 @@ class PgVectorIndex(VectorIndex):
         super().__init__(dialect)
         self.ef_search = ef_search
         self.exact_below = exact_below
+        # A scope's similarities come back with its postings while it is small enough
+        # to score exactly (the same scan the exact search below makes).
+        self.similarity_rows = exact_below
+
+    def similarity_sql(self, vector: Sequence[float]) -> tuple[str, list[Any]] | None:
+        literal = self.dialect.vector_param(normalize(vector))
+        return (
+            "(SELECT v.item_id, NULL, 1 - (v.embedding <=> ?::vector), NULL FROM c"
+            f" JOIN {VECTORS} v ON v.item_id = c.id LIMIT ?)",
+            [literal, self.similarity_rows + 1],
+        )
 
     def search_flow(
         self,

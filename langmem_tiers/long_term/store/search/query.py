@@ -101,6 +101,9 @@ class Postings(NamedTuple):
     tf: dict[str, dict[str, int]]  # term -> item id -> frequency
     doc_len: dict[str, int]  # item id -> number of terms
     members: set[str] | None = None  # every item of the set, when asked for
+    #: Cosine similarity of every item of the set to the query vector, when the index
+    #: could answer it in the same statement (None: not asked, or the set was too large).
+    similarity: dict[str, float] | None = None
 
 
 class PreparedSearch(NamedTuple):
@@ -364,10 +367,13 @@ class StoreSearch:
         *,
         like_items: Sequence[str] = (),
         members: bool = False,
+        vector: Sequence[float] | None = None,
     ) -> Flow[Postings]:
         """The filtered set's statistics and the postings of ``terms`` within it, one statement.
 
         With ``members``, also every item of the set (for an index that scores them all).
+        With ``vector``, also every item's similarity to it, where the vector index can
+        score the set inside the statement (PostgreSQL: no separate dense round trip).
         With ``like_items``, the terms are instead those of these items (less ``terms``):
         what pseudo-relevance feedback needs, the feedback items' full term frequencies and
         the document frequencies of their terms, in the same single round trip.
@@ -377,6 +383,7 @@ class StoreSearch:
             f"WITH c AS MATERIALIZED (SELECT i.id, i.doc_len FROM {ITEMS} i WHERE {search.where})"
         )
         marks = ", ".join("?" for _ in wanted)
+        branch = None
         if like_items:
             exclude = f" AND x.term NOT IN ({marks})" if wanted else ""
             in_items, item_params = self.dialect.in_list("x.item_id", like_items)
@@ -397,21 +404,33 @@ class StoreSearch:
                 parts.append("SELECT c.id, NULL, NULL, NULL FROM c")
             if wanted:
                 parts.append(self.dialect.scope_postings_sql(TERMS, f"({marks})"))
-            rows = yield Sql(f"{scope} {' UNION ALL '.join(parts)}", [*search.params, *wanted])
+            branch = self.index.similarity_sql(vector) if vector is not None else None
+            if branch is not None:
+                parts.append(branch[0])
+            rows = yield Sql(
+                f"{scope} {' UNION ALL '.join(parts)}",
+                [*search.params, *wanted, *(branch[1] if branch else ())],
+            )
         n_docs, avgdl = 0, 0.0
         tf: dict[str, dict[str, int]] = {}
         doc_len: dict[str, int] = {}
         found: set[str] | None = set() if members else None
+        similarity: dict[str, float] | None = {} if branch is not None else None
         for item, term, count, length in rows:
             if item is None:
                 n_docs, avgdl = int(count or 0), float(length or 0.0)
-            elif term is None:
-                assert found is not None
-                found.add(item)
-            else:
+            elif term is not None:
                 tf.setdefault(term, {})[item] = int(count)
                 doc_len[item] = int(length)
-        return Postings(n_docs, avgdl, tf, doc_len, found)
+            elif count is not None:  # a similarity (best of the item's vectors)
+                assert similarity is not None
+                similarity[item] = max(float(count), similarity.get(item, -2.0))
+            else:
+                assert found is not None
+                found.add(item)
+        if similarity is not None and len(similarity) > self.index.similarity_rows:
+            similarity = None  # more than the bound: the index searches the set instead
+        return Postings(n_docs, avgdl, tf, doc_len, found, similarity)
 
     def scope_postings_flow(
         self,
@@ -421,12 +440,15 @@ class StoreSearch:
         *,
         like_items: Sequence[str] = (),
         members: bool = False,
+        vector: Sequence[float] | None = None,
     ) -> Flow[Postings]:
         """:meth:`postings_flow`, answered from a namespace's cached data when ``scope``
         (the data and the search's members) is given: the same postings, no I/O."""
         if scope is None:
             return (
-                yield from self.postings_flow(search, terms, like_items=like_items, members=members)
+                yield from self.postings_flow(
+                    search, terms, like_items=like_items, members=members, vector=vector
+                )
             )
         data, found = scope
         wanted = set(terms)
@@ -442,6 +464,7 @@ class StoreSearch:
         query: str,
         search: PreparedSearch,
         scope: tuple[ScopeData, set[str]] | None = None,
+        vector: Sequence[float] | None = None,
     ) -> Flow[tuple[dict[str, float], Postings]]:
         """BM25 with pseudo-relevance feedback: expand the query with its best hits' terms.
 
@@ -456,6 +479,7 @@ class StoreSearch:
             weights,
             scope,
             members=scope is None and self.index.in_database and self.index.scans_members,
+            vector=vector,
         )
         if not weights or found.n_docs == 0 or found.avgdl <= 0:
             return {}, found
@@ -505,7 +529,9 @@ class StoreSearch:
                 join_namespace(search.prefix), search.where, search.params
             )
             scope = None if data is None else (data, members)
-        scores, found = yield from self.lexical_flow(search.query, search, scope)
+        scores, found = yield from self.lexical_flow(
+            search.query, search, scope, None if scope is not None else vector
+        )
         weights = query_weights(search.query, search)
         # The first read holds the postings of every query term: their document frequencies.
         mass = idf_mass(weights, {t: len(found.tf.get(t, {})) for t in weights}, found.n_docs)
@@ -515,6 +541,10 @@ class StoreSearch:
         # already known.
         if scope is not None:
             dense = scope[0].dense(vector, pool, list(lex), scope[1])
+        elif found.similarity is not None:
+            sims = found.similarity
+            dense = dict(sorted(sims.items(), key=lambda kv: (-kv[1], kv[0]))[:pool])
+            dense.update((i, sims[i]) for i in lex if i in sims)
         else:
             dense = yield from self.nearest_flow(
                 vector,

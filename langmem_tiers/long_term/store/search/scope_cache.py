@@ -185,12 +185,12 @@ class ScopeCache:
         doc_len: dict[str, int] = {}
         postings: dict[str, dict[str, int]] = {}
         item_terms: dict[str, dict[str, int]] = {}
-        for item, term, count in rows:
+        for item, term, count in rows:  # SQLite gives the integer columns as ints
             if term is None:
-                doc_len[item] = int(count)
+                doc_len[item] = count
             else:
-                postings.setdefault(term, {})[item] = int(count)
-                item_terms.setdefault(item, {})[term] = int(count)
+                postings.setdefault(term, {})[item] = count
+                item_terms.setdefault(item, {})[term] = count
         vector_under, vector_params = _under("prefix", prefix)
         vectors = yield Sql(
             f"SELECT item_id, embedding FROM {VECTORS} WHERE {vector_under}", vector_params
