@@ -1,0 +1,91 @@
+"""A database made before the terms table was re-keyed upgrades in place: its terms are kept,
+one index serves them, and searches answer as before."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from langmem_tiers import TieredMemoryStore
+from langmem_tiers.sql.dialect import TERMS, Dialect, SqliteDialect
+from langmem_tiers.sql.flow import Sql, Transaction
+
+from .fakes import default_index
+
+NS = ("u1", "semantic")
+TEXTS = [
+    "apple pie with cinnamon for dessert",
+    "the car engine needs new oil",
+    "jazz music in paris on friday",
+    "green tea or black coffee in the morning",
+    "apple and banana are my favourite fruit",
+]
+#: The migrations this change appended: the terms key, then the scope change counters.
+NEW_MIGRATIONS = 2
+
+
+def _query(store: Any, sql: str) -> list[tuple[Any, ...]]:
+    def flow() -> Any:
+        return (yield Sql(sql))
+
+    def tx() -> Any:
+        return (yield Transaction(flow()))
+
+    return list(store.db.run(tx()))
+
+
+def _answers(store: Any) -> dict[str, list[str]]:
+    return {
+        q: [h.key for h in store.search(NS, query=q, limit=3)]
+        for q in ("apple", "engine oil", "morning coffee")
+    }
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_terms_survive_the_upgrade_and_searches_agree(
+    backend: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    request: pytest.FixtureRequest,
+) -> None:
+    url = (
+        request.getfixturevalue("postgres_url")
+        if backend == "postgres"
+        else f"sqlite:///{tmp_path}/memory.db"
+    )
+    full: Callable[[Dialect], list[Any]] = Dialect.migrations
+    with monkeypatch.context() as old:
+        old.setattr(Dialect, "migrations", lambda self: full(self)[:-NEW_MIGRATIONS])
+        old.setattr(SqliteDialect, "counts_scope_changes", False)
+        with TieredMemoryStore.from_url(url, index=default_index(fields=("content",))) as store:
+            for i, text in enumerate(TEXTS):
+                store.put(NS, f"m{i}", {"content": text})
+            before = _answers(store)
+            terms_before = sorted(_query(store, f"SELECT item_id, term, tf FROM {TERMS}"))
+    assert terms_before
+
+    with TieredMemoryStore.from_url(url, index=default_index(fields=("content",))) as store:
+        assert sorted(_query(store, f"SELECT item_id, term, tf FROM {TERMS}")) == terms_before
+        assert _answers(store) == before
+        if backend == "sqlite":
+            (sql,) = _query(store, f"SELECT sql FROM sqlite_master WHERE name = '{TERMS}'")[0]
+            assert "WITHOUT ROWID" in sql
+            indexes = _query(
+                store,
+                f"SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = '{TERMS}'",
+            )
+            assert [name for (name,) in indexes if not name.startswith("sqlite_autoindex")] == []
+        else:
+            indexes = _query(
+                store,
+                "SELECT indexdef FROM pg_indexes"
+                f" WHERE tablename = '{TERMS}' AND schemaname = current_schema()",
+            )
+            assert len(indexes) == 1
+            assert "(item_id, term) INCLUDE (tf)" in indexes[0][0]
+        # A write after the upgrade goes to the new key.
+        store.put(NS, "m9", {"content": "apple crumble"})
+        assert "m9" in [h.key for h in store.search(NS, query="apple crumble", limit=3)]
