@@ -319,11 +319,11 @@ class Dialect:
     #: search may cache a namespace's terms and vectors in process.
     counts_scope_changes = False
 
-    def scope_change_migration(self) -> list[str]:
+    def scope_change_migration(self) -> list[MigrationStep]:
         """Statements that keep a change counter per namespace (none: no counter)."""
         return []
 
-    def terms_key_migration(self) -> list[str]:
+    def terms_key_migration(self) -> list[MigrationStep]:
         """Statements re-keying the terms table on (item_id, term), with no second index.
 
         SQLite cannot change a primary key in place: the table is rebuilt WITHOUT ROWID,
@@ -577,7 +577,7 @@ class SqliteDialect(Dialect):
     name = "sqlite"
     counts_scope_changes = True
 
-    def scope_change_migration(self) -> list[str]:
+    def scope_change_migration(self) -> list[MigrationStep]:
         # Triggers, so every writer counts: this process, others, and the engine's own SQL.
         # An update counts when it may change what the cache keeps (an item's terms and
         # vectors are only written with a change of its value or length). Statuses,
@@ -765,7 +765,7 @@ class PostgresDialect(Dialect):
             f" OFFSET 0) t WHERE t.term IN {term_set}"
         )
 
-    def terms_key_migration(self) -> list[str]:
+    def terms_key_migration(self) -> list[MigrationStep]:
         # One index with tf as an included column: the per-item range read stays
         # index-only, and a write maintains one B-tree instead of two.
         return [

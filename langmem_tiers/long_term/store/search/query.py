@@ -264,7 +264,7 @@ class StoreSearch:
         # Where the database counts changes per namespace and vectors are scored in
         # process, a namespace's terms and vectors are kept between searches.
         self.scope_cache: ScopeCache | None = (
-            ScopeCache()
+            ScopeCache(dialect)
             if dialect.counts_scope_changes and index.in_database and index.scans_members
             else None
         )

@@ -20,7 +20,8 @@ columns do not move the counter: they are read with the result rows, never cache
 
 Example::
 
-    >>> cache = ScopeCache(max_items=1_000)
+    >>> from langmem_tiers.sql.dialect import SqliteDialect
+    >>> cache = ScopeCache(SqliteDialect(), max_items=1_000)
     >>> cache.max_items
     1000
 """
@@ -35,25 +36,13 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from langmem_tiers.long_term.store.vectors import normalize
-from langmem_tiers.sql.dialect import ITEMS, SCOPE_CHANGES, TERMS, VECTORS
+from langmem_tiers.sql.dialect import ITEMS, SCOPE_CHANGES, TERMS, VECTORS, Dialect
 from langmem_tiers.sql.flow import Flow, Sql
 
 __all__ = ["MAX_CACHED_ITEMS", "ScopeCache", "ScopeData"]
 
 #: Items kept over all cached prefixes; the least recently searched prefixes leave first.
 MAX_CACHED_ITEMS = 200_000
-
-
-def _under(column: str, prefix: str) -> tuple[str, list[str]]:
-    """Rows whose namespace ``column`` is ``prefix`` or below it (all rows for ``""``)."""
-    if not prefix:
-        return "1 = 1", []
-    # Below means prefix plus "." and more labels; "/" sorts right after ".".
-    return f"({column} = ? OR ({column} > ? AND {column} < ?))", [
-        prefix,
-        prefix + ".",
-        prefix + "/",
-    ]
 
 
 class ScopeData(NamedTuple):
@@ -129,7 +118,8 @@ class ScopeData(NamedTuple):
 class ScopeCache:
     """:class:`ScopeData` per namespace prefix, bounded by ``max_items`` (thread-safe)."""
 
-    def __init__(self, max_items: int = MAX_CACHED_ITEMS) -> None:
+    def __init__(self, dialect: Dialect, max_items: int = MAX_CACHED_ITEMS) -> None:
+        self.dialect = dialect
         self.max_items = max_items
         self._entries: OrderedDict[str, ScopeData] = OrderedDict()
         self._lock = threading.Lock()
@@ -147,7 +137,7 @@ class ScopeCache:
         one for the vectors when the cached entry is missing or stale. ``None`` instead of
         data when the prefix holds more items than the cache may keep.
         """
-        under, under_params = _under("prefix", prefix)
+        under, under_params = self._under("prefix", prefix)
         rows = yield Sql(
             f"SELECT i.id, NULL FROM {ITEMS} i WHERE {where} UNION ALL"
             f" SELECT NULL, coalesce(sum(changes), 0) FROM {SCOPE_CHANGES} WHERE {under}",
@@ -174,8 +164,12 @@ class ScopeCache:
                 total -= len(gone.doc_len)
         return data, members
 
+    def _under(self, column: str, prefix: str) -> tuple[str, list[str]]:
+        """Rows whose namespace ``column`` is ``prefix`` or below it (all rows for ``""``)."""
+        return self.dialect.under_namespace_sql(column, prefix) if prefix else ("1 = 1", [])
+
     def _load_flow(self, version: int, prefix: str) -> Flow[ScopeData]:
-        under, under_params = _under("i.prefix", prefix)
+        under, under_params = self._under("i.prefix", prefix)
         rows = yield Sql(
             f"SELECT i.id, NULL, i.doc_len FROM {ITEMS} i WHERE {under} UNION ALL"
             f" SELECT t.item_id, t.term, t.tf FROM {ITEMS} i CROSS JOIN {TERMS} t"
@@ -191,7 +185,7 @@ class ScopeCache:
             else:
                 postings.setdefault(term, {})[item] = count
                 item_terms.setdefault(item, {})[term] = count
-        vector_under, vector_params = _under("prefix", prefix)
+        vector_under, vector_params = self._under("prefix", prefix)
         vectors = yield Sql(
             f"SELECT item_id, embedding FROM {VECTORS} WHERE {vector_under}", vector_params
         )
