@@ -324,12 +324,14 @@ class Dialect:
         return []
 
     def terms_key_migration(self) -> list[MigrationStep]:
-        """Statements re-keying the terms table on (item_id, term), with no second index.
+        """Statements re-keying the terms table on (item_id, term), with no second index
+        (idempotent: running them again on a re-keyed table changes nothing).
 
         SQLite cannot change a primary key in place: the table is rebuilt WITHOUT ROWID,
         so the key is the table (tf is stored in the key's B-tree, read without a look-up).
         """
         return [
+            f"DROP TABLE IF EXISTS {TERMS}_by_item",
             f"""CREATE TABLE {TERMS}_by_item (
                 item_id TEXT NOT NULL REFERENCES {ITEMS} (id) ON DELETE CASCADE,
                 term TEXT NOT NULL,
@@ -588,12 +590,13 @@ class SqliteDialect(Dialect):
             " ON CONFLICT (prefix) DO UPDATE SET changes = changes + 1;"
         )
         return [
-            f"CREATE TABLE {SCOPE_CHANGES} (prefix TEXT PRIMARY KEY, changes INTEGER NOT NULL)",
-            f"CREATE TRIGGER {SCOPE_CHANGES}_insert AFTER INSERT ON {ITEMS}"
+            f"CREATE TABLE IF NOT EXISTS {SCOPE_CHANGES}"
+            " (prefix TEXT PRIMARY KEY, changes INTEGER NOT NULL)",
+            f"CREATE TRIGGER IF NOT EXISTS {SCOPE_CHANGES}_insert AFTER INSERT ON {ITEMS}"
             f" BEGIN {bump.format(row='NEW')} END",
-            f"CREATE TRIGGER {SCOPE_CHANGES}_delete AFTER DELETE ON {ITEMS}"
+            f"CREATE TRIGGER IF NOT EXISTS {SCOPE_CHANGES}_delete AFTER DELETE ON {ITEMS}"
             f" BEGIN {bump.format(row='OLD')} END",
-            f"CREATE TRIGGER {SCOPE_CHANGES}_update"
+            f"CREATE TRIGGER IF NOT EXISTS {SCOPE_CHANGES}_update"
             f" AFTER UPDATE OF id, prefix, value, doc_len ON {ITEMS}"
             f" BEGIN {bump.format(row='OLD')} {bump.format(row='NEW')} END",
         ]
@@ -769,8 +772,11 @@ class PostgresDialect(Dialect):
         # One index with tf as an included column: the per-item range read stays
         # index-only, and a write maintains one B-tree instead of two.
         return [
-            f"ALTER TABLE {TERMS} DROP CONSTRAINT {TERMS}_pkey",
-            f"DROP INDEX {TERMS}_item_term",
+            # The id migration before this one defers the foreign keys; their pending
+            # checks are run now, since a table with pending trigger events cannot be altered.
+            "SET CONSTRAINTS ALL IMMEDIATE",
+            f"ALTER TABLE {TERMS} DROP CONSTRAINT IF EXISTS {TERMS}_pkey",
+            f"DROP INDEX IF EXISTS {TERMS}_item_term",
             f"ALTER TABLE {TERMS} ADD CONSTRAINT {TERMS}_pkey PRIMARY KEY (item_id, term)"
             " INCLUDE (tf)",
         ]
