@@ -58,9 +58,9 @@ from langmem_tiers.sql.dialect import (
     STM_MESSAGES,
     STM_SESSIONS,
     Dialect,
-    migrate_flow,
 )
 from langmem_tiers.sql.flow import Flow, Sql, SqlMany, Transaction
+from langmem_tiers.sql.migrations import migrate_flow
 
 __all__ = ["SqlMessageLog", "open_message_log"]
 

@@ -7,6 +7,7 @@ and applies the schema migrations. :func:`open_connection` opens a connection fr
 
 Example:
     >>> db = Database(open_connection("sqlite:///:memory:"))
+    >>> from langmem_tiers.sql.migrations import current_version_flow, migrate_flow
     >>> db.run(migrate_flow(db.dialect))
     >>> db.run(current_version_flow(db.dialect)) >= 1
     True
@@ -32,19 +33,11 @@ from langmem_tiers.errors import (
     MissingDependencyError,
 )
 from langmem_tiers.sql.backends import AsyncPostgresIO, PostgresIO, SqliteIO
-from langmem_tiers.sql.dialect import (
-    Dialect,
-    PostgresDialect,
-    SqliteDialect,
-    current_version_flow,
-    migrate_flow,
-)
+from langmem_tiers.sql.dialect import Dialect, PostgresDialect, SqliteDialect
 from langmem_tiers.sql.flow import Flow, arun, run
 
 __all__ = [
     "Database",
-    "current_version_flow",
-    "migrate_flow",
     "open_async_connection",
     "open_connection",
     "parse_url",

@@ -25,6 +25,7 @@ from langmem_tiers.long_term.store.scope import namespace_for
 from langmem_tiers.long_term.store.store import DEFAULT_QDRANT_COLLECTION
 from langmem_tiers.sql.flow import Flow, Sql, Transaction
 from langmem_tiers.sql.item_ids import ID_MAP, item_id, rekey_items_flow
+from langmem_tiers.sql.migrations import migrations as all_migrations
 
 from .fakes import DIMS, WordEmbeddings
 
@@ -119,7 +120,7 @@ def _table_exists(store: TieredMemoryStore, table: str) -> Flow[bool]:
 
 def _rekey_version(store: TieredMemoryStore) -> int:
     """The schema version the id migration brings a database to."""
-    migrations = store.db.dialect.migrations()
+    migrations = all_migrations(store.db.dialect)
     found = [n for n, steps in enumerate(migrations, start=1) if any(callable(s) for s in steps)]
     assert len(found) == 1
     return found[0]

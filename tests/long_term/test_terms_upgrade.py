@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from langmem_tiers import TieredMemoryStore
+from langmem_tiers.sql import migrations as schema
 from langmem_tiers.sql.dialect import TERMS, Dialect, SqliteDialect
 from langmem_tiers.sql.flow import Sql, Transaction
 
@@ -56,9 +57,9 @@ def test_terms_survive_the_upgrade_and_searches_agree(
         if backend == "postgres"
         else f"sqlite:///{tmp_path}/memory.db"
     )
-    full: Callable[[Dialect], list[Any]] = Dialect.migrations
+    full: Callable[[Dialect], list[Any]] = schema.migrations
     with monkeypatch.context() as old:
-        old.setattr(Dialect, "migrations", lambda self: full(self)[:-NEW_MIGRATIONS])
+        old.setattr(schema, "migrations", lambda dialect: full(dialect)[:-NEW_MIGRATIONS])
         old.setattr(SqliteDialect, "counts_scope_changes", False)
         with TieredMemoryStore.from_url(url, index=default_index(fields=("content",))) as store:
             for i, text in enumerate(TEXTS):

@@ -56,8 +56,8 @@ from langmem_tiers.short_term.presets import build_memory, build_policy
 from langmem_tiers.short_term.records import MessageRecord, parse_message_id
 from langmem_tiers.short_term.sql_log import SqlMessageLog
 from langmem_tiers.sql import backends
-from langmem_tiers.sql.database import current_version_flow
 from langmem_tiers.sql.flow import Flow, Sql
+from langmem_tiers.sql.migrations import current_version_flow, migrations
 
 __all__ = [
     "BACKENDS",
@@ -459,7 +459,7 @@ def _check_jsonl_files(directory: Path) -> None:
 
 
 def _check_migrations(store: TieredMemoryStore) -> None:
-    expected = len(store.db.dialect.migrations())
+    expected = len(migrations(store.db.dialect))
     before = store.db.run(current_version_flow(store.db.dialect))
     assert before == expected, f"schema at version {before} after a crash, expected {expected}"
     store.setup()

@@ -14,8 +14,10 @@ from langmem_tiers.errors import InvalidNamespaceError
 from langmem_tiers.short_term.history import TieredChatMessageHistory
 from langmem_tiers.short_term.records import MessageDraft, draft_from_message
 from langmem_tiers.short_term.sql_log import SqlMessageLog
+from langmem_tiers.sql import migrations as schema
 from langmem_tiers.sql.database import Database
-from langmem_tiers.sql.dialect import STM_MESSAGES, STM_SESSIONS, SqliteDialect, migrate_flow
+from langmem_tiers.sql.dialect import STM_MESSAGES, STM_SESSIONS, SqliteDialect
+from langmem_tiers.sql.migrations import migrate_flow
 
 from .conftest import LogFactory, TwinOf
 
@@ -82,13 +84,20 @@ async def test_a_history_given_a_user_id_tags_what_it_stores(
     assert [r.user_id for r in await shared.read("chat-3")] == [None]
 
 
-def test_a_message_table_from_before_user_ids_is_upgraded(tmp_path: Path) -> None:
+def test_a_message_table_from_before_user_ids_is_upgraded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     conn = sqlite3.connect(tmp_path / "old.db", check_same_thread=False, isolation_level=None)
     db = Database(conn)
-    older = SqliteDialect()
-    newest = older.migrations()
-    older.migrations = lambda: newest[:-1]  # type: ignore[method-assign]
-    db.run(migrate_flow(older))
+    every = schema.migrations(SqliteDialect())
+    adds_user_id = next(
+        i
+        for i, steps in enumerate(every)
+        if any(isinstance(s, str) and "ADD COLUMN user_id" in s for s in steps)
+    )
+    with monkeypatch.context() as patch:  # the schema as it was before that migration
+        patch.setattr(schema, "migrations", lambda dialect: every[:adds_user_id])
+        db.run(migrate_flow(SqliteDialect()))
     columns = "session_id, seq, role, content, required_tier_level, created_at, extra"
     conn.execute(f"INSERT INTO {STM_SESSIONS} (session_id, last_seq) VALUES ('s1', 1)")
     conn.execute(

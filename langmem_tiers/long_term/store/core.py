@@ -65,8 +65,9 @@ from langmem_tiers.long_term.store.writes import (
     WriteNote,
     prepare_put,
 )
-from langmem_tiers.sql.dialect import ITEMS, META, Dialect, migrate_flow
+from langmem_tiers.sql.dialect import ITEMS, META, Dialect
 from langmem_tiers.sql.flow import Flow, Sql, Transaction
+from langmem_tiers.sql.migrations import migrate_flow
 
 __all__ = ["ENGINE_COLUMNS", "RankedItem", "StoreCore", "WriteNote"]
 
