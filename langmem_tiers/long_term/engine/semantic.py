@@ -370,15 +370,7 @@ def _update(
     vectors: dict[str, list[float]],
     at: datetime,
 ) -> Flow[Memory]:
-    target = yield from scoped_memory_flow(
-        core.dialect, scope_label, memory_id, kinds=["semantic"], lock=True
-    )
-    if target.status != "active":
-        where = target.value.get("superseded_by")
-        hint = f"; update {where}, which superseded it" if where else ""
-        raise ValidationError(
-            f"memory {memory_id} is {target.status}; only active memories get new versions{hint}."
-        )
+    target = yield from _active_semantic_flow(core, scope_label, memory_id)
     value = dict(target.value)
     value["content"] = content
     if confidence is not None:
@@ -412,6 +404,12 @@ def _revise(
     vectors: dict[str, list[float]],
     at: datetime,
 ) -> Flow[Memory]:
+    target = yield from _active_semantic_flow(core, scope_label, memory_id)
+    return (yield from _new_version_flow(core, target, value, reason, vectors, at))
+
+
+def _active_semantic_flow(core: StoreCore, scope_label: str, memory_id: str) -> Flow[Memory]:
+    """The semantic memory to give a new version, locked; a ValidationError unless active."""
     target = yield from scoped_memory_flow(
         core.dialect, scope_label, memory_id, kinds=["semantic"], lock=True
     )
@@ -422,7 +420,7 @@ def _revise(
             f"memory {memory_id} (key {target.key!r}) is {target.status}; only active "
             f"memories get new versions{hint}."
         )
-    return (yield from _new_version_flow(core, target, value, reason, vectors, at))
+    return target
 
 
 def _new_version_flow(
