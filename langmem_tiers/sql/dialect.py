@@ -30,6 +30,9 @@ __all__ = [
 
 ITEMS = "lmt_items"
 TERMS = "lmt_terms"
+#: What joins an item's terms and frequencies packed into one text. The analyzer's terms
+#: are letters, digits, marks and apostrophes: never a control character.
+TERM_SEPARATOR = "\x1f"
 VECTORS = "lmt_vectors"
 META = "lmt_meta"
 MIGRATIONS = "lmt_migrations"
@@ -129,6 +132,10 @@ class Dialect:
 
     def scope_change_migration(self) -> list[MigrationStep]:
         """Statements that keep a change counter per namespace (none: no counter)."""
+        return []
+
+    def live_items_index_migration(self) -> list[MigrationStep]:
+        """Statements for an index that answers a search's members (none by default)."""
         return []
 
     def terms_key_migration(self) -> list[MigrationStep]:
@@ -256,6 +263,14 @@ class Dialect:
     #: Appended to a SELECT that reads rows the transaction will change: row locks where
     #: writers run concurrently (SQLite's write transaction already serialises them).
     for_update: str = ""
+
+    def packed_terms_sql(self, item: str) -> str:
+        """An expression of the terms of item ``item`` (an id column) as one text:
+        ``term``, ``tf``, ``term``, ``tf``... joined by :data:`TERM_SEPARATOR` (NULL: none)."""
+        return (
+            f"(SELECT group_concat(t.term || char(31) || t.tf, char(31)) FROM {TERMS} t"
+            f" WHERE t.item_id = {item})"
+        )
 
     def scope_postings_sql(self, terms_table: str, term_set: str) -> str:
         """The terms rows (``t``) of the items of CTE ``c`` whose term is ``IN term_set``.
@@ -386,6 +401,16 @@ class SqliteDialect(Dialect):
 
     name = "sqlite"
     counts_scope_changes = True
+
+    def live_items_index_migration(self) -> list[MigrationStep]:
+        # Every search first reads which items of its namespace it may return (status,
+        # validity, expiry) and their lengths; with every column it reads in the index, that
+        # is one range of one index instead of a table row per item (5x faster at a
+        # thousand items per namespace).
+        return [
+            f"CREATE INDEX {ITEMS}_live ON {ITEMS}"
+            " (prefix, status, id, valid_from, valid_until, expires_at, doc_len)"
+        ]
 
     def scope_change_migration(self) -> list[MigrationStep]:
         # Triggers, so every writer counts: this process, others, and the engine's own SQL.
@@ -566,6 +591,12 @@ class PostgresDialect(Dialect):
         return f'{expr} COLLATE "C"'
 
     for_update = " FOR UPDATE"
+
+    def packed_terms_sql(self, item: str) -> str:
+        return (
+            f"(SELECT string_agg(t.term || chr(31) || t.tf, chr(31)) FROM {TERMS} t"
+            f" WHERE t.item_id = {item})"
+        )
 
     def scope_postings_sql(self, terms_table: str, term_set: str) -> str:
         # A LATERAL subquery fenced by OFFSET 0 keeps the per-item range read whatever the

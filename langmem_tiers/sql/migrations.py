@@ -222,6 +222,8 @@ def migrations(dialect: Dialect) -> list[list[MigrationStep]]:
         # A change counter per namespace, for searches that keep a namespace's terms
         # and vectors in process (long_term/store/search/scope_cache.py).
         dialect.scope_change_migration(),
+        # Which items of a namespace a search may return, read from one index alone.
+        dialect.live_items_index_migration(),
     ]
 
 

@@ -172,3 +172,30 @@ def test_the_cache_is_bounded(store: Any) -> None:
     cache.max_items = 3  # fewer than the namespace holds: used once, never kept
     assert _answer(store, "apple") == _fresh(store, "apple")
     assert not cache._entries
+
+
+def test_dense_top_k_keeps_ties_in_id_order() -> None:
+    """The partial sort picks the same top k as sorting every item by (-similarity, id),
+    ties at the k-th value included, and scores the requested extra items."""
+    import numpy as np
+
+    from langmem_tiers.long_term.store.search.scope_cache import ScopeData
+
+    rng = np.random.default_rng(3)
+    # Few distinct directions, so many items tie.
+    directions = rng.normal(size=(4, 8)).astype(np.float32)
+    directions /= np.linalg.norm(directions, axis=1, keepdims=True)
+    ids = [f"i{n:03d}" for n in rng.permutation(60)]
+    matrix = directions[rng.integers(0, 4, size=60)]
+    data = ScopeData(1, dict.fromkeys(ids, 1), {}, ids, matrix)
+    query = directions[0].tolist()
+    sims = dict(zip(ids, (matrix @ directions[0]).tolist(), strict=True))
+    expected = dict(sorted(sims.items(), key=lambda kv: (-kv[1], kv[0]))[:7])
+    extra = [i for i in ids if i not in expected][:3]
+    got = data.dense(query, 7, extra, set(ids))
+    assert list(got)[:7] == list(expected)
+    assert got == pytest.approx({**expected, **{i: sims[i] for i in extra}}, abs=1e-6)
+    some = set(ids[:30])
+    subset = {i: s for i, s in sims.items() if i in some}
+    top = dict(sorted(subset.items(), key=lambda kv: (-kv[1], kv[0]))[:5])
+    assert data.dense(query, 5, [], some) == pytest.approx(top, abs=1e-6)

@@ -13,6 +13,7 @@ hybrid ranking.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Collection, Iterable, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
@@ -120,6 +121,11 @@ class PreparedSearch(NamedTuple):
     reference: datetime | None = None  # the search's time: options' as_of or now, else None
     time_query: TimeQuery | None = None
     refresh_ttl: bool = False  # extend the TTL of the items returned
+
+
+def _best_first(scored: tuple[str, float]) -> tuple[float, str]:
+    """Sort key of ``(item, score)``: highest score first, ties by id."""
+    return -scored[1], scored[0]
 
 
 def item_from_row(dialect: Dialect, row: Sequence[Any]) -> Item:
@@ -485,7 +491,7 @@ class StoreSearch:
             return {}, found
         first = bm25.score_postings(weights, found.n_docs, found.avgdl, found.tf, found.doc_len)
         if found.n_docs >= bm25.PRF_MIN_DOCS:
-            best = sorted(first.items(), key=lambda kv: (-kv[1], kv[0]))[: bm25.PRF_DOCS]
+            best = heapq.nsmallest(bm25.PRF_DOCS, first.items(), key=_best_first)
             feedback = [(i, s) for i, s in best if s > 0]
         else:
             feedback = []
@@ -535,7 +541,7 @@ class StoreSearch:
         weights = query_weights(search.query, search)
         # The first read holds the postings of every query term: their document frequencies.
         mass = idf_mass(weights, {t: len(found.tf.get(t, {})) for t in weights}, found.n_docs)
-        lex = dict(sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:pool])
+        lex = dict(heapq.nsmallest(pool, scores.items(), key=_best_first))
         # Complete both score maps over the union, so fusion compares like with like: the
         # index scores the lexical candidates in the same call, and every item's BM25 is
         # already known.
@@ -543,7 +549,7 @@ class StoreSearch:
             dense = scope[0].dense(vector, pool, list(lex), scope[1])
         elif found.similarity is not None:
             sims = found.similarity
-            dense = dict(sorted(sims.items(), key=lambda kv: (-kv[1], kv[0]))[:pool])
+            dense = dict(heapq.nsmallest(pool, sims.items(), key=_best_first))
             dense.update((i, sims[i]) for i in lex if i in sims)
         else:
             dense = yield from self.nearest_flow(

@@ -31,12 +31,12 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Collection, Iterable, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
 from langmem_tiers.long_term.store.vectors import normalize
-from langmem_tiers.sql.dialect import ITEMS, SCOPE_CHANGES, TERMS, VECTORS, Dialect
+from langmem_tiers.sql.dialect import ITEMS, SCOPE_CHANGES, TERM_SEPARATOR, VECTORS, Dialect
 from langmem_tiers.sql.flow import Flow, Sql
 
 __all__ = ["MAX_CACHED_ITEMS", "ScopeCache", "ScopeData"]
@@ -45,15 +45,39 @@ __all__ = ["MAX_CACHED_ITEMS", "ScopeCache", "ScopeData"]
 MAX_CACHED_ITEMS = 200_000
 
 
-class ScopeData(NamedTuple):
-    """The terms, lengths and vectors of every item under one namespace prefix."""
+class ScopeData:
+    """The terms, lengths and vectors of every item under one namespace prefix.
 
-    version: int
-    doc_len: dict[str, int]  # every item under the prefix -> its number of terms
-    postings: dict[str, dict[str, int]]  # term -> item -> frequency
-    item_terms: dict[str, dict[str, int]]  # item -> term -> frequency
-    vector_ids: list[str]  # the item of each row of ``matrix``
-    matrix: np.ndarray  # unit float32 vectors
+    The inverted lists are built per term on first use, not at load: a search needs the
+    postings of a few dozen terms, while building them all for a large namespace costs
+    more than the search itself. Two threads building one term's list build the same one.
+    """
+
+    __slots__ = ("_postings", "_row_of", "doc_len", "item_terms", "matrix", "vector_ids", "version")
+
+    def __init__(
+        self,
+        version: int,
+        doc_len: dict[str, int],
+        item_terms: dict[str, dict[str, int]],
+        vector_ids: list[str],
+        matrix: np.ndarray,
+    ) -> None:
+        self.version = version
+        self.doc_len = doc_len  # every item under the prefix -> its number of terms
+        self.item_terms = item_terms  # item -> term -> frequency (items with terms)
+        self.vector_ids = vector_ids  # the item of each row of ``matrix``
+        self.matrix = matrix  # unit float32 vectors
+        self._postings: dict[str, dict[str, int]] = {}
+        self._row_of = {item: row for row, item in enumerate(vector_ids)}
+
+    def posting(self, term: str) -> dict[str, int]:
+        """Item -> frequency of ``term`` over every item under the prefix."""
+        found = self._postings.get(term)
+        if found is None:
+            found = {i: tf[term] for i, tf in self.item_terms.items() if term in tf}
+            self._postings[term] = found
+        return found
 
     def covers(self, members: Collection[str]) -> bool:
         """Whether ``members`` (a subset of the prefix's items) are all of them."""
@@ -72,12 +96,12 @@ class ScopeData(NamedTuple):
         tf: dict[str, dict[str, int]] = {}
         doc_len: dict[str, int] = {}
         for term in terms:
-            by_item = self.postings.get(term)
+            by_item = self.posting(term)
             if not by_item:
                 continue
-            kept = by_item if full else {i: n for i, n in by_item.items() if i in members}
+            kept = dict(by_item) if full else {i: n for i, n in by_item.items() if i in members}
             if kept:
-                tf[term] = dict(kept)
+                tf[term] = kept
                 for item in kept:
                     doc_len[item] = self.doc_len[item]
         return tf, doc_len
@@ -103,16 +127,36 @@ class ScopeData(NamedTuple):
             ids, matrix = [self.vector_ids[r] for r in rows], self.matrix[rows]
         if not ids:
             return {}
-        query = np.asarray(normalize(vector), dtype=np.float32)
-        best: dict[str, float] = {}
-        for item, sim in zip(ids, (matrix @ query).tolist(), strict=True):
-            if item not in best or sim > best[item]:
-                best[item] = sim
-        if len(best) <= k:
-            return best
-        top = dict(sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))[:k])
-        top.update((i, best[i]) for i in include if i in best)
-        return top
+        sims = matrix @ np.asarray(normalize(vector), dtype=np.float32)
+        if len(self._row_of) != len(self.vector_ids):
+            return _best_per_item(ids, sims.tolist(), k, include)
+        # One vector per item (a single indexed field): the top k come from a partial
+        # sort, ties at the k-th value all kept so the order by (-similarity, id) decides.
+        if len(ids) <= k:
+            return dict(zip(ids, sims.tolist(), strict=True))
+        kth = np.partition(sims, len(sims) - k)[len(sims) - k]
+        chosen = sorted((-float(sims[r]), ids[r]) for r in np.flatnonzero(sims >= kth).tolist())
+        best = {item: -negated for negated, item in chosen[:k]}
+        wanted = [i for i in include if i not in best and i in members and i in self._row_of]
+        if wanted:
+            at = self._row_of if ids is self.vector_ids else {i: r for r, i in enumerate(ids)}
+            best.update((i, float(sims[at[i]])) for i in wanted)
+        return best
+
+
+def _best_per_item(
+    ids: Sequence[str], sims: Sequence[float], k: int, include: Sequence[str]
+) -> dict[str, float]:
+    """The best similarity of each item over its rows: the top ``k`` and ``include``."""
+    best: dict[str, float] = {}
+    for item, sim in zip(ids, sims, strict=True):
+        if item not in best or sim > best[item]:
+            best[item] = sim
+    if len(best) <= k:
+        return best
+    top = dict(sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))[:k])
+    top.update((i, best[i]) for i in include if i in best)
+    return top
 
 
 class ScopeCache:
@@ -170,21 +214,20 @@ class ScopeCache:
 
     def _load_flow(self, version: int, prefix: str) -> Flow[ScopeData]:
         under, under_params = self._under("i.prefix", prefix)
+        # One row per item, its terms packed by the database: a namespace of a thousand
+        # items has tens of thousands of term rows, each a Python tuple if read one by one.
         rows = yield Sql(
-            f"SELECT i.id, NULL, i.doc_len FROM {ITEMS} i WHERE {under} UNION ALL"
-            f" SELECT t.item_id, t.term, t.tf FROM {ITEMS} i CROSS JOIN {TERMS} t"
-            f" WHERE {under} AND t.item_id = i.id",
-            [*under_params, *under_params],
+            f"SELECT i.id, i.doc_len, {self.dialect.packed_terms_sql('i.id')}"
+            f" FROM {ITEMS} i WHERE {under}",
+            under_params,
         )
         doc_len: dict[str, int] = {}
-        postings: dict[str, dict[str, int]] = {}
         item_terms: dict[str, dict[str, int]] = {}
-        for item, term, count in rows:  # SQLite gives the integer columns as ints
-            if term is None:
-                doc_len[item] = count
-            else:
-                postings.setdefault(term, {})[item] = count
-                item_terms.setdefault(item, {})[term] = count
+        for item, length, packed in rows:
+            doc_len[item] = length
+            if packed:
+                fields = packed.split(TERM_SEPARATOR)
+                item_terms[item] = dict(zip(fields[::2], map(int, fields[1::2]), strict=True))
         vector_under, vector_params = self._under("prefix", prefix)
         vectors = yield Sql(
             f"SELECT item_id, embedding FROM {VECTORS} WHERE {vector_under}", vector_params
@@ -195,4 +238,4 @@ class ScopeCache:
             if kept
             else np.zeros((0, 0), dtype=np.float32)
         )
-        return ScopeData(version, doc_len, postings, item_terms, [r[0] for r in kept], matrix)
+        return ScopeData(version, doc_len, item_terms, [r[0] for r in kept], matrix)
