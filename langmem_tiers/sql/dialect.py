@@ -217,6 +217,14 @@ class Dialect:
             json.dumps(list(values), ensure_ascii=False, separators=(",", ":"))
         ]
 
+    def not_indexed(self, expr: str) -> str:
+        """``expr`` as the planner may not look it up in an index.
+
+        SQLite without statistics prefers an index on an equality over a covering index
+        on a range, and a unary ``+`` takes the column out of that choice.
+        """
+        return f"+{expr}"
+
     # -- byte order ------------------------------------------------------------------------
     def bytewise(self, expr: str) -> str:
         """``expr`` (text) compared in byte order, whatever the database's collation.
@@ -404,12 +412,12 @@ class SqliteDialect(Dialect):
 
     def live_items_index_migration(self) -> list[MigrationStep]:
         # Every search first reads which items of its namespace it may return (status,
-        # validity, expiry) and their lengths; with every column it reads in the index, that
-        # is one range of one index instead of a table row per item (5x faster at a
-        # thousand items per namespace).
+        # validity, expiry; the engine also asks for scope and kind) and their lengths; with
+        # every column it reads in the index, that is one range of one index instead of a
+        # table row per item (5x faster at a thousand items per namespace).
         return [
-            f"CREATE INDEX {ITEMS}_live ON {ITEMS}"
-            " (prefix, status, id, valid_from, valid_until, expires_at, doc_len)"
+            f"CREATE INDEX IF NOT EXISTS {ITEMS}_live ON {ITEMS} (prefix, status, id,"
+            " valid_from, valid_until, expires_at, doc_len, scope, kind)"
         ]
 
     def scope_change_migration(self) -> list[MigrationStep]:
@@ -591,6 +599,9 @@ class PostgresDialect(Dialect):
         return f'{expr} COLLATE "C"'
 
     for_update = " FOR UPDATE"
+
+    def not_indexed(self, expr: str) -> str:
+        return expr
 
     def packed_terms_sql(self, item: str) -> str:
         return (

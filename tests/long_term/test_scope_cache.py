@@ -13,6 +13,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from langmem_tiers import TieredMemoryStore
@@ -199,3 +200,17 @@ def test_dense_top_k_keeps_ties_in_id_order() -> None:
     subset = {i: s for i, s in sims.items() if i in some}
     top = dict(sorted(subset.items(), key=lambda kv: (-kv[1], kv[0]))[:5])
     assert data.dense(query, 5, [], some) == pytest.approx(top, abs=1e-6)
+
+
+def test_inverted_lists_built_at_once_answer_as_those_built_per_term() -> None:
+    from langmem_tiers.long_term.store.search.scope_cache import LAZY_TERMS, ScopeData
+
+    terms = {f"i{n}": {f"t{(n * k) % 97}": k for k in range(1, 6)} for n in range(50)}
+    data = ScopeData(1, dict.fromkeys(terms, 15), terms, [], np.zeros((0, 0), dtype=np.float32))
+    expected = {
+        f"t{t}": {i: tf[f"t{t}"] for i, tf in terms.items() if f"t{t}" in tf} for t in range(98)
+    }
+    got = {term: data.posting(term) for term in expected}  # past LAZY_TERMS: all at once
+    assert len(expected) > LAZY_TERMS
+    assert got == expected
+    assert data.posting("absent") == {}

@@ -459,7 +459,12 @@ class Operations:
             )
             return found
         d = self.core.dialect
-        where = f"i.scope = ? AND i.kind IN ({', '.join('?' for _ in wanted)})"
+        # The namespace prefix selects the scope's items through the index that also
+        # answers the search's other conditions; scope and kind only filter them.
+        where = (
+            f"{d.not_indexed('i.scope')} = ?"
+            f" AND {d.not_indexed('i.kind')} IN ({', '.join('?' for _ in wanted)})"
+        )
         params: list[Any] = [label, *wanted]
         clock = self.now()
         if not include_inactive:

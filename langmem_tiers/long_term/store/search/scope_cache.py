@@ -39,7 +39,10 @@ from langmem_tiers.long_term.store.vectors import normalize
 from langmem_tiers.sql.dialect import ITEMS, SCOPE_CHANGES, TERM_SEPARATOR, VECTORS, Dialect
 from langmem_tiers.sql.flow import Flow, Sql
 
-__all__ = ["MAX_CACHED_ITEMS", "ScopeCache", "ScopeData"]
+__all__ = ["LAZY_TERMS", "MAX_CACHED_ITEMS", "ScopeCache", "ScopeData"]
+
+#: Inverted lists built one term at a time before all are built at once.
+LAZY_TERMS = 32
 
 #: Items kept over all cached prefixes; the least recently searched prefixes leave first.
 MAX_CACHED_ITEMS = 200_000
@@ -50,10 +53,23 @@ class ScopeData:
 
     The inverted lists are built per term on first use, not at load: a search needs the
     postings of a few dozen terms, while building them all for a large namespace costs
-    more than the search itself. Two threads building one term's list build the same one.
+    more than the search itself. Once :data:`LAZY_TERMS` lists were built one by one (a
+    namespace searched again and again, each search bringing new feedback terms), all are
+    built in one pass, which then costs less than the scans it saves. Two threads building
+    one term's list build the same one.
     """
 
-    __slots__ = ("_postings", "_row_of", "doc_len", "item_terms", "matrix", "vector_ids", "version")
+    __slots__ = (
+        "_complete",
+        "_postings",
+        "_row_of",
+        "_statistics",
+        "doc_len",
+        "item_terms",
+        "matrix",
+        "vector_ids",
+        "version",
+    )
 
     def __init__(
         self,
@@ -69,14 +85,26 @@ class ScopeData:
         self.vector_ids = vector_ids  # the item of each row of ``matrix``
         self.matrix = matrix  # unit float32 vectors
         self._postings: dict[str, dict[str, int]] = {}
+        self._complete = False  # whether _postings holds every term
         self._row_of = {item: row for row, item in enumerate(vector_ids)}
+        lengths = [n for n in doc_len.values() if n > 0]
+        self._statistics = (len(lengths), sum(lengths) / len(lengths) if lengths else 0.0)
 
     def posting(self, term: str) -> dict[str, int]:
         """Item -> frequency of ``term`` over every item under the prefix."""
-        found = self._postings.get(term)
-        if found is None:
-            found = {i: tf[term] for i, tf in self.item_terms.items() if term in tf}
-            self._postings[term] = found
+        postings = self._postings
+        found = postings.get(term)
+        if found is not None or self._complete:
+            return found or {}
+        if len(postings) >= LAZY_TERMS:
+            complete: dict[str, dict[str, int]] = {}
+            for item, frequencies in self.item_terms.items():
+                for word, n in frequencies.items():
+                    complete.setdefault(word, {})[item] = n
+            self._postings, self._complete = complete, True
+            return complete.get(term) or {}
+        found = {i: tf[term] for i, tf in self.item_terms.items() if term in tf}
+        postings[term] = found
         return found
 
     def covers(self, members: Collection[str]) -> bool:
@@ -85,6 +113,8 @@ class ScopeData:
 
     def statistics(self, members: Collection[str]) -> tuple[int, float]:
         """The members' number of BM25 documents (items with terms) and mean length."""
+        if self.covers(members):
+            return self._statistics
         lengths = [n for i in members if (n := self.doc_len.get(i, 0)) > 0]
         return len(lengths), (sum(lengths) / len(lengths) if lengths else 0.0)
 
