@@ -493,7 +493,7 @@ class Operations:
             return []
         in_ids, params = d.in_list("i.id", ids)
         memories: list[Memory] = yield Db(
-            memories_flow(d, f"{in_ids} AND i.scope = ?", [*params, label])
+            memories_flow(d, f"{in_ids} AND {d.not_indexed('i.scope')} = ?", [*params, label])
         )
         by_id = {m.id: m for m in memories}
         return [

@@ -144,7 +144,9 @@ def near_flow(
         return []
     in_ids, params = core.dialect.in_list("i.id", list(near))
     found = yield from memories_flow(
-        core.dialect, f"{in_ids} AND i.scope = ?", [*params, scope_label]
+        core.dialect,
+        f"{in_ids} AND {core.dialect.not_indexed('i.scope')} = ?",
+        [*params, scope_label],
     )
     return sorted(
         (NearMemory(m, near[m.id]) for m in found), key=lambda n: (-n.similarity, n.memory.id)

@@ -163,7 +163,9 @@ class Upkeep:
             in_ids, params = d.in_list("i.id", ids)
             targets = yield Db(
                 memories_flow(
-                    d, f"{in_ids} AND i.scope = ? AND i.kind IS NOT NULL", [*params, label]
+                    d,
+                    f"{in_ids} AND {d.not_indexed('i.scope')} = ? AND i.kind IS NOT NULL",
+                    [*params, label],
                 )
             )
             missing = sorted(set(ids) - {m.id for m in targets})

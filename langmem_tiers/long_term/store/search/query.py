@@ -500,7 +500,10 @@ class StoreSearch:
         ids = [i for i, _ in feedback]
         more = yield from self.scope_postings_flow(search, weights, scope, like_items=ids)
         tf = {**found.tf, **more.tf}
-        doc_len = {**found.doc_len, **more.doc_len}
+        # A cached namespace answers both reads with the same lengths of all its items.
+        doc_len = (
+            found.doc_len if more.doc_len is found.doc_len else {**found.doc_len, **more.doc_len}
+        )
         tfs: dict[str, dict[str, int]] = {i: {} for i in ids}
         for term, by_item in tf.items():
             for item in ids:

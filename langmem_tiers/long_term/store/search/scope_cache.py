@@ -121,15 +121,18 @@ class ScopeData:
     def postings_of(
         self, terms: Iterable[str], members: Collection[str]
     ) -> tuple[dict[str, dict[str, int]], dict[str, int]]:
-        """``(term -> member -> tf, member -> length)`` for ``terms``, as the SQL read gives."""
-        full = self.covers(members)
+        """``(term -> member -> tf, member -> length)`` for ``terms``, as the SQL read gives.
+
+        Read only: when the members are the whole namespace, the lists and the lengths
+        returned are the entry's own (the lengths of every item, not only of those listed).
+        """
+        if self.covers(members):
+            found = {term: by_item for term in terms if (by_item := self.posting(term))}
+            return found, self.doc_len
         tf: dict[str, dict[str, int]] = {}
         doc_len: dict[str, int] = {}
         for term in terms:
-            by_item = self.posting(term)
-            if not by_item:
-                continue
-            kept = dict(by_item) if full else {i: n for i, n in by_item.items() if i in members}
+            kept = {i: n for i, n in self.posting(term).items() if i in members}
             if kept:
                 tf[term] = kept
                 for item in kept:
