@@ -30,9 +30,10 @@ __all__ = [
 
 ITEMS = "lmt_items"
 TERMS = "lmt_terms"
-#: What joins an item's terms and frequencies packed into one text. The analyzer's terms
-#: are letters, digits, marks and apostrophes: never a control character.
-TERM_SEPARATOR = "\x1f"
+#: What joins values packed into one text (:meth:`Dialect.packed_sql`): item ids are UUIDs,
+#: and the analyzer's terms are letters, digits, marks and apostrophes, never a control
+#: character.
+PACKED_SEPARATOR = "\x1f"
 VECTORS = "lmt_vectors"
 META = "lmt_meta"
 MIGRATIONS = "lmt_migrations"
@@ -272,13 +273,21 @@ class Dialect:
     #: writers run concurrently (SQLite's write transaction already serialises them).
     for_update: str = ""
 
+    def packed_sql(self, expr: str) -> str:
+        """An aggregate of the text ``expr`` over a group's rows, joined by
+        :data:`PACKED_SEPARATOR` (NULL for no rows): one value where thousands of rows
+        would each cost a Python tuple."""
+        return f"group_concat({expr}, char(31))"
+
     def packed_terms_sql(self, item: str) -> str:
         """An expression of the terms of item ``item`` (an id column) as one text:
-        ``term``, ``tf``, ``term``, ``tf``... joined by :data:`TERM_SEPARATOR` (NULL: none)."""
+        ``term``, ``tf``, ``term``, ``tf``... joined by :data:`PACKED_SEPARATOR`."""
         return (
-            f"(SELECT group_concat(t.term || char(31) || t.tf, char(31)) FROM {TERMS} t"
-            f" WHERE t.item_id = {item})"
+            f"(SELECT {self.packed_sql(f't.term || {self.packed_separator_sql} || t.tf')}"
+            f" FROM {TERMS} t WHERE t.item_id = {item})"
         )
+
+    packed_separator_sql = "char(31)"
 
     def scope_postings_sql(self, terms_table: str, term_set: str) -> str:
         """The terms rows (``t``) of the items of CTE ``c`` whose term is ``IN term_set``.
@@ -603,11 +612,10 @@ class PostgresDialect(Dialect):
     def not_indexed(self, expr: str) -> str:
         return expr
 
-    def packed_terms_sql(self, item: str) -> str:
-        return (
-            f"(SELECT string_agg(t.term || chr(31) || t.tf, chr(31)) FROM {TERMS} t"
-            f" WHERE t.item_id = {item})"
-        )
+    packed_separator_sql = "chr(31)"
+
+    def packed_sql(self, expr: str) -> str:
+        return f"string_agg({expr}, chr(31))"
 
     def scope_postings_sql(self, terms_table: str, term_set: str) -> str:
         # A LATERAL subquery fenced by OFFSET 0 keeps the per-item range read whatever the

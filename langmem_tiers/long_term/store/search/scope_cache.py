@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from langmem_tiers.long_term.store.vectors import normalize
-from langmem_tiers.sql.dialect import ITEMS, SCOPE_CHANGES, TERM_SEPARATOR, VECTORS, Dialect
+from langmem_tiers.sql.dialect import ITEMS, PACKED_SEPARATOR, SCOPE_CHANGES, VECTORS, Dialect
 from langmem_tiers.sql.flow import Flow, Sql
 
 __all__ = ["LAZY_TERMS", "MAX_CACHED_ITEMS", "ScopeCache", "ScopeData"]
@@ -216,12 +216,13 @@ class ScopeCache:
         """
         under, under_params = self._under("prefix", prefix)
         rows = yield Sql(
-            f"SELECT i.id, NULL FROM {ITEMS} i WHERE {where} UNION ALL"
-            f" SELECT NULL, coalesce(sum(changes), 0) FROM {SCOPE_CHANGES} WHERE {under}",
+            f"SELECT (SELECT {self.dialect.packed_sql('i.id')} FROM {ITEMS} i WHERE {where}),"
+            f" (SELECT coalesce(sum(changes), 0) FROM {SCOPE_CHANGES} WHERE {under})",
             [*params, *under_params],
         )
-        version = next(int(n) for i, n in rows if i is None)
-        members = {i for i, _ in rows if i is not None}
+        packed, changes = rows[0]
+        version = int(changes)
+        members = set(packed.split(PACKED_SEPARATOR)) if packed else set()
         with self._lock:
             cached = self._entries.get(prefix)
             if cached is not None and cached.version == version:
@@ -259,7 +260,7 @@ class ScopeCache:
         for item, length, packed in rows:
             doc_len[item] = length
             if packed:
-                fields = packed.split(TERM_SEPARATOR)
+                fields = packed.split(PACKED_SEPARATOR)
                 item_terms[item] = dict(zip(fields[::2], map(int, fields[1::2]), strict=True))
         vector_under, vector_params = self._under("prefix", prefix)
         vectors = yield Sql(
