@@ -175,7 +175,18 @@ def run_langgraph(
     stores: dict[int, BaseStore] = {}
     for i, c in enumerate(data):
         store = InMemoryStore(index={"dims": dims, "embed": embeddings, "fields": ["content"]})
-        store.batch(_ops(c, c.conv.sample_id, store_as))
+        # InMemoryStore embeds each distinct text of a batch once but expects one vector
+        # per put, so a batch must not repeat a text ("ok", "thanks!"): split it there.
+        batch: list[PutOp] = []
+        texts: set[str] = set()
+        for op in _ops(c, c.conv.sample_id, store_as):
+            text = (op.value or {}).get("content")
+            if text in texts:
+                store.batch(batch)
+                batch, texts = [], set()
+            batch.append(op)
+            texts.add(text)
+        store.batch(batch)
         stores[i] = store
 
     def search(c: ConvData, qi: int) -> list[str]:
