@@ -221,8 +221,13 @@ class Dialect:
     def not_indexed(self, expr: str) -> str:
         """``expr`` as the planner may not look it up in an index.
 
-        SQLite without statistics prefers an index on an equality over a covering index
-        on a range, and a unary ``+`` takes the column out of that choice.
+        SQLite without statistics prefers an index on an equality (a scope) over the id
+        list or the covering index a statement is written for, and a unary ``+`` takes the
+        column out of that choice.
+
+        Example:
+            >>> SqliteDialect().not_indexed("i.scope"), PostgresDialect().not_indexed("i.scope")
+            ('+i.scope', 'i.scope')
         """
         return f"+{expr}"
 
