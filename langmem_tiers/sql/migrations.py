@@ -224,6 +224,8 @@ def migrations(dialect: Dialect) -> list[list[MigrationStep]]:
         dialect.scope_change_migration(),
         # Which items of a namespace a search may return, read from one index alone.
         dialect.live_items_index_migration(),
+        # PostgreSQL reads a search's postings by term (SQLite keeps namespaces in process).
+        dialect.postings_index_migration(),
     ]
 
 

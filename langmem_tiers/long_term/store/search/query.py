@@ -396,7 +396,7 @@ class StoreSearch:
             rows = yield Sql(
                 f"{scope}, f AS MATERIALIZED (SELECT DISTINCT x.term FROM {TERMS} x"
                 f" WHERE {in_items}{exclude})"
-                f" {self.dialect.scope_postings_sql(TERMS, '(SELECT f.term FROM f)')}",
+                f" {self.dialect.scope_postings_sql(TERMS, '(SELECT f.term FROM f)', known_terms=False)}",
                 [*search.params, *item_params, *wanted],
             )
         else:
