@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from langmem_tiers.long_term.store.search.bm25 import unpack_terms
 from langmem_tiers.long_term.store.vectors import normalize
 from langmem_tiers.sql.dialect import ITEMS, PACKED_SEPARATOR, SCOPE_CHANGES, VECTORS, Dialect
 from langmem_tiers.sql.flow import Flow, Sql
@@ -248,20 +249,17 @@ class ScopeCache:
 
     def _load_flow(self, version: int, prefix: str) -> Flow[ScopeData]:
         under, under_params = self._under("i.prefix", prefix)
-        # One row per item, its terms packed by the database: a namespace of a thousand
+        # One row per item, its terms packed (bm25.pack_terms): a namespace of a thousand
         # items has tens of thousands of term rows, each a Python tuple if read one by one.
         rows = yield Sql(
-            f"SELECT i.id, i.doc_len, {self.dialect.packed_terms_sql('i.id')}"
-            f" FROM {ITEMS} i WHERE {under}",
-            under_params,
+            f"SELECT i.id, i.doc_len, i.terms FROM {ITEMS} i WHERE {under}", under_params
         )
         doc_len: dict[str, int] = {}
         item_terms: dict[str, dict[str, int]] = {}
         for item, length, packed in rows:
             doc_len[item] = length
             if packed:
-                fields = packed.split(PACKED_SEPARATOR)
-                item_terms[item] = dict(zip(fields[::2], map(int, fields[1::2]), strict=True))
+                item_terms[item] = unpack_terms(packed)
         vector_under, vector_params = self._under("prefix", prefix)
         vectors = yield Sql(
             f"SELECT item_id, embedding FROM {VECTORS} WHERE {vector_under}", vector_params
