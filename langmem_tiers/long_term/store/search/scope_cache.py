@@ -29,8 +29,9 @@ Example::
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
-from collections.abc import Collection, Iterable, Sequence
+from collections import Counter, OrderedDict
+from collections.abc import Collection, ItemsView, Iterable, Iterator, Mapping, Sequence
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -57,7 +58,9 @@ class ScopeData:
     more than the search itself. Once :data:`LAZY_TERMS` lists were built one by one (a
     namespace searched again and again, each search bringing new feedback terms), all are
     built in one pass, which then costs less than the scans it saves. Two threads building
-    one term's list build the same one.
+    one term's list build the same one. Document frequencies are counted at load, so the
+    feedback step, which weighs dozens of candidate terms by how many items hold them,
+    builds the lists of the few it keeps only.
     """
 
     __slots__ = (
@@ -66,6 +69,7 @@ class ScopeData:
         "_row_of",
         "_statistics",
         "doc_len",
+        "document_frequency",
         "item_terms",
         "matrix",
         "vector_ids",
@@ -88,6 +92,7 @@ class ScopeData:
         self._postings: dict[str, dict[str, int]] = {}
         self._complete = False  # whether _postings holds every term
         self._row_of = {item: row for row, item in enumerate(vector_ids)}
+        self.document_frequency = Counter(chain.from_iterable(item_terms.values()))
         lengths = [n for n in doc_len.values() if n > 0]
         self._statistics = (len(lengths), sum(lengths) / len(lengths) if lengths else 0.0)
 
@@ -121,16 +126,18 @@ class ScopeData:
 
     def postings_of(
         self, terms: Iterable[str], members: Collection[str]
-    ) -> tuple[dict[str, dict[str, int]], dict[str, int]]:
+    ) -> tuple[dict[str, Mapping[str, int]], dict[str, int]]:
         """``(term -> member -> tf, member -> length)`` for ``terms``, as the SQL read gives.
 
         Read only: when the members are the whole namespace, the lists and the lengths
         returned are the entry's own (the lengths of every item, not only of those listed).
         """
         if self.covers(members):
-            found = {term: by_item for term in terms if (by_item := self.posting(term))}
+            found: dict[str, Mapping[str, int]] = {
+                term: _Posting(self, term) for term in terms if self.document_frequency[term]
+            }
             return found, self.doc_len
-        tf: dict[str, dict[str, int]] = {}
+        tf: dict[str, Mapping[str, int]] = {}
         doc_len: dict[str, int] = {}
         for term in terms:
             kept = {i: n for i, n in self.posting(term).items() if i in members}
@@ -176,6 +183,34 @@ class ScopeData:
             at = self._row_of if ids is self.vector_ids else {i: r for r, i in enumerate(ids)}
             best.update((i, float(sims[at[i]])) for i in wanted)
         return best
+
+
+class _Posting(Mapping[str, int]):
+    """Item -> frequency of one term over a whole cached namespace, answered from the items'
+    own terms: its size (the document frequency) and membership cost nothing, and the list
+    is built only when iterated."""
+
+    __slots__ = ("_data", "_term")
+
+    def __init__(self, data: ScopeData, term: str) -> None:
+        self._data = data
+        self._term = term
+
+    def __getitem__(self, item: str) -> int:
+        return self._data.item_terms[item][self._term]
+
+    def __contains__(self, item: object) -> bool:
+        frequencies = self._data.item_terms.get(item) if isinstance(item, str) else None
+        return frequencies is not None and self._term in frequencies
+
+    def __len__(self) -> int:
+        return self._data.document_frequency[self._term]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data.posting(self._term))
+
+    def items(self) -> ItemsView[str, int]:
+        return self._data.posting(self._term).items()
 
 
 def _best_per_item(
