@@ -71,6 +71,7 @@ item_columns: tuple[str, ...] = (
     "importance",
     "status",
     "doc_len",
+    "terms",
     "expires_at",
     "ttl_minutes",
 )
@@ -199,6 +200,10 @@ class Dialect:
     def table_exists_sql(self) -> str:
         """A query of one row whose value is true when the table named by ``?`` exists."""
         return "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?"
+
+    def column_exists_sql(self) -> str:
+        """A query of one row whose value is true when table ``?`` has column ``?``."""
+        return "SELECT count(*) FROM pragma_table_info(?) WHERE name = ?"
 
     def byte_order_migration(self) -> list[MigrationStep]:
         """Statements giving the namespace columns byte-order comparison (none on SQLite)."""
@@ -590,6 +595,12 @@ class PostgresDialect(Dialect):
 
     def table_exists_sql(self) -> str:
         return "SELECT to_regclass(?) IS NOT NULL"
+
+    def column_exists_sql(self) -> str:
+        return (
+            "SELECT count(*) FROM information_schema.columns"
+            " WHERE table_schema = current_schema() AND table_name = ? AND column_name = ?"
+        )
 
     def summaries_view_sql(self) -> str:
         ids = "i.value -> 'source_message_ids'"

@@ -226,11 +226,21 @@ def migrations(dialect: Dialect) -> list[list[MigrationStep]]:
         dialect.live_items_index_migration(),
         # PostgreSQL reads a search's postings by term (SQLite keeps namespaces in process).
         dialect.postings_index_migration(),
+        # Each item's terms packed beside it, so a namespace's terms are read one row an item.
+        [_packed_terms],
     ]
 
 
 def _rekey_items(dialect: Dialect) -> Flow[Any]:
     return (yield from rekey_items_flow(dialect))
+
+
+def _packed_terms(dialect: Dialect) -> Flow[None]:
+    """The items' ``terms`` column (see ``bm25.pack_terms``), filled from the terms table."""
+    rows = yield Sql(dialect.column_exists_sql(), [ITEMS, "terms"])
+    if not rows[0][0]:
+        yield Sql(f"ALTER TABLE {ITEMS} ADD COLUMN terms TEXT")
+    yield Sql(f"UPDATE {ITEMS} SET terms = {dialect.packed_terms_sql(f'{ITEMS}.id')}")
 
 
 def current_version_flow(dialect: Dialect) -> Flow[int]:

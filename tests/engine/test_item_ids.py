@@ -23,6 +23,7 @@ from langmem_tiers.config import Settings
 from langmem_tiers.long_term.engine.engine import MemoryEngine
 from langmem_tiers.long_term.store.scope import namespace_for
 from langmem_tiers.long_term.store.store import DEFAULT_QDRANT_COLLECTION
+from langmem_tiers.sql import migrations as schema
 from langmem_tiers.sql.flow import Flow, Sql, Transaction
 from langmem_tiers.sql.item_ids import ID_MAP, item_id, rekey_items_flow
 from langmem_tiers.sql.migrations import migrations as all_migrations
@@ -121,7 +122,7 @@ def _table_exists(store: TieredMemoryStore, table: str) -> Flow[bool]:
 def _rekey_version(store: TieredMemoryStore) -> int:
     """The schema version the id migration brings a database to."""
     migrations = all_migrations(store.db.dialect)
-    found = [n for n, steps in enumerate(migrations, start=1) if any(callable(s) for s in steps)]
+    found = [n for n, steps in enumerate(migrations, start=1) if schema._rekey_items in steps]
     assert len(found) == 1
     return found[0]
 

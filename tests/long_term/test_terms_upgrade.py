@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 
 from langmem_tiers import TieredMemoryStore
+from langmem_tiers.long_term.store import writes as writes_module
+from langmem_tiers.sql import dialect as dialect_module
 from langmem_tiers.sql import migrations as schema
 from langmem_tiers.sql.dialect import TERMS, Dialect, SqliteDialect
 from langmem_tiers.sql.flow import Sql, Transaction
@@ -24,8 +26,11 @@ TEXTS = [
     "green tea or black coffee in the morning",
     "apple and banana are my favourite fruit",
 ]
-#: The migrations this change appended: the terms key, then the scope change counters.
-NEW_MIGRATIONS = 2
+
+
+def _before_terms_key(steps: list[Any], dialect: Dialect) -> list[Any]:
+    """The migrations a database had before the terms table was re-keyed."""
+    return steps[: steps.index(dialect.terms_key_migration())]
 
 
 def _query(store: Any, sql: str) -> list[tuple[Any, ...]]:
@@ -59,8 +64,12 @@ def test_terms_survive_the_upgrade_and_searches_agree(
     )
     full: Callable[[Dialect], list[Any]] = schema.migrations
     with monkeypatch.context() as old:
-        old.setattr(schema, "migrations", lambda dialect: full(dialect)[:-NEW_MIGRATIONS])
+        old.setattr(schema, "migrations", lambda dialect: _before_terms_key(full(dialect), dialect))
         old.setattr(SqliteDialect, "counts_scope_changes", False)
+        # The writer of that time: no packed terms beside the item.
+        columns = tuple(c for c in dialect_module.item_columns if c != "terms")
+        old.setattr(dialect_module, "item_columns", columns)
+        old.setattr(writes_module, "item_columns", columns)
         with TieredMemoryStore.from_url(url, index=default_index(fields=("content",))) as store:
             for i, text in enumerate(TEXTS):
                 store.put(NS, f"m{i}", {"content": text})

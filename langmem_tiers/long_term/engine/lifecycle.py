@@ -300,7 +300,7 @@ def drop_index_flow(index: VectorIndex, ids: Sequence[str]) -> Flow[None]:
     in_items, params = d.in_list("item_id", ids)
     yield Sql(f"DELETE FROM {TERMS} WHERE {in_items}", params)
     in_ids, params = d.in_list("id", ids)
-    yield Sql(f"UPDATE {ITEMS} SET doc_len = 0 WHERE {in_ids}", params)
+    yield Sql(f"UPDATE {ITEMS} SET doc_len = 0, terms = NULL WHERE {in_ids}", params)
     if index.in_database:
         yield Sql(f"DELETE FROM {VECTORS} WHERE {in_items}", params)
 

@@ -230,6 +230,7 @@ class StoreWriter:
             "importance": r.importance,
             "status": r.status,
             "doc_len": p.doc_len,
+            "terms": bm25.pack_terms(p.terms),
             "expires_at": d.ts_param(now + timedelta(minutes=p.ttl)) if p.ttl else None,
             "ttl_minutes": p.ttl,
         }

@@ -36,6 +36,8 @@ from functools import lru_cache
 
 import snowballstemmer
 
+from langmem_tiers.sql.dialect import PACKED_SEPARATOR
+
 __all__ = [
     "BM25_B",
     "BM25_K1",
@@ -48,9 +50,11 @@ __all__ = [
     "analyze_query",
     "bm25_scores",
     "expand_query",
+    "pack_terms",
     "query_weights",
     "score_postings",
     "term_frequencies",
+    "unpack_terms",
 ]
 
 #: Term-frequency saturation. Conversation turns are short, so a repeated term adds
@@ -203,6 +207,29 @@ def term_frequencies(terms: Iterable[str]) -> dict[str, int]:
         {'paint': 2, 'sunris': 1}
     """
     return dict(Counter(terms))
+
+
+def pack_terms(frequencies: Mapping[str, int]) -> str | None:
+    """An item's term frequencies as one text (``term``, count, ``term``, count...), the
+    form the items table keeps beside the terms table so a namespace is read one row an
+    item; None for no terms.
+
+    Example::
+
+        >>> pack_terms({"paint": 2, "sunris": 1}).split(PACKED_SEPARATOR)
+        ['paint', '2', 'sunris', '1']
+        >>> unpack_terms(pack_terms({"paint": 2, "sunris": 1}))
+        {'paint': 2, 'sunris': 1}
+    """
+    if not frequencies:
+        return None
+    return PACKED_SEPARATOR.join(f"{term}{PACKED_SEPARATOR}{n}" for term, n in frequencies.items())
+
+
+def unpack_terms(packed: str) -> dict[str, int]:
+    """The term frequencies :func:`pack_terms` packed."""
+    fields = packed.split(PACKED_SEPARATOR)
+    return dict(zip(fields[::2], map(int, fields[1::2]), strict=True))
 
 
 def query_weights(query_terms: Sequence[str] | Mapping[str, float]) -> dict[str, float]:

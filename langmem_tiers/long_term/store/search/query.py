@@ -14,7 +14,7 @@ hybrid ranking.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -99,7 +99,7 @@ class Postings(NamedTuple):
 
     n_docs: int
     avgdl: float
-    tf: dict[str, dict[str, int]]  # term -> item id -> frequency
+    tf: dict[str, Mapping[str, int]]  # term -> item id -> frequency
     doc_len: dict[str, int]  # item id -> number of terms
     members: set[str] | None = None  # every item of the set, when asked for
     #: Cosine similarity of every item of the set to the query vector, when the index
@@ -436,7 +436,7 @@ class StoreSearch:
                 found.add(item)
         if similarity is not None and len(similarity) > self.index.similarity_rows:
             similarity = None  # more than the bound: the index searches the set instead
-        return Postings(n_docs, avgdl, tf, doc_len, found, similarity)
+        return Postings(n_docs, avgdl, dict(tf), doc_len, found, similarity)
 
     def scope_postings_flow(
         self,

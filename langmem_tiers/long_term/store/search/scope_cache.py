@@ -29,12 +29,14 @@ Example::
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
-from collections.abc import Collection, Iterable, Sequence
+from collections import Counter, OrderedDict
+from collections.abc import Collection, ItemsView, Iterable, Iterator, Mapping, Sequence
+from itertools import chain
 from typing import Any
 
 import numpy as np
 
+from langmem_tiers.long_term.store.search.bm25 import unpack_terms
 from langmem_tiers.long_term.store.vectors import normalize
 from langmem_tiers.sql.dialect import ITEMS, PACKED_SEPARATOR, SCOPE_CHANGES, VECTORS, Dialect
 from langmem_tiers.sql.flow import Flow, Sql
@@ -56,7 +58,9 @@ class ScopeData:
     more than the search itself. Once :data:`LAZY_TERMS` lists were built one by one (a
     namespace searched again and again, each search bringing new feedback terms), all are
     built in one pass, which then costs less than the scans it saves. Two threads building
-    one term's list build the same one.
+    one term's list build the same one. Document frequencies are counted at load, so the
+    feedback step, which weighs dozens of candidate terms by how many items hold them,
+    builds the lists of the few it keeps only.
     """
 
     __slots__ = (
@@ -65,6 +69,7 @@ class ScopeData:
         "_row_of",
         "_statistics",
         "doc_len",
+        "document_frequency",
         "item_terms",
         "matrix",
         "vector_ids",
@@ -87,6 +92,7 @@ class ScopeData:
         self._postings: dict[str, dict[str, int]] = {}
         self._complete = False  # whether _postings holds every term
         self._row_of = {item: row for row, item in enumerate(vector_ids)}
+        self.document_frequency = Counter(chain.from_iterable(item_terms.values()))
         lengths = [n for n in doc_len.values() if n > 0]
         self._statistics = (len(lengths), sum(lengths) / len(lengths) if lengths else 0.0)
 
@@ -120,16 +126,18 @@ class ScopeData:
 
     def postings_of(
         self, terms: Iterable[str], members: Collection[str]
-    ) -> tuple[dict[str, dict[str, int]], dict[str, int]]:
+    ) -> tuple[dict[str, Mapping[str, int]], dict[str, int]]:
         """``(term -> member -> tf, member -> length)`` for ``terms``, as the SQL read gives.
 
         Read only: when the members are the whole namespace, the lists and the lengths
         returned are the entry's own (the lengths of every item, not only of those listed).
         """
         if self.covers(members):
-            found = {term: by_item for term in terms if (by_item := self.posting(term))}
+            found: dict[str, Mapping[str, int]] = {
+                term: _Posting(self, term) for term in terms if self.document_frequency[term]
+            }
             return found, self.doc_len
-        tf: dict[str, dict[str, int]] = {}
+        tf: dict[str, Mapping[str, int]] = {}
         doc_len: dict[str, int] = {}
         for term in terms:
             kept = {i: n for i, n in self.posting(term).items() if i in members}
@@ -175,6 +183,34 @@ class ScopeData:
             at = self._row_of if ids is self.vector_ids else {i: r for r, i in enumerate(ids)}
             best.update((i, float(sims[at[i]])) for i in wanted)
         return best
+
+
+class _Posting(Mapping[str, int]):
+    """Item -> frequency of one term over a whole cached namespace, answered from the items'
+    own terms: its size (the document frequency) and membership cost nothing, and the list
+    is built only when iterated."""
+
+    __slots__ = ("_data", "_term")
+
+    def __init__(self, data: ScopeData, term: str) -> None:
+        self._data = data
+        self._term = term
+
+    def __getitem__(self, item: str) -> int:
+        return self._data.item_terms[item][self._term]
+
+    def __contains__(self, item: object) -> bool:
+        frequencies = self._data.item_terms.get(item) if isinstance(item, str) else None
+        return frequencies is not None and self._term in frequencies
+
+    def __len__(self) -> int:
+        return self._data.document_frequency[self._term]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data.posting(self._term))
+
+    def items(self) -> ItemsView[str, int]:
+        return self._data.posting(self._term).items()
 
 
 def _best_per_item(
@@ -248,20 +284,17 @@ class ScopeCache:
 
     def _load_flow(self, version: int, prefix: str) -> Flow[ScopeData]:
         under, under_params = self._under("i.prefix", prefix)
-        # One row per item, its terms packed by the database: a namespace of a thousand
+        # One row per item, its terms packed (bm25.pack_terms): a namespace of a thousand
         # items has tens of thousands of term rows, each a Python tuple if read one by one.
         rows = yield Sql(
-            f"SELECT i.id, i.doc_len, {self.dialect.packed_terms_sql('i.id')}"
-            f" FROM {ITEMS} i WHERE {under}",
-            under_params,
+            f"SELECT i.id, i.doc_len, i.terms FROM {ITEMS} i WHERE {under}", under_params
         )
         doc_len: dict[str, int] = {}
         item_terms: dict[str, dict[str, int]] = {}
         for item, length, packed in rows:
             doc_len[item] = length
             if packed:
-                fields = packed.split(PACKED_SEPARATOR)
-                item_terms[item] = dict(zip(fields[::2], map(int, fields[1::2]), strict=True))
+                item_terms[item] = unpack_terms(packed)
         vector_under, vector_params = self._under("prefix", prefix)
         vectors = yield Sql(
             f"SELECT item_id, embedding FROM {VECTORS} WHERE {vector_under}", vector_params
