@@ -56,14 +56,20 @@ class TableEmbeddings(Embeddings):
     """Embeddings looked up from vectors computed once (MiniLM is slow to run per call)."""
 
     def __init__(self, table: dict[str, np.ndarray]) -> None:
-        self.table = table
+        # Keyed by the text with its whitespace collapsed: the store embeds content as it
+        # keeps it, runs of spaces made one.
+        self.table = {_spaced(text): vector for text, vector in table.items()}
         self.dims = len(next(iter(table.values())))
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        return [self.table[t].tolist() for t in texts]
+        return [self.table[_spaced(t)].tolist() for t in texts]
 
     def embed_query(self, text: str) -> list[float]:
-        return [float(x) for x in self.table[text]]
+        return [float(x) for x in self.table[_spaced(text)]]
+
+
+def _spaced(text: str) -> str:
+    return " ".join(text.split())
 
 
 def _session_time(date: str) -> str:
