@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from langgraph.store.base import PutOp, SearchOp
 
 from langmem_tiers import TieredMemoryStore
 from langmem_tiers.long_term.store.search import bm25 as lexical
-from langmem_tiers.long_term.store.search.query import prepare_search
+from langmem_tiers.long_term.store.search.query import CachedSet, prepare_search
 
 DOCS = {
     "d1": "Caroline painted a sunrise over the lake last summer",
@@ -51,6 +53,13 @@ def _id(key: str) -> str:
     return item_id(("agent", "semantic"), key)
 
 
+def _lexical(search: Any, query: str, prepared: Any, *, cached: bool) -> Any:
+    scope = None
+    if cached:
+        scope = yield from search.scope_cache.members_flow("agent", prepared.where, prepared.params)
+    return (yield from search.lexical_flow(query, prepared, scope))
+
+
 def _in_tx(flow: object) -> object:
     from langmem_tiers.sql.flow import Transaction
 
@@ -88,11 +97,14 @@ WORDS = [
 ]
 
 
-@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+@pytest.mark.parametrize("subset", [False, True], ids=["whole-namespace", "some-members"])
+@pytest.mark.parametrize("backend", ["sqlite", "sqlite-cached", "postgres"])
 def test_feedback_expanded_bm25_matches_reference(
-    backend: str, tmp_path: object, request: pytest.FixtureRequest
+    backend: str, subset: bool, tmp_path: object, request: pytest.FixtureRequest
 ) -> None:
-    """Past PRF_MIN_DOCS the query is expanded from its best hits, exactly as the reference."""
+    """Past PRF_MIN_DOCS the query is expanded from its best hits, exactly as the reference,
+    whether the set is read from SQL or from a cached namespace (all of it, or only the
+    members a filter keeps: statistics over the members alone)."""
     import random
 
     rng = random.Random(3)
@@ -106,12 +118,23 @@ def test_feedback_expanded_bm25_matches_reference(
         if backend == "postgres"
         else f"sqlite:///{tmp_path}/prf.db"
     )
+    hidden = set(list(docs)[::6]) if subset else set()  # leaves PRF_MIN_DOCS
     with TieredMemoryStore.from_url(url) as store:
-        store.batch([PutOp(("agent", "semantic"), k, {"content": t}) for k, t in docs.items()])
+        store.batch(
+            [
+                PutOp(("agent", "semantic"), k, {"content": t, "hidden": k in hidden})
+                for k, t in docs.items()
+            ]
+        )
         core = store.core
-        search = prepare_search(SearchOp(("agent",), query=query, limit=10), core.dialect)
-        got, found = store.db.run(_in_tx(core.search.lexical_flow(query, search)))
+        op = SearchOp(("agent",), query=query, filter={"hidden": False}, limit=10)
+        search = prepare_search(op, core.dialect)
+        got, found = store.db.run(
+            _in_tx(_lexical(core.search, query, search, cached=backend == "sqlite-cached"))
+        )
+        assert isinstance(found, CachedSet) == (backend == "sqlite-cached")
 
+    docs = {k: t for k, t in docs.items() if k not in hidden}
     keys = list(docs)
     terms = [lexical.analyze(docs[k]) for k in keys]
     weights = lexical.query_weights(lexical.analyze_query(query))

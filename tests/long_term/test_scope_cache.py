@@ -18,6 +18,7 @@ import pytest
 
 from langmem_tiers import TieredMemoryStore
 from langmem_tiers.long_term.store.search.scope_cache import ScopeCache
+from langmem_tiers.sql.dialect import PACKED_SEPARATOR
 
 from .fakes import default_index
 
@@ -193,13 +194,16 @@ def test_dense_top_k_keeps_ties_in_id_order() -> None:
     sims = dict(zip(ids, (matrix @ directions[0]).tolist(), strict=True))
     expected = dict(sorted(sims.items(), key=lambda kv: (-kv[1], kv[0]))[:7])
     extra = [i for i in ids if i not in expected][:3]
-    got = data.dense(query, 7, extra, set(ids))
+    every = data.members(PACKED_SEPARATOR.join(ids))
+    assert every.mask is None
+    got = data.dense(query, 7, extra, every)
     assert list(got)[:7] == list(expected)
     assert got == pytest.approx({**expected, **{i: sims[i] for i in extra}}, abs=1e-6)
     some = set(ids[:30])
     subset = {i: s for i, s in sims.items() if i in some}
     top = dict(sorted(subset.items(), key=lambda kv: (-kv[1], kv[0]))[:5])
-    assert data.dense(query, 5, [], some) == pytest.approx(top, abs=1e-6)
+    members = data.members(PACKED_SEPARATOR.join(sorted(some)))
+    assert data.dense(query, 5, [], members) == pytest.approx(top, abs=1e-6)
 
 
 def test_inverted_lists_built_at_once_answer_as_those_built_per_term() -> None:
@@ -210,7 +214,12 @@ def test_inverted_lists_built_at_once_answer_as_those_built_per_term() -> None:
     expected = {
         f"t{t}": {i: tf[f"t{t}"] for i, tf in terms.items() if f"t{t}" in tf} for t in range(98)
     }
-    got = {term: data.posting(term) for term in expected}  # past LAZY_TERMS: all at once
+    got = {term: _as_dict(data, term) for term in expected}  # past LAZY_TERMS: all at once
     assert len(expected) > LAZY_TERMS
     assert got == expected
-    assert data.posting("absent") == {}
+    assert _as_dict(data, "absent") == {}
+
+
+def _as_dict(data: Any, term: str) -> dict[str, int]:
+    rows, counts = data.posting(term)
+    return {data.ids[r]: int(n) for r, n in zip(rows.tolist(), counts.tolist(), strict=True)}

@@ -14,9 +14,9 @@ hybrid ranking.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from langgraph.store.base import Item, SearchItem, SearchOp
 
@@ -38,7 +38,12 @@ from langmem_tiers.long_term.store.search.relevance import (
     absolute_relevance,
     idf_mass,
 )
-from langmem_tiers.long_term.store.search.scope_cache import ScopeCache, ScopeData
+from langmem_tiers.long_term.store.search.scope_cache import (
+    ArrayScores,
+    Members,
+    ScopeCache,
+    ScopeData,
+)
 from langmem_tiers.long_term.store.search.time import TimeQuery, parse_time_query, time_boosts
 from langmem_tiers.long_term.store.vectors import VectorIndex
 from langmem_tiers.sql.dialect import ITEMS, TERMS, Dialect
@@ -248,6 +253,86 @@ def prepare_search(
     )
 
 
+class LexicalSet(Protocol):
+    """What BM25 with feedback reads of a search's filtered set."""
+
+    n_docs: int  # items with terms
+    avgdl: float
+    members: set[str] | None  # every item of the set, when read
+    similarity: dict[str, float] | None  # cosine of every item, when read with the set
+
+    def document_frequencies(self, terms: Iterable[str]) -> dict[str, int]:
+        """How many items of the set hold each term (terms read so far)."""
+        ...
+
+    def score(self, weights: Mapping[str, float]) -> Mapping[str, float]:
+        """BM25 of the set's items that hold a term of ``weights``."""
+        ...
+
+    def feedback_flow(self, items: Sequence[str]) -> Flow[list[dict[str, int]]]:
+        """The term frequencies of ``items`` (members of the set); afterwards the set
+        knows the postings of all their terms."""
+        ...
+
+
+class SqlSet:
+    """The filtered set as SQL reads it: postings of the terms asked for so far."""
+
+    def __init__(
+        self, first: Postings, read_feedback: Callable[[Sequence[str]], Flow[Postings]]
+    ) -> None:
+        self.n_docs, self.avgdl = first.n_docs, first.avgdl
+        self.members, self.similarity = first.members, first.similarity
+        self.tf: dict[str, Mapping[str, int]] = dict(first.tf)
+        self.doc_len = first.doc_len
+        self._read_feedback = read_feedback
+
+    def document_frequencies(self, terms: Iterable[str]) -> dict[str, int]:
+        return {term: len(self.tf.get(term, ())) for term in terms}
+
+    def score(self, weights: Mapping[str, float]) -> dict[str, float]:
+        return bm25.score_postings(weights, self.n_docs, self.avgdl, self.tf, self.doc_len)
+
+    def feedback_flow(self, items: Sequence[str]) -> Flow[list[dict[str, int]]]:
+        more = yield from self._read_feedback(items)
+        self.tf.update(more.tf)
+        self.doc_len = {**self.doc_len, **more.doc_len}
+        tfs: dict[str, dict[str, int]] = {i: {} for i in items}
+        for term, by_item in self.tf.items():
+            for item in items:
+                if item in by_item:
+                    tfs[item][term] = by_item[item]
+        return [tfs[i] for i in items]
+
+
+class CachedSet:
+    """The filtered set answered from a cached namespace: no I/O."""
+
+    def __init__(self, data: ScopeData, members: Members) -> None:
+        self.data, self._members = data, members
+        # The cache scores dense itself: neither is read.
+        self.members: set[str] | None = None
+        self.similarity: dict[str, float] | None = None
+        self.n_docs, self.avgdl = data.statistics(members)
+
+    def document_frequencies(self, terms: Iterable[str]) -> dict[str, int]:
+        return self.data.document_frequencies(terms, self._members)
+
+    def score(self, weights: Mapping[str, float]) -> ArrayScores:
+        return self.data.bm25(weights, self.n_docs, self.avgdl, self._members)
+
+    def feedback_flow(self, items: Sequence[str]) -> Flow[list[dict[str, int]]]:
+        return [dict(self.data.item_terms.get(i, {})) for i in items]
+        yield  # pragma: no cover - makes this a generator
+
+
+def top_scores(scores: Mapping[str, float], k: int) -> list[tuple[str, float]]:
+    """The ``k`` best ``(item, score)``, best first, ties in id order."""
+    if isinstance(scores, ArrayScores):
+        return scores.top(k)
+    return heapq.nsmallest(k, scores.items(), key=_best_first)
+
+
 class StoreSearch:
     """Runs prepared searches over the items table, the terms table and a vector index."""
 
@@ -438,85 +523,56 @@ class StoreSearch:
             similarity = None  # more than the bound: the index searches the set instead
         return Postings(n_docs, avgdl, dict(tf), doc_len, found, similarity)
 
-    def scope_postings_flow(
-        self,
-        search: PreparedSearch,
-        terms: Iterable[str],
-        scope: tuple[ScopeData, set[str]] | None,
-        *,
-        like_items: Sequence[str] = (),
-        members: bool = False,
-        vector: Sequence[float] | None = None,
-    ) -> Flow[Postings]:
-        """:meth:`postings_flow`, answered from a namespace's cached data when ``scope``
-        (the data and the search's members) is given: the same postings, no I/O."""
-        if scope is None:
-            return (
-                yield from self.postings_flow(
-                    search, terms, like_items=like_items, members=members, vector=vector
-                )
-            )
-        data, found = scope
-        wanted = set(terms)
-        if like_items:
-            tf, doc_len = data.postings_of(data.terms_of(like_items) - wanted, found)
-            return Postings(0, 0.0, tf, doc_len)
-        n_docs, avgdl = data.statistics(found)
-        tf, doc_len = data.postings_of(wanted, found)
-        return Postings(n_docs, avgdl, tf, doc_len, set(found) if members else None)
-
     def lexical_flow(
         self,
         query: str,
         search: PreparedSearch,
-        scope: tuple[ScopeData, set[str]] | None = None,
+        scope: tuple[ScopeData, Members] | None = None,
         vector: Sequence[float] | None = None,
-    ) -> Flow[tuple[dict[str, float], Postings]]:
+    ) -> Flow[tuple[Mapping[str, float], LexicalSet]]:
         """BM25 with pseudo-relevance feedback: expand the query with its best hits' terms.
 
         Returns the BM25 score of every item of the filtered set that has a term of the
-        expanded query (the others score 0) and the first read of the set (its statistics,
-        and its members when the vector index wants them). Two round trips at most: the
-        query's postings with the statistics, then the feedback items' terms.
+        expanded query (the others score 0) and the set as read (its statistics, and its
+        members when the vector index wants them). Read from a cached namespace when
+        ``scope`` is given, else from SQL in two round trips at most: the query's postings
+        with the statistics, then the feedback items' terms.
         """
         weights = query_weights(query, search)
-        found = yield from self.scope_postings_flow(
-            search,
-            weights,
-            scope,
-            members=scope is None and self.index.in_database and self.index.scans_members,
-            vector=vector,
-        )
+        found: LexicalSet
+        if scope is not None:
+            found = CachedSet(*scope)
+        else:
+            postings = yield from self.postings_flow(
+                search,
+                weights,
+                members=self.index.in_database and self.index.scans_members,
+                vector=vector,
+            )
+            found = SqlSet(
+                postings, lambda items: self.postings_flow(search, weights, like_items=items)
+            )
         if not weights or found.n_docs == 0 or found.avgdl <= 0:
             return {}, found
-        first = bm25.score_postings(weights, found.n_docs, found.avgdl, found.tf, found.doc_len)
-        if found.n_docs >= bm25.PRF_MIN_DOCS:
-            best = heapq.nsmallest(bm25.PRF_DOCS, first.items(), key=_best_first)
-            feedback = [(i, s) for i, s in best if s > 0]
-        else:
-            feedback = []
+        first = found.score(weights)
+        feedback = (
+            [(i, s) for i, s in top_scores(first, bm25.PRF_DOCS) if s > 0]
+            if found.n_docs >= bm25.PRF_MIN_DOCS
+            else []
+        )
         if not feedback:
             return first, found
         ids = [i for i, _ in feedback]
-        more = yield from self.scope_postings_flow(search, weights, scope, like_items=ids)
-        tf = {**found.tf, **more.tf}
-        # A cached namespace answers both reads with the same lengths of all its items.
-        doc_len = (
-            found.doc_len if more.doc_len is found.doc_len else {**found.doc_len, **more.doc_len}
-        )
-        tfs: dict[str, dict[str, int]] = {i: {} for i in ids}
-        for term, by_item in tf.items():
-            for item in ids:
-                if item in by_item:
-                    tfs[item][term] = by_item[item]
+        tfs = yield from found.feedback_flow(ids)
+        candidates = {term for tf in tfs for term in tf if term not in weights}
         expanded = bm25.expand_query(
             weights,
-            [tfs[i] for i in ids],
+            tfs,
             [s for _, s in feedback],
-            doc_frequencies={term: len(by_item) for term, by_item in tf.items()},
+            doc_frequencies=found.document_frequencies(candidates),
             n_docs=found.n_docs,
         )
-        return bm25.score_postings(expanded, found.n_docs, found.avgdl, tf, doc_len), found
+        return found.score(expanded), found
 
     def ranked_flow(
         self,
@@ -532,19 +588,18 @@ class StoreSearch:
             return [], []
         pool = want * self.settings.candidate_multiplier
         now = search.reference or now
-        scope: tuple[ScopeData, set[str]] | None = None
+        scope: tuple[ScopeData, Members] | None = None
         if self.scope_cache is not None:
-            data, members = yield from self.scope_cache.members_flow(
+            scope = yield from self.scope_cache.members_flow(
                 join_namespace(search.prefix), search.where, search.params
             )
-            scope = None if data is None else (data, members)
         scores, found = yield from self.lexical_flow(
             search.query, search, scope, None if scope is not None else vector
         )
         weights = query_weights(search.query, search)
         # The first read holds the postings of every query term: their document frequencies.
-        mass = idf_mass(weights, {t: len(found.tf.get(t, {})) for t in weights}, found.n_docs)
-        lex = dict(heapq.nsmallest(pool, scores.items(), key=_best_first))
+        mass = idf_mass(weights, found.document_frequencies(weights), found.n_docs)
+        lex = dict(top_scores(scores, pool))
         # Complete both score maps over the union, so fusion compares like with like: the
         # index scores the lexical candidates in the same call, and every item's BM25 is
         # already known.
@@ -552,7 +607,7 @@ class StoreSearch:
             dense = scope[0].dense(vector, pool, list(lex), scope[1])
         elif found.similarity is not None:
             sims = found.similarity
-            dense = dict(heapq.nsmallest(pool, sims.items(), key=_best_first))
+            dense = dict(top_scores(sims, pool))
             dense.update((i, sims[i]) for i in lex if i in sims)
         else:
             dense = yield from self.nearest_flow(

@@ -28,20 +28,21 @@ Example::
 
 from __future__ import annotations
 
+import math
 import threading
 from collections import Counter, OrderedDict
-from collections.abc import Collection, ItemsView, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import chain
 from typing import Any
 
 import numpy as np
 
-from langmem_tiers.long_term.store.search.bm25 import unpack_terms
-from langmem_tiers.long_term.store.vectors import normalize
+from langmem_tiers.long_term.store.search.bm25 import BM25_B, BM25_K1, unpack_terms
+from langmem_tiers.long_term.store.vectors import similarities
 from langmem_tiers.sql.dialect import ITEMS, PACKED_SEPARATOR, SCOPE_CHANGES, VECTORS, Dialect
 from langmem_tiers.sql.flow import Flow, Sql
 
-__all__ = ["LAZY_TERMS", "MAX_CACHED_ITEMS", "ScopeCache", "ScopeData"]
+__all__ = ["LAZY_TERMS", "MAX_CACHED_ITEMS", "ArrayScores", "Members", "ScopeCache", "ScopeData"]
 
 #: Inverted lists built one term at a time before all are built at once.
 LAZY_TERMS = 32
@@ -50,12 +51,36 @@ LAZY_TERMS = 32
 MAX_CACHED_ITEMS = 200_000
 
 
+class Members:
+    """The items a search may return, as the database listed them, and their rows in a
+    :class:`ScopeData` (``mask`` is None when they are every item under the prefix).
+
+    Searches of an unchanged namespace list the same members again and again, so the
+    entry keeps the last set with the text it was read from and hands it out again.
+    """
+
+    __slots__ = ("ids", "mask", "packed")
+
+    def __init__(self, packed: str, ids: set[str], mask: np.ndarray | None) -> None:
+        self.packed = packed
+        self.ids = ids
+        self.mask = mask
+
+    def __contains__(self, item: object) -> bool:
+        return item in self.ids
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
 class ScopeData:
     """The terms, lengths and vectors of every item under one namespace prefix.
 
-    The inverted lists are built per term on first use, not at load: a search needs the
-    postings of a few dozen terms, while building them all for a large namespace costs
-    more than the search itself. Once :data:`LAZY_TERMS` lists were built one by one (a
+    Items are numbered rows; a term's postings are two arrays (rows and frequencies), so
+    BM25 over a namespace is a few vector operations per query term, not a Python step per
+    posting. The postings are built per term on first use, not at load: a search needs
+    those of a few dozen terms, while building them all for a large namespace costs more
+    than the search itself. Once :data:`LAZY_TERMS` lists were built one by one (a
     namespace searched again and again, each search bringing new feedback terms), all are
     built in one pass, which then costs less than the scans it saves. Two threads building
     one term's list build the same one. Document frequencies are counted at load, so the
@@ -65,13 +90,17 @@ class ScopeData:
 
     __slots__ = (
         "_complete",
+        "_last_members",
         "_postings",
-        "_row_of",
         "_statistics",
-        "doc_len",
+        "_vector_item_rows",
+        "_vector_row_of",
         "document_frequency",
+        "ids",
         "item_terms",
+        "lengths",
         "matrix",
+        "row_of",
         "vector_ids",
         "version",
     )
@@ -79,73 +108,125 @@ class ScopeData:
     def __init__(
         self,
         version: int,
-        doc_len: dict[str, int],
+        doc_len: Mapping[str, int],
         item_terms: dict[str, dict[str, int]],
         vector_ids: list[str],
         matrix: np.ndarray,
     ) -> None:
         self.version = version
-        self.doc_len = doc_len  # every item under the prefix -> its number of terms
+        self.ids = list(doc_len)  # every item under the prefix, by row
+        self.row_of = {item: row for row, item in enumerate(self.ids)}
+        self.lengths = np.fromiter(doc_len.values(), dtype=np.int64, count=len(self.ids))
         self.item_terms = item_terms  # item -> term -> frequency (items with terms)
         self.vector_ids = vector_ids  # the item of each row of ``matrix``
         self.matrix = matrix  # unit float32 vectors
-        self._postings: dict[str, dict[str, int]] = {}
+        self._vector_item_rows = np.fromiter(
+            (self.row_of[i] for i in vector_ids), dtype=np.int64, count=len(vector_ids)
+        )
+        self._vector_row_of = {item: row for row, item in enumerate(vector_ids)}
+        self._postings: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._complete = False  # whether _postings holds every term
-        self._row_of = {item: row for row, item in enumerate(vector_ids)}
+        self._last_members: Members | None = None
         self.document_frequency = Counter(chain.from_iterable(item_terms.values()))
-        lengths = [n for n in doc_len.values() if n > 0]
-        self._statistics = (len(lengths), sum(lengths) / len(lengths) if lengths else 0.0)
+        positive = self.lengths[self.lengths > 0]
+        self._statistics = (
+            len(positive),
+            int(positive.sum()) / len(positive) if len(positive) else 0.0,
+        )
 
-    def posting(self, term: str) -> dict[str, int]:
-        """Item -> frequency of ``term`` over every item under the prefix."""
+    def members(self, packed: str) -> Members:
+        """The members listed in ``packed`` (ids joined by the separator)."""
+        last = self._last_members
+        if last is not None and last.packed == packed:
+            return last
+        ids = set(packed.split(PACKED_SEPARATOR)) if packed else set()
+        mask: np.ndarray | None = None
+        if len(ids) != len(self.ids) or not all(i in self.row_of for i in ids):
+            mask = np.zeros(len(self.ids), dtype=bool)
+            rows = [r for i in ids if (r := self.row_of.get(i)) is not None]
+            mask[rows] = True
+        found = Members(packed, ids, mask)
+        self._last_members = found
+        return found
+
+    def posting(self, term: str) -> tuple[np.ndarray, np.ndarray]:
+        """``(rows, frequencies)`` of ``term`` over every item under the prefix."""
         postings = self._postings
         found = postings.get(term)
-        if found is not None or self._complete:
-            return found or {}
+        if found is not None:
+            return found
+        if self._complete:
+            return _EMPTY_POSTING
         if len(postings) >= LAZY_TERMS:
-            complete: dict[str, dict[str, int]] = {}
+            lists: dict[str, tuple[list[int], list[int]]] = {}
+            row_of = self.row_of
             for item, frequencies in self.item_terms.items():
+                row = row_of[item]
                 for word, n in frequencies.items():
-                    complete.setdefault(word, {})[item] = n
-            self._postings, self._complete = complete, True
-            return complete.get(term) or {}
-        found = {i: tf[term] for i, tf in self.item_terms.items() if term in tf}
+                    entry = lists.get(word)
+                    if entry is None:
+                        lists[word] = entry = ([], [])
+                    entry[0].append(row)
+                    entry[1].append(n)
+            self._postings = {word: _arrays(r, n) for word, (r, n) in lists.items()}
+            self._complete = True
+            return self._postings.get(term, _EMPTY_POSTING)
+        rows: list[int] = []
+        counts: list[int] = []
+        row_of = self.row_of
+        for item, frequencies in self.item_terms.items():
+            count = frequencies.get(term)
+            if count is not None:
+                rows.append(row_of[item])
+                counts.append(count)
+        found = _arrays(rows, counts)
         postings[term] = found
         return found
 
-    def covers(self, members: Collection[str]) -> bool:
-        """Whether ``members`` (a subset of the prefix's items) are all of them."""
-        return len(members) == len(self.doc_len)
-
-    def statistics(self, members: Collection[str]) -> tuple[int, float]:
+    def statistics(self, members: Members) -> tuple[int, float]:
         """The members' number of BM25 documents (items with terms) and mean length."""
-        if self.covers(members):
+        if members.mask is None:
             return self._statistics
-        lengths = [n for i in members if (n := self.doc_len.get(i, 0)) > 0]
-        return len(lengths), (sum(lengths) / len(lengths) if lengths else 0.0)
+        lengths = self.lengths[members.mask]
+        positive = lengths[lengths > 0]
+        return len(positive), (int(positive.sum()) / len(positive) if len(positive) else 0.0)
 
-    def postings_of(
-        self, terms: Iterable[str], members: Collection[str]
-    ) -> tuple[dict[str, Mapping[str, int]], dict[str, int]]:
-        """``(term -> member -> tf, member -> length)`` for ``terms``, as the SQL read gives.
-
-        Read only: when the members are the whole namespace, the lists and the lengths
-        returned are the entry's own (the lengths of every item, not only of those listed).
-        """
-        if self.covers(members):
-            found: dict[str, Mapping[str, int]] = {
-                term: _Posting(self, term) for term in terms if self.document_frequency[term]
-            }
-            return found, self.doc_len
-        tf: dict[str, Mapping[str, int]] = {}
-        doc_len: dict[str, int] = {}
+    def document_frequencies(self, terms: Iterable[str], members: Members) -> dict[str, int]:
+        """How many members hold each of ``terms``."""
+        if members.mask is None:
+            return {term: self.document_frequency[term] for term in terms}
+        mask = members.mask
+        out = {}
         for term in terms:
-            kept = {i: n for i, n in self.posting(term).items() if i in members}
-            if kept:
-                tf[term] = kept
-                for item in kept:
-                    doc_len[item] = self.doc_len[item]
-        return tf, doc_len
+            if self.document_frequency[term]:
+                out[term] = int(np.count_nonzero(mask[self.posting(term)[0]]))
+            else:
+                out[term] = 0
+        return out
+
+    def bm25(
+        self, weights: Mapping[str, float], n_docs: int, avgdl: float, members: Members
+    ) -> ArrayScores:
+        """BM25 of every member with a weighted term, as :func:`bm25.score_postings` gives
+        from the members' postings (the same operations in the same order, so the same
+        floats)."""
+        k1, b = BM25_K1, BM25_B
+        scores = np.zeros(len(self.ids), dtype=np.float64)
+        mask = members.mask
+        for term in sorted(weights):
+            if not self.document_frequency[term]:
+                continue
+            rows, counts = self.posting(term)
+            if mask is not None:
+                kept = mask[rows]
+                rows, counts = rows[kept], counts[kept]
+            df = len(rows)
+            if df == 0:
+                continue
+            idf_weight = weights[term] * math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+            norm = 1.0 - b + b * self.lengths[rows] / avgdl
+            scores[rows] += idf_weight * counts * (k1 + 1.0) / (counts + k1 * norm)
+        return ArrayScores(self, scores)
 
     def terms_of(self, items: Iterable[str]) -> set[str]:
         """Every term of ``items``."""
@@ -156,61 +237,86 @@ class ScopeData:
         vector: Sequence[float],
         k: int,
         include: Sequence[str],
-        members: Collection[str],
+        members: Members,
     ) -> dict[str, float]:
         """Best cosine similarity per member: the top ``k`` and the ``include`` items."""
         if not self.vector_ids:
             return {}
-        if self.covers(members):
-            ids, matrix = self.vector_ids, self.matrix
+        sims = similarities(self.matrix, vector)
+        if members.mask is None:
+            rows = None
         else:
-            rows = [r for r, i in enumerate(self.vector_ids) if i in members]
-            ids, matrix = [self.vector_ids[r] for r in rows], self.matrix[rows]
-        if not ids:
-            return {}
-        sims = matrix @ np.asarray(normalize(vector), dtype=np.float32)
-        if len(self._row_of) != len(self.vector_ids):
-            return _best_per_item(ids, sims.tolist(), k, include)
-        # One vector per item (a single indexed field): the top k come from a partial
-        # sort, ties at the k-th value all kept so the order by (-similarity, id) decides.
-        if len(ids) <= k:
-            return dict(zip(ids, sims.tolist(), strict=True))
-        kth = np.partition(sims, len(sims) - k)[len(sims) - k]
-        chosen = sorted((-float(sims[r]), ids[r]) for r in np.flatnonzero(sims >= kth).tolist())
-        best = {item: -negated for negated, item in chosen[:k]}
-        wanted = [i for i in include if i not in best and i in members and i in self._row_of]
-        if wanted:
-            at = self._row_of if ids is self.vector_ids else {i: r for r, i in enumerate(ids)}
-            best.update((i, float(sims[at[i]])) for i in wanted)
+            rows = np.flatnonzero(members.mask[self._vector_item_rows])
+            if not len(rows):
+                return {}
+        if len(self._vector_row_of) != len(self.vector_ids):
+            # Several vectors per item (several indexed fields): the best of each item.
+            chosen = list(range(len(self.vector_ids))) if rows is None else rows.tolist()
+            return _best_per_item(
+                [self.vector_ids[r] for r in chosen], sims[chosen].tolist(), k, include
+            )
+        best = {
+            self.vector_ids[r]: float(sims[r]) for r in _top_rows(sims, k, rows, self.vector_ids)
+        }
+        row_of = self._vector_row_of
+        for item in include:
+            if item not in best and item in members and item in row_of:
+                best[item] = float(sims[row_of[item]])
         return best
 
 
-class _Posting(Mapping[str, int]):
-    """Item -> frequency of one term over a whole cached namespace, answered from the items'
-    own terms: its size (the document frequency) and membership cost nothing, and the list
-    is built only when iterated."""
+_EMPTY_POSTING = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64))
 
-    __slots__ = ("_data", "_term")
 
-    def __init__(self, data: ScopeData, term: str) -> None:
+def _arrays(rows: list[int], counts: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    return np.array(rows, dtype=np.int64), np.array(counts, dtype=np.float64)
+
+
+def _top_rows(values: np.ndarray, k: int, rows: np.ndarray | None, ids: Sequence[str]) -> list[int]:
+    """The rows of the ``k`` highest ``values`` (among ``rows``, default all), best first,
+    ties in id order: a partial sort, then every row tied with the k-th value is sorted."""
+    candidates = values if rows is None else values[rows]
+    if len(candidates) > k:
+        kth = np.partition(candidates, len(candidates) - k)[len(candidates) - k]
+        chosen = np.flatnonzero(candidates >= kth)
+    else:
+        chosen = np.arange(len(candidates))
+    picked = chosen if rows is None else rows[chosen]
+    ordered = sorted((-float(values[r]), ids[r], r) for r in picked.tolist())
+    return [r for _, _, r in ordered[:k]]
+
+
+class ArrayScores(Mapping[str, float]):
+    """Item -> BM25 score over a cached namespace, for the items that score above 0."""
+
+    __slots__ = ("_data", "_scores")
+
+    def __init__(self, data: ScopeData, scores: np.ndarray) -> None:
         self._data = data
-        self._term = term
+        self._scores = scores
 
-    def __getitem__(self, item: str) -> int:
-        return self._data.item_terms[item][self._term]
+    def __getitem__(self, item: str) -> float:
+        row = self._data.row_of.get(item)
+        if row is None or self._scores[row] <= 0:
+            raise KeyError(item)
+        return float(self._scores[row])
 
     def __contains__(self, item: object) -> bool:
-        frequencies = self._data.item_terms.get(item) if isinstance(item, str) else None
-        return frequencies is not None and self._term in frequencies
-
-    def __len__(self) -> int:
-        return self._data.document_frequency[self._term]
+        row = self._data.row_of.get(item) if isinstance(item, str) else None
+        return row is not None and bool(self._scores[row] > 0)
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._data.posting(self._term))
+        ids = self._data.ids
+        return (ids[r] for r in np.flatnonzero(self._scores > 0).tolist())
 
-    def items(self) -> ItemsView[str, int]:
-        return self._data.posting(self._term).items()
+    def __len__(self) -> int:
+        return int(np.count_nonzero(self._scores > 0))
+
+    def top(self, k: int) -> list[tuple[str, float]]:
+        """The ``k`` best ``(item, score)``, best first, ties in id order."""
+        positive = np.flatnonzero(self._scores > 0)
+        ids = self._data.ids
+        return [(ids[r], float(self._scores[r])) for r in _top_rows(self._scores, k, positive, ids)]
 
 
 def _best_per_item(
@@ -243,12 +349,12 @@ class ScopeCache:
 
     def members_flow(
         self, prefix: str, where: str, params: Sequence[Any]
-    ) -> Flow[tuple[ScopeData | None, set[str]]]:
-        """The items matching ``where`` (alias ``i``; within ``prefix``) and the prefix's data.
+    ) -> Flow[tuple[ScopeData, Members] | None]:
+        """The prefix's data and the items matching ``where`` (alias ``i``; within ``prefix``).
 
         One statement for the members and the change counter; one more for the terms and
-        one for the vectors when the cached entry is missing or stale. ``None`` instead of
-        data when the prefix holds more items than the cache may keep.
+        one for the vectors when the cached entry is missing or stale. None when the
+        prefix holds more items than the cache may keep.
         """
         under, under_params = self._under("prefix", prefix)
         rows = yield Sql(
@@ -257,26 +363,26 @@ class ScopeCache:
             [*params, *under_params],
         )
         packed, changes = rows[0]
+        packed = packed or ""
         version = int(changes)
-        members = set(packed.split(PACKED_SEPARATOR)) if packed else set()
         with self._lock:
             cached = self._entries.get(prefix)
             if cached is not None and cached.version == version:
                 self._entries.move_to_end(prefix)
-                return cached, members
-        if len(members) > self.max_items:
-            return None, members
+                return cached, cached.members(packed)
+        if packed.count(PACKED_SEPARATOR) >= self.max_items:
+            return None
         data = yield from self._load_flow(version, prefix)
-        if len(data.doc_len) > self.max_items:
-            return data, members  # used once, never kept
+        if len(data.ids) > self.max_items:
+            return data, data.members(packed)  # used once, never kept
         with self._lock:
             self._entries[prefix] = data
             self._entries.move_to_end(prefix)
-            total = sum(len(d.doc_len) for d in self._entries.values())
+            total = sum(len(d.ids) for d in self._entries.values())
             while total > self.max_items and len(self._entries) > 1:
                 _, gone = self._entries.popitem(last=False)
-                total -= len(gone.doc_len)
-        return data, members
+                total -= len(gone.ids)
+        return data, data.members(packed)
 
     def _under(self, column: str, prefix: str) -> tuple[str, list[str]]:
         """Rows whose namespace ``column`` is ``prefix`` or below it (all rows for ``""``)."""
