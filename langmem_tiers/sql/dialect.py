@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from langmem_tiers.sql.flow import Flow
+from langmem_tiers.sql.flow import Flow, Sql
 
 if TYPE_CHECKING:
     import numpy as np
@@ -44,9 +44,24 @@ EVENTS = "lmt_events"
 API_KEYS = "lmt_api_keys"
 VERSIONS = "lmt_versions"
 SCOPE_CHANGES = "lmt_scope_changes"
+#: The item times a search compares with its instants (validity, existence, expiry).
+MEMBERSHIP_TIMES = ("valid_from", "valid_until", "expires_at", "event_at", "created_at")
 
 MigrationStep = str | Callable[["Dialect"], Flow[Any]]
 """One step of a migration: a statement, or a flow for what SQL alone cannot do."""
+
+
+def add_column_flow(dialect: Dialect, table: str, column: str, definition: str) -> Flow[None]:
+    """Add ``column`` to ``table`` unless it is there (a migration run again after its
+    record was lost must not fail)."""
+    rows = yield Sql(dialect.column_exists_sql(), [table, column])
+    if not rows[0][0]:
+        yield Sql(f"ALTER TABLE {table} ADD COLUMN {column} {definition}")
+
+
+def _scope_moves_column(dialect: Dialect) -> Flow[None]:
+    yield from add_column_flow(dialect, SCOPE_CHANGES, "moves", "BIGINT NOT NULL DEFAULT 0")
+
 
 # Columns filled from a memory's value (see records.py), in insert order.
 item_columns: tuple[str, ...] = (
@@ -134,6 +149,15 @@ class Dialect:
 
     def scope_change_migration(self) -> list[MigrationStep]:
         """Statements that keep a change counter per namespace (none: no counter)."""
+        return []
+
+    #: :data:`SCOPE_CHANGES` also counts, per namespace, the updates that may change which
+    #: items a search selects (``moves``; see :meth:`membership_change_migration`), so a
+    #: search may reuse the members an earlier one read.
+    counts_membership_changes = False
+
+    def membership_change_migration(self) -> list[MigrationStep]:
+        """Statements that count membership changes per namespace (none: not counted)."""
         return []
 
     def live_items_index_migration(self) -> list[MigrationStep]:
@@ -470,6 +494,21 @@ class SqliteDialect(Dialect):
             f"CREATE TRIGGER IF NOT EXISTS {SCOPE_CHANGES}_update"
             f" AFTER UPDATE OF id, prefix, value, doc_len ON {ITEMS}"
             f" BEGIN {bump.format(row='OLD')} {bump.format(row='NEW')} END",
+        ]
+
+    counts_membership_changes = True
+
+    def membership_change_migration(self) -> list[MigrationStep]:
+        # Inserts, deletes and moves already count as changes (a full reload). An update
+        # of a column that decides whether a search selects an item, or of a time a
+        # search compares with its instants, counts as a move: the members are read
+        # again, the terms and vectors stay. Access counts do not count.
+        return [
+            _scope_moves_column,
+            f"CREATE TRIGGER IF NOT EXISTS {SCOPE_CHANGES}_move"
+            f" AFTER UPDATE OF status, scope, kind, {', '.join(MEMBERSHIP_TIMES)} ON {ITEMS}"
+            f" BEGIN INSERT INTO {SCOPE_CHANGES} (prefix, changes, moves) VALUES (NEW.prefix, 0, 1)"
+            " ON CONFLICT (prefix) DO UPDATE SET moves = moves + 1; END",
         ]
 
     def json_is_number(self, path: Sequence[str]) -> tuple[str, list[Any]]:

@@ -228,6 +228,9 @@ def migrations(dialect: Dialect) -> list[list[MigrationStep]]:
         dialect.postings_index_migration(),
         # Each item's terms packed beside it, so a namespace's terms are read one row an item.
         [_packed_terms],
+        # Updates that may change a search's members counted per namespace, so a search
+        # of an unchanged namespace reuses the members an earlier one read.
+        dialect.membership_change_migration(),
     ]
 
 

@@ -223,3 +223,78 @@ def test_inverted_lists_built_at_once_answer_as_those_built_per_term() -> None:
 def _as_dict(data: Any, term: str) -> dict[str, int]:
     rows, counts = data.posting(term)
     return {data.ids[r]: int(n) for r, n in zip(rows.tolist(), counts.tolist(), strict=True)}
+
+
+def _statements(store: Any, run: Any) -> list[str]:
+    conn = store.db.sync_io.conn
+    statements: list[str] = []
+    conn.set_trace_callback(statements.append)
+    try:
+        run()
+    finally:
+        conn.set_trace_callback(None)
+    return statements
+
+
+def _lists_members(statements: list[str]) -> bool:
+    return any("group_concat(i.id" in s for s in statements)
+
+
+def test_an_unchanged_namespace_is_not_listed_again(store: Any) -> None:
+    """A search of a namespace nothing changed in reads two counters, not its members."""
+    expected = _fresh(store, "apple fruit")
+    _cache(store).clear()
+    first = _statements(store, lambda: _answer(store, "apple fruit"))
+    again = _statements(store, lambda: _answer(store, "music paris"))
+    assert _lists_members(first)
+    assert not _lists_members(again)
+    assert _answer(store, "apple fruit") == expected
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        "UPDATE lmt_items SET status = 'superseded' WHERE key = 'm5'",
+        "UPDATE lmt_items SET valid_until = '2000-01-01T00:00:00+00:00' WHERE key = 'm5'",
+        "UPDATE lmt_items SET expires_at = '2000-01-01T00:00:00+00:00' WHERE key = 'm5'",
+        "UPDATE lmt_items SET valid_from = '2999-01-01T00:00:00+00:00' WHERE key = 'm5'",
+    ],
+)
+def test_a_change_of_membership_by_plain_sql_is_seen(db: Path, store: Any, change: str) -> None:
+    """Statuses and times decide membership without a change of the value: each counts."""
+    assert "m5" in _answer(store, "apple fruit")
+    _answer(store, "apple fruit")  # remembered
+    conn = sqlite3.connect(db)
+    with conn:
+        conn.execute(change)
+    conn.close()
+    after = _answer(store, "apple fruit")
+    assert "m5" not in after
+    assert after == _fresh(store, "apple fruit")
+
+
+def test_remembered_members_end_at_the_next_time_of_an_item(store: Any) -> None:
+    """An item that stops being valid in an hour is selected now and not two hours from
+    now, though nothing was written in between: the members are read again once a
+    search's time passes an item's time."""
+    now = datetime.now(UTC)
+    store.put(
+        NS,
+        "soon",
+        {"content": "apple tasting tonight", "valid_until": (now + timedelta(hours=1)).isoformat()},
+    )
+    assert "soon" in _answer(store, "apple tasting")
+    assert "soon" in _answer(store, "apple tasting", now=now + timedelta(minutes=30))
+    later = now + timedelta(hours=2)
+    assert "soon" not in _answer(store, "apple tasting", now=later)
+    assert _answer(store, "apple tasting", now=later) == _fresh(store, "apple tasting", now=later)
+    # Back in time: the members of the earlier instant, not of the later one.
+    assert "soon" in _answer(store, "apple tasting", now=now + timedelta(minutes=31))
+
+
+def test_access_counts_keep_the_members(store: Any) -> None:
+    """Searches count accesses (an update of every hit); that moves no counter."""
+    for _ in range(3):
+        _answer(store, "apple")
+    store.db.run(store.core.flush_flow())  # the buffered access counts are written
+    assert not _lists_members(_statements(store, lambda: _answer(store, "apple")))

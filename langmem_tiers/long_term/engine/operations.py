@@ -466,14 +466,9 @@ class Operations:
             f" AND {d.not_indexed('i.kind')} IN ({', '.join('?' for _ in wanted)})"
         )
         params: list[Any] = [label, *wanted]
+        # The search keeps active memories valid at ``clock`` (its ``now``) unless told
+        # to take every status.
         clock = self.now()
-        if not include_inactive:
-            now = d.ts_param(clock)
-            where += (
-                " AND (i.valid_from IS NULL OR i.valid_from <= ?)"
-                " AND (i.valid_until IS NULL OR i.valid_until > ?)"
-            )
-            params.extend([now, now])
         prefix = (label, wanted[0]) if len(wanted) == 1 else (label,)
         items = yield Db(
             self.core.search_flow(

@@ -126,6 +126,16 @@ class PreparedSearch(NamedTuple):
     reference: datetime | None = None  # the search's time: options' as_of or now, else None
     time_query: TimeQuery | None = None
     refresh_ttl: bool = False  # extend the TTL of the items returned
+    #: The instants ``where`` compares times with: validity and existence at the search's
+    #: time, expiry at the clock's.
+    instants: tuple[datetime, datetime] | None = None
+    #: ``where`` and ``params`` with those instants left out: searches with the same key
+    #: select the same items while no item's times lie between their instants.
+    members_key: tuple[Any, ...] = ()
+
+
+#: Stands for an instant in :attr:`PreparedSearch.members_key`.
+_INSTANT = object()
 
 
 def _best_first(scored: tuple[str, float]) -> tuple[float, str]:
@@ -195,18 +205,22 @@ def prepare_search(
     conditions = validate_filter(plain_filter)
     where_parts: list[str] = []
     bound: list[Any] = []
+    instant_slots: list[int] = []  # positions in ``bound`` of the instants below
     at = options.reference(dialect.now())
+    clock = now or dialect.now()
     if options.as_of is not None and statuses is not None and tuple(statuses) == ("active",):
         # Memory as it stood then: what has since been superseded was current.
         statuses = ("active", "superseded")
         # Known to exist then: from its validity, its event time, or when it was stored.
         where_parts.append("COALESCE(i.valid_from, i.event_at, i.created_at) <= ?")
+        instant_slots.append(len(bound))
         bound.append(dialect.ts_param(at))
     if statuses is not None:
         # Current facts only: a validity interval that has not begun or has ended hides it.
         where_parts.append(
             "(i.valid_from IS NULL OR i.valid_from <= ?) AND (i.valid_until IS NULL OR i.valid_until > ?)"
         )
+        instant_slots.extend([len(bound), len(bound) + 1])
         bound.extend([dialect.ts_param(at), dialect.ts_param(at)])
     text = op.query if op.query and op.query.strip() else None
     time_query = parse_time_query(text, at) if text and options.time != "off" else None
@@ -230,7 +244,8 @@ def prepare_search(
         bound.extend(params)
     # Expired items are never read, whether or not a sweep has deleted them yet.
     where_parts.append(LIVE_SQL)
-    bound.append(dialect.ts_param(now or dialect.now()))
+    instant_slots.append(len(bound))
+    bound.append(dialect.ts_param(clock))
     if prefix:
         under, under_params = dialect.under_namespace_sql("i.prefix", join_namespace(prefix))
         where_parts.append(under)
@@ -238,9 +253,11 @@ def prepare_search(
     filter_sql, filter_params = compile_filter(conditions, dialect)
     where_parts.append(filter_sql)
     bound.extend(filter_params)
+    where_sql = " AND ".join(where_parts)
+    slots = set(instant_slots)
     return PreparedSearch(
         prefix,
-        " AND ".join(where_parts),
+        where_sql,
         bound,
         bool(conditions),
         limit,
@@ -250,6 +267,8 @@ def prepare_search(
         options.as_of or options.now,
         time_query,
         bool(op.refresh_ttl),
+        (at, clock),
+        (where_sql, *(_INSTANT if n in slots else p for n, p in enumerate(bound))),
     )
 
 
@@ -591,7 +610,11 @@ class StoreSearch:
         scope: tuple[ScopeData, Members] | None = None
         if self.scope_cache is not None:
             scope = yield from self.scope_cache.members_flow(
-                join_namespace(search.prefix), search.where, search.params
+                join_namespace(search.prefix),
+                search.where,
+                search.params,
+                key=search.members_key,
+                instants=search.instants,
             )
         scores, found = yield from self.lexical_flow(
             search.query, search, scope, None if scope is not None else vector

@@ -32,14 +32,22 @@ import math
 import threading
 from collections import Counter, OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from datetime import datetime
 from itertools import chain
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from langmem_tiers.long_term.store.search.bm25 import BM25_B, BM25_K1, unpack_terms
 from langmem_tiers.long_term.store.vectors import similarities
-from langmem_tiers.sql.dialect import ITEMS, PACKED_SEPARATOR, SCOPE_CHANGES, VECTORS, Dialect
+from langmem_tiers.sql.dialect import (
+    ITEMS,
+    MEMBERSHIP_TIMES,
+    PACKED_SEPARATOR,
+    SCOPE_CHANGES,
+    VECTORS,
+    Dialect,
+)
 from langmem_tiers.sql.flow import Flow, Sql
 
 __all__ = ["LAZY_TERMS", "MAX_CACHED_ITEMS", "ArrayScores", "Members", "ScopeCache", "ScopeData"]
@@ -73,6 +81,28 @@ class Members:
         return len(self.ids)
 
 
+#: Searches (keys) whose members a namespace's entry remembers.
+REMEMBERED_SEARCHES = 8
+
+
+class RememberedMembers(NamedTuple):
+    """The members of one search, valid while the counters stay and time stays before
+    ``horizon`` (the next time of an item, None for none)."""
+
+    members: Members
+    moves: int
+    instants: tuple[datetime, datetime]
+    horizon: datetime | None
+
+    def answers(self, instants: tuple[datetime, datetime]) -> bool:
+        """Whether a search at ``instants`` selects the same items: both instants at or
+        after these, and before the next time of any item, so no comparison of an item's
+        time with them comes out otherwise."""
+        if instants[0] < self.instants[0] or instants[1] < self.instants[1]:
+            return False
+        return self.horizon is None or max(instants) < self.horizon
+
+
 class ScopeData:
     """The terms, lengths and vectors of every item under one namespace prefix.
 
@@ -92,6 +122,7 @@ class ScopeData:
         "_complete",
         "_last_members",
         "_postings",
+        "_remembered",
         "_statistics",
         "_vector_item_rows",
         "_vector_row_of",
@@ -127,12 +158,32 @@ class ScopeData:
         self._postings: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._complete = False  # whether _postings holds every term
         self._last_members: Members | None = None
+        self._remembered: OrderedDict[tuple[Any, ...], RememberedMembers] = OrderedDict()
         self.document_frequency = Counter(chain.from_iterable(item_terms.values()))
         positive = self.lengths[self.lengths > 0]
         self._statistics = (
             len(positive),
             int(positive.sum()) / len(positive) if len(positive) else 0.0,
         )
+
+    def remembered(
+        self, key: tuple[Any, ...], instants: tuple[datetime, datetime]
+    ) -> RememberedMembers | None:
+        """The remembered members of a search with ``key`` at ``instants``, if they hold."""
+        try:
+            found = self._remembered.get(key)
+        except TypeError:  # a parameter that cannot be a key (never remembered)
+            return None
+        return found if found is not None and found.answers(instants) else None
+
+    def remember(self, key: tuple[Any, ...], entry: RememberedMembers) -> None:
+        try:
+            self._remembered[key] = entry
+        except TypeError:
+            return
+        self._remembered.move_to_end(key)
+        while len(self._remembered) > REMEMBERED_SEARCHES:
+            self._remembered.popitem(last=False)
 
     def members(self, packed: str) -> Members:
         """The members listed in ``packed`` (ids joined by the separator)."""
@@ -348,41 +399,91 @@ class ScopeCache:
             self._entries.clear()
 
     def members_flow(
-        self, prefix: str, where: str, params: Sequence[Any]
+        self,
+        prefix: str,
+        where: str,
+        params: Sequence[Any],
+        *,
+        key: tuple[Any, ...] = (),
+        instants: tuple[datetime, datetime] | None = None,
     ) -> Flow[tuple[ScopeData, Members] | None]:
         """The prefix's data and the items matching ``where`` (alias ``i``; within ``prefix``).
 
-        One statement for the members and the change counter; one more for the terms and
-        one for the vectors when the cached entry is missing or stale. None when the
-        prefix holds more items than the cache may keep.
+        ``key`` is ``where`` and ``params`` less the ``instants`` it compares times with
+        (the search's time, the clock). When the entry holds members of a search with that
+        key, the database has counted no change of the prefix since (nor of the columns
+        that decide membership: statuses, scopes, kinds, times), and no item's time lies
+        between that search's instants and these, those members are this search's too:
+        one small statement. Otherwise one statement for the members and the counters;
+        one more for the terms and one for the vectors when the entry is missing or
+        stale. None when the prefix holds more items than the cache may keep.
         """
         under, under_params = self._under("prefix", prefix)
-        rows = yield Sql(
-            f"SELECT (SELECT {self.dialect.packed_sql('i.id')} FROM {ITEMS} i WHERE {where}),"
-            f" (SELECT coalesce(sum(changes), 0) FROM {SCOPE_CHANGES} WHERE {under})",
-            [*params, *under_params],
-        )
-        packed, changes = rows[0]
-        packed = packed or ""
-        version = int(changes)
+        remembers = instants is not None and self.dialect.counts_membership_changes
+        counters = f"(SELECT coalesce(sum(changes), 0) FROM {SCOPE_CHANGES} WHERE {under})"
+        counter_params = list(under_params)
+        if remembers:
+            counters += f", (SELECT coalesce(sum(moves), 0) FROM {SCOPE_CHANGES} WHERE {under})"
+            counter_params += under_params
+        else:
+            counters += ", 0"
         with self._lock:
             cached = self._entries.get(prefix)
-            if cached is not None and cached.version == version:
+        remembered = (
+            cached.remembered(key, instants)
+            if cached is not None and instants is not None and remembers
+            else None
+        )
+        if cached is not None and remembered is not None:
+            rows = yield Sql(f"SELECT {counters}", counter_params)
+            if int(rows[0][0]) == cached.version and int(rows[0][1]) == remembered.moves:
+                with self._lock:
+                    if prefix in self._entries:
+                        self._entries.move_to_end(prefix)
+                return cached, remembered.members
+        horizon, horizon_params = "NULL", list[Any]()
+        if instants is not None and remembers:
+            horizon, horizon_params = self._horizon(prefix, min(instants))
+        rows = yield Sql(
+            f"SELECT (SELECT {self.dialect.packed_sql('i.id')} FROM {ITEMS} i WHERE {where}),"
+            f" {counters}, {horizon}",
+            [*params, *counter_params, *horizon_params],
+        )
+        packed, changes, moves, next_time = rows[0]
+        packed = packed or ""
+        version = int(changes)
+        if cached is None or cached.version != version:
+            if packed.count(PACKED_SEPARATOR) >= self.max_items:
+                return None
+            cached = yield from self._load_flow(version, prefix)
+            if len(cached.ids) > self.max_items:
+                return cached, cached.members(packed)  # used once, never kept
+            with self._lock:
+                self._entries[prefix] = cached
                 self._entries.move_to_end(prefix)
-                return cached, cached.members(packed)
-        if packed.count(PACKED_SEPARATOR) >= self.max_items:
-            return None
-        data = yield from self._load_flow(version, prefix)
-        if len(data.ids) > self.max_items:
-            return data, data.members(packed)  # used once, never kept
-        with self._lock:
-            self._entries[prefix] = data
-            self._entries.move_to_end(prefix)
-            total = sum(len(d.ids) for d in self._entries.values())
-            while total > self.max_items and len(self._entries) > 1:
-                _, gone = self._entries.popitem(last=False)
-                total -= len(gone.ids)
-        return data, data.members(packed)
+                total = sum(len(d.ids) for d in self._entries.values())
+                while total > self.max_items and len(self._entries) > 1:
+                    _, gone = self._entries.popitem(last=False)
+                    total -= len(gone.ids)
+        members = cached.members(packed)
+        if instants is not None and remembers:
+            horizon_at = self.dialect.ts_value(next_time) if next_time is not None else None
+            cached.remember(key, RememberedMembers(members, int(moves), instants, horizon_at))
+        return cached, members
+
+    def _horizon(self, prefix: str, since: datetime) -> tuple[str, list[Any]]:
+        """A subquery: the earliest time of an item under ``prefix`` after ``since``
+        (NULL when none), the instant until which the members of a search may change only
+        through a write the counters see."""
+        under, under_params = self._under("i.prefix", prefix)
+        at = self.dialect.ts_param(since)
+        branches = " UNION ALL ".join(
+            f"SELECT min(i.{column}) AS t FROM {ITEMS} i WHERE {under} AND i.{column} > ?"
+            for column in MEMBERSHIP_TIMES
+        )
+        return f"(SELECT min(t) FROM ({branches}) h)", [
+            p for _ in MEMBERSHIP_TIMES for p in (*under_params, at)
+        ]
 
     def _under(self, column: str, prefix: str) -> tuple[str, list[str]]:
         """Rows whose namespace ``column`` is ``prefix`` or below it (all rows for ``""``)."""
