@@ -25,6 +25,7 @@ __all__ = [
     "Dialect",
     "PostgresDialect",
     "SqliteDialect",
+    "compact_json",
     "item_columns",
 ]
 
@@ -80,6 +81,15 @@ item_columns: tuple[str, ...] = (
 _KEEP_ON_UPDATE = {"id", "prefix", "key", "created_at"}
 
 
+#: JSON text as the store writes it: compact, non-ASCII kept. One encoder made once
+#: (``json.dumps`` with options builds a new one per call).
+compact_json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
+def _as_is(text: str) -> str:
+    return text
+
+
 class Dialect:
     """What differs between SQL engines, plus the query builders they share."""
 
@@ -90,7 +100,11 @@ class Dialect:
 
     # -- parameter adaptation ------------------------------------------------------
     def json_param(self, value: Any) -> Any:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        return compact_json(value)
+
+    def json_text_param(self, text: str) -> Any:
+        """A JSON column's parameter from JSON text already encoded (not encoded again)."""
+        return text
 
     def ts_param(self, value: datetime | None) -> Any:
         if value is None:
@@ -230,9 +244,7 @@ class Dialect:
             >>> PostgresDialect().in_list("seq", [1, 2], sql_type="bigint")
             ('seq = ANY(?::bigint[])', [[1, 2]])
         """
-        return f"{column} IN (SELECT j.value FROM json_each(?) AS j)", [
-            json.dumps(list(values), ensure_ascii=False, separators=(",", ":"))
-        ]
+        return f"{column} IN (SELECT j.value FROM json_each(?) AS j)", [compact_json(list(values))]
 
     def not_indexed(self, expr: str) -> str:
         """``expr`` as the planner may not look it up in an index.
@@ -309,6 +321,19 @@ class Dialect:
         )
 
     packed_separator_sql = "char(31)"
+
+    def insert_terms_sql(self) -> str:
+        """An INSERT of terms rows from one parameter, ``{item_id: {term: tf}}`` as JSON text.
+
+        The database expands the object itself: one bound text instead of a Python tuple
+        bound per (item, term) row, and the rows go in key order, so each B-tree page of
+        the terms is visited once per batch.
+        """
+        return (
+            f"INSERT INTO {TERMS} (item_id, term, tf)"
+            " SELECT a.key, t.key, t.value FROM json_each(?) AS a, json_each(a.value) AS t"
+            " ORDER BY 1, 2"
+        )
 
     def scope_postings_sql(
         self, terms_table: str, term_set: str, *, known_terms: bool = True
@@ -549,6 +574,11 @@ class PostgresDialect(Dialect):
 
         return Jsonb(value)
 
+    def json_text_param(self, text: str) -> Any:
+        from psycopg.types.json import Jsonb
+
+        return Jsonb(text, dumps=_as_is)
+
     def ts_param(self, value: datetime | None) -> Any:
         return value
 
@@ -634,6 +664,15 @@ class PostgresDialect(Dialect):
         return expr
 
     packed_separator_sql = "chr(31)"
+
+    def insert_terms_sql(self) -> str:
+        # json, not jsonb: the text is parsed once and never kept, so jsonb's key sorting
+        # and de-duplication would be work for nothing.
+        return (
+            f"INSERT INTO {TERMS} (item_id, term, tf)"
+            " SELECT a.key, t.key, t.value::int"
+            " FROM json_each(?::json) AS a, json_each_text(a.value) AS t ORDER BY 1, 2"
+        )
 
     def packed_sql(self, expr: str) -> str:
         return f"string_agg({expr}, chr(31))"
