@@ -1,0 +1,141 @@
+"""What a put writes beside its item, and the item indexes a database upgrades to.
+
+Puts write each item's terms in one statement from one JSON parameter; the rows must be
+exactly the analyzer's term frequencies, whatever characters a term holds. The migration
+that dropped the indexes no read needed upgrades an existing database in place, and the
+reads those indexes served answer as before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from langmem_tiers import TieredMemoryStore
+from langmem_tiers.long_term.engine.engine import MemoryEngine
+from langmem_tiers.long_term.store.records import item_id
+from langmem_tiers.long_term.store.scope import namespace_for
+from langmem_tiers.long_term.store.search import bm25
+from langmem_tiers.sql import migrations as schema
+from langmem_tiers.sql.dialect import ITEMS, TERMS, Dialect
+from langmem_tiers.sql.flow import Sql, Transaction
+
+from .fakes import default_index
+
+NS = ("u1", "semantic")
+AGENT_1 = namespace_for("agent-1", "episodic")[:-1]
+TEXTS = {
+    "plain": "the car engine needs new oil, the oil is old",
+    "accents": "Caroline's café in Zürich serves crème brûlée at 1,000 places",
+    "scripts": "東京タワー and Привет мир with don't won't rock'n'roll",
+    "quotes": 'a "quoted" word, a back\\slash and a tab\tinside',
+}
+
+
+def _query(store: Any, sql: str, params: list[Any] | None = None) -> list[tuple[Any, ...]]:
+    def flow() -> Any:
+        return (yield Sql(sql, params or []))
+
+    def tx() -> Any:
+        return (yield Transaction(flow()))
+
+    return list(store.db.run(tx()))
+
+
+def _url(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
+    if backend == "postgres":
+        return str(request.getfixturevalue("postgres_url"))
+    return f"sqlite:///{tmp_path}/memory.db"
+
+
+def _item_indexes(store: Any, backend: str) -> set[str]:
+    if backend == "sqlite":
+        sql = f"SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = '{ITEMS}'"
+    else:
+        sql = f"SELECT indexname FROM pg_indexes WHERE tablename = '{ITEMS}'"
+        sql += " AND schemaname = current_schema()"
+    return {name for (name,) in _query(store, sql)}
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_terms_rows_are_the_analyzer_frequencies(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    url = _url(backend, tmp_path, request)
+    with TieredMemoryStore.from_url(url, index=default_index(fields=("content",))) as store:
+        for key, text in TEXTS.items():
+            store.put(NS, key, {"content": text})
+        store.put(NS, "empty-text", {"content": "the and of"})  # stop words only: no terms
+        rows = _query(store, f"SELECT item_id, term, tf FROM {TERMS}")
+        packed = dict(_query(store, f"SELECT id, terms FROM {ITEMS}"))
+        # A rewrite replaces the terms of the item, and only of that item.
+        store.put(NS, "plain", {"content": "a bicycle"})
+        after = _query(store, f"SELECT item_id, term, tf FROM {TERMS}")
+
+    expected = {
+        item_id(NS, key): bm25.term_frequencies(bm25.analyze(text)) for key, text in TEXTS.items()
+    }
+    found: dict[str, dict[str, int]] = {}
+    for item, term, tf in rows:
+        found.setdefault(item, {})[term] = int(tf)
+    assert found == expected
+    assert packed[item_id(NS, "empty-text")] is None
+    for item, frequencies in expected.items():
+        assert bm25.unpack_terms(packed[item]) == frequencies
+    plain = item_id(NS, "plain")
+    assert {(t, int(n)) for i, t, n in after if i == plain} == {("bicycl", 1)}
+    assert {(i, t, int(n)) for i, t, n in after if i != plain} == {
+        (i, t, n) for i, terms in expected.items() if i != plain for t, n in terms.items()
+    }
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_the_index_migration_upgrades_in_place(
+    backend: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    request: pytest.FixtureRequest,
+) -> None:
+    url = _url(backend, tmp_path, request)
+    full: Callable[[Dialect], list[Any]] = schema.migrations
+    with monkeypatch.context() as old:
+        old.setattr(schema, "migrations", lambda dialect: full(dialect)[:-1])
+        with TieredMemoryStore.from_url(url) as store:
+            engine = MemoryEngine(store, settings=store.settings)
+            for n in range(4):
+                engine.add_episodic("agent-1", f"note {n}: the kettle is on shelf {n}")
+            engine.add_episodic("agent-2", "a lone note")
+            engine.add_semantic("agent-1", "the kettle is blue")
+            before = _item_indexes(store, backend)
+            waiting_before = engine.stats("agent-1")["unconsolidated_episodes"]
+            listed_before = [i.key for i in store.search(AGENT_1, limit=20)]
+    assert {f"{ITEMS}_prefix_updated", f"{ITEMS}_unconsolidated"} <= before
+    assert waiting_before == 4
+
+    with TieredMemoryStore.from_url(url) as store:
+        store.setup()  # twice: nothing left to do
+        engine = MemoryEngine(store, settings=store.settings)
+        indexes = _item_indexes(store, backend)
+        assert f"{ITEMS}_prefix_updated" not in indexes
+        assert f"{ITEMS}_unconsolidated" not in indexes
+        assert engine.stats("agent-1")["unconsolidated_episodes"] == 4
+        assert engine.stats()["unconsolidated_episodes"] == 5
+        assert [i.key for i in store.search(AGENT_1, limit=20)] == listed_before
+        assert engine.consolidate("agent-1").episodes == 4
+        assert engine.stats("agent-1")["unconsolidated_episodes"] == 0
+        assert engine.stats("agent-2")["unconsolidated_episodes"] == 1
+        if backend == "sqlite":
+            conn = store.db.sync_io.conn
+            plan = " / ".join(
+                str(row[-1])
+                for row in conn.execute(
+                    f"EXPLAIN QUERY PLAN SELECT count(*) FROM {ITEMS} i WHERE i.scope = ?"
+                    " AND i.kind = 'episodic' AND i.status = 'active'"
+                    " AND i.consolidated_into_id IS NULL",
+                    ["agent-2"],
+                )
+            )
+            assert plan.startswith("SEARCH i USING INDEX"), plan  # not a scan of every item
