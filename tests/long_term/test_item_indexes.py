@@ -12,18 +12,21 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
+from langgraph.store.base import PutOp
 
 from langmem_tiers import TieredMemoryStore
 from langmem_tiers.long_term.engine.engine import MemoryEngine
 from langmem_tiers.long_term.store.records import item_id
 from langmem_tiers.long_term.store.scope import namespace_for
 from langmem_tiers.long_term.store.search import bm25
+from langmem_tiers.long_term.store.vectors import normalize_rows
 from langmem_tiers.sql import migrations as schema
-from langmem_tiers.sql.dialect import ITEMS, TERMS, Dialect
+from langmem_tiers.sql.dialect import ITEMS, TERMS, VECTORS, Dialect
 from langmem_tiers.sql.flow import Sql, Transaction
 
-from .fakes import default_index
+from .fakes import KeywordEmbeddings, default_index
 
 NS = ("u1", "semantic")
 AGENT_1 = namespace_for("agent-1", "episodic")[:-1]
@@ -139,3 +142,26 @@ def test_the_index_migration_upgrades_in_place(
                 )
             )
             assert plan.startswith("SEARCH i USING INDEX"), plan  # not a scan of every item
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_stored_vectors_are_the_unit_vectors_in_float32(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    url = _url(backend, tmp_path, request)
+    embeddings = KeywordEmbeddings()
+    with TieredMemoryStore.from_url(
+        url, index={"dims": embeddings.dims, "embed": embeddings, "fields": ["content"]}
+    ) as store:
+        store.batch([PutOp(NS, key, {"content": text}) for key, text in TEXTS.items()])
+        column = "embedding" if backend == "sqlite" else "embedding::text"
+        rows = dict(_query(store, f"SELECT item_id, {column} FROM {VECTORS}"))
+    assert len(rows) == len(TEXTS)
+    for key, text in TEXTS.items():
+        raw = rows[item_id(NS, key)]
+        if backend == "sqlite":
+            stored = np.frombuffer(raw, dtype="<f4")
+        else:
+            stored = np.array([float(x) for x in raw.strip("[]").split(",")], dtype=np.float32)
+        expected = normalize_rows([embeddings.embed_documents([text])[0]])[0].astype(np.float32)
+        assert stored.tobytes() == expected.tobytes()
