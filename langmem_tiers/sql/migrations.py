@@ -235,6 +235,8 @@ def migrations(dialect: Dialect) -> list[list[MigrationStep]]:
             # Nearly every item is unconsolidated, so this partial index held them all; a
             # scope's waiting episodes are found through (scope, kind, status) as well.
             f"DROP INDEX IF EXISTS {ITEMS}_unconsolidated",
+            # PostgreSQL: an item's terms go with it by a trigger, not a per-row key check.
+            *dialect.terms_cascade_migration(),
         ],
     ]
 
