@@ -18,6 +18,8 @@ import pytest
 from langgraph.store.base import PutOp
 
 from langmem_tiers import TieredMemoryStore
+from langmem_tiers.config import Settings
+from langmem_tiers.errors import InvalidContentError
 from langmem_tiers.long_term.engine.engine import MemoryEngine
 from langmem_tiers.long_term.store.records import item_id
 from langmem_tiers.long_term.store.scope import namespace_for
@@ -194,3 +196,15 @@ def test_an_items_terms_go_with_it(
             _query(store, f"DELETE FROM {ITEMS} WHERE id = ?", [kept])
             left = {i for (i,) in _query(store, f"SELECT DISTINCT item_id FROM {TERMS}")}
             assert left == {item_id(NS, "quotes")}
+
+
+def test_the_value_limit_counts_the_json_text_as_stored(tmp_path: Path) -> None:
+    settings = Settings(max_content_chars=100)
+    with TieredMemoryStore.from_url(f"sqlite:///{tmp_path}/m.db", settings=settings) as store:
+        # {"content":"…","n":[1,2]}: 24 characters of compact JSON around the text.
+        store.put(NS, "fits", {"content": "é" * 76, "n": [1, 2]})
+        with pytest.raises(InvalidContentError, match="101 characters of JSON"):
+            store.put(NS, "over", {"content": "é" * 77, "n": [1, 2]})
+        (stored,) = _query(store, f"SELECT value FROM {ITEMS} WHERE key = 'fits'")[0]
+        assert stored == '{"content":"' + "é" * 76 + '","n":[1,2]}'
+        assert store.get(NS, "over") is None
