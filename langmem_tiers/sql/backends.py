@@ -19,9 +19,10 @@ from __future__ import annotations
 import asyncio
 import functools
 import sqlite3
+import struct
 import threading
 import weakref
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any, ClassVar, TypeVar
 
@@ -29,6 +30,7 @@ from langchain_core.embeddings import Embeddings
 
 from langmem_tiers.errors import ConfigurationError
 from langmem_tiers.sql.flow import (
+    BinaryValue,
     Embed,
     Flow,
     InsertRows,
@@ -62,9 +64,45 @@ def is_pool(conn: Any) -> bool:
     return type(conn).__module__.startswith("psycopg_pool")
 
 
-def _copy_sql(request: InsertRows) -> str:
+def _copy_sql(request: InsertRows, *, binary: bool = False) -> str:
     """The COPY statement that loads the rows of ``request`` on PostgreSQL."""
-    return f"COPY {request.table} ({', '.join(request.columns)}) FROM STDIN"
+    copy = f"COPY {request.table} ({', '.join(request.columns)}) FROM STDIN"
+    return f"{copy} (FORMAT BINARY)" if binary else copy
+
+
+_COPY_SIGNATURE = b"PGCOPY\n\xff\r\n\x00" + struct.pack("!ii", 0, 0)
+_COPY_TRAILER = struct.pack("!h", -1)
+_NULL_FIELD = struct.pack("!i", -1)
+
+
+def binary_copy_data(rows: Sequence[Sequence[Any]]) -> bytes | None:
+    """The whole binary COPY stream of ``rows`` when it is worth one, else None.
+
+    Only rows holding a :class:`~langmem_tiers.sql.flow.BinaryValue` qualify, and only
+    when every other value is text or NULL, whose binary form is their UTF-8 bytes: other
+    types would need the exact width of their column.
+    """
+    if not any(type(v) is BinaryValue for row in rows[:1] for v in row):
+        return None
+    parts = [_COPY_SIGNATURE]
+    add = parts.append
+    pack = struct.Struct("!i").pack
+    for row in rows:
+        add(struct.pack("!h", len(row)))
+        for value in row:
+            if value is None:
+                add(_NULL_FIELD)
+                continue
+            if type(value) is str:
+                data = value.encode("utf-8")
+            elif type(value) is BinaryValue:
+                data = value.data
+            else:
+                return None
+            add(pack(len(data)))
+            add(data)
+    add(_COPY_TRAILER)
+    return b"".join(parts)
 
 
 @functools.lru_cache(maxsize=512)
@@ -240,6 +278,11 @@ class _PgConnIO(_SharedIO):
     def insert_rows(self, request: InsertRows) -> None:
         # COPY streams every row in one statement: several times faster than a
         # pipelined INSERT per row.
+        data = binary_copy_data(request.rows)
+        if data is not None:
+            with self.conn.cursor() as cur, cur.copy(_copy_sql(request, binary=True)) as copy:
+                copy.write(data)
+            return
         with self.conn.cursor() as cur, cur.copy(_copy_sql(request)) as copy:
             for row in request.rows:
                 copy.write_row(row)
@@ -330,6 +373,14 @@ class _AsyncPgConnIO(_AsyncShared):
             await cur.executemany(to_psycopg(request.text), [list(r) for r in request.rows])
 
     async def insert_rows(self, request: InsertRows) -> None:
+        data = binary_copy_data(request.rows)
+        if data is not None:
+            async with (
+                self.conn.cursor() as cur,
+                cur.copy(_copy_sql(request, binary=True)) as copy,
+            ):
+                await copy.write(data)
+            return
         async with self.conn.cursor() as cur, cur.copy(_copy_sql(request)) as copy:
             for row in request.rows:
                 await copy.write_row(row)

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from langmem_tiers.sql.flow import Flow, Sql
+from langmem_tiers.sql.flow import BinaryValue, Flow, Sql
 
 if TYPE_CHECKING:
     import numpy as np
@@ -25,6 +25,7 @@ __all__ = [
     "Dialect",
     "PostgresDialect",
     "SqliteDialect",
+    "compact_json",
     "item_columns",
 ]
 
@@ -95,6 +96,15 @@ item_columns: tuple[str, ...] = (
 _KEEP_ON_UPDATE = {"id", "prefix", "key", "created_at"}
 
 
+#: JSON text as the store writes it: compact, non-ASCII kept. One encoder made once
+#: (``json.dumps`` with options builds a new one per call).
+compact_json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
+def _as_is(text: str) -> str:
+    return text
+
+
 class Dialect:
     """What differs between SQL engines, plus the query builders they share."""
 
@@ -105,7 +115,11 @@ class Dialect:
 
     # -- parameter adaptation ------------------------------------------------------
     def json_param(self, value: Any) -> Any:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        return compact_json(value)
+
+    def json_text_param(self, text: str) -> Any:
+        """A JSON column's parameter from JSON text already encoded (not encoded again)."""
+        return text
 
     def ts_param(self, value: datetime | None) -> Any:
         if value is None:
@@ -173,6 +187,11 @@ class Dialect:
     def postings_index_migration(self) -> list[MigrationStep]:
         """Statements for an index of the terms by term (none where a search reads each
         item's terms, see :meth:`scope_postings_sql`)."""
+        return []
+
+    def terms_cascade_migration(self) -> list[MigrationStep]:
+        """Statements replacing the terms' foreign key by a delete of an item's terms with
+        the item (none: SQLite checks a key in process, for less than a trigger would cost)."""
         return []
 
     def terms_key_migration(self) -> list[MigrationStep]:
@@ -254,9 +273,7 @@ class Dialect:
             >>> PostgresDialect().in_list("seq", [1, 2], sql_type="bigint")
             ('seq = ANY(?::bigint[])', [[1, 2]])
         """
-        return f"{column} IN (SELECT j.value FROM json_each(?) AS j)", [
-            json.dumps(list(values), ensure_ascii=False, separators=(",", ":"))
-        ]
+        return f"{column} IN (SELECT j.value FROM json_each(?) AS j)", [compact_json(list(values))]
 
     def not_indexed(self, expr: str) -> str:
         """``expr`` as the planner may not look it up in an index.
@@ -339,6 +356,19 @@ class Dialect:
         )
 
     packed_separator_sql = "char(31)"
+
+    def insert_terms_sql(self) -> str:
+        """An INSERT of terms rows from one parameter, ``{item_id: {term: tf}}`` as JSON text.
+
+        The database expands the object itself: one bound text instead of a Python tuple
+        bound per (item, term) row, and the rows go in key order, so each B-tree page of
+        the terms is visited once per batch.
+        """
+        return (
+            f"INSERT INTO {TERMS} (item_id, term, tf)"
+            " SELECT a.key, t.key, t.value FROM json_each(?) AS a, json_each(a.value) AS t"
+            " ORDER BY 1, 2"
+        )
 
     def scope_postings_sql(
         self, terms_table: str, term_set: str, *, known_terms: bool = True
@@ -594,6 +624,11 @@ class PostgresDialect(Dialect):
 
         return Jsonb(value)
 
+    def json_text_param(self, text: str) -> Any:
+        from psycopg.types.json import Jsonb
+
+        return Jsonb(text, dumps=_as_is)
+
     def ts_param(self, value: datetime | None) -> Any:
         return value
 
@@ -606,8 +641,14 @@ class PostgresDialect(Dialect):
         return _vector_format(len(vector)) % tuple(vector)
 
     def vector_params(self, matrix: np.ndarray) -> list[Any]:
-        text = _vector_format(matrix.shape[1]) if matrix.size else "[]"
-        return [text % tuple(row) for row in matrix.tolist()]
+        # pgvector's binary form (dimensions, a reserved zero, big-endian float4s), loaded
+        # by a binary COPY: formatting and parsing 256 numbers as text cost more than
+        # everything else a put sends.
+        import numpy as np
+
+        head = struct.pack("!hh", matrix.shape[1] if matrix.ndim == 2 else 0, 0)
+        rows = np.ascontiguousarray(matrix, dtype=">f4")
+        return [BinaryValue(head + row.tobytes()) for row in rows]
 
     def placeholder(self, column: str) -> str:
         return "?::vector" if column == "embedding" else "?"
@@ -680,6 +721,15 @@ class PostgresDialect(Dialect):
 
     packed_separator_sql = "chr(31)"
 
+    def insert_terms_sql(self) -> str:
+        # json, not jsonb: the text is parsed once and never kept, so jsonb's key sorting
+        # and de-duplication would be work for nothing.
+        return (
+            f"INSERT INTO {TERMS} (item_id, term, tf)"
+            " SELECT a.key, t.key, t.value::int"
+            " FROM json_each(?::json) AS a, json_each_text(a.value) AS t ORDER BY 1, 2"
+        )
+
     def packed_sql(self, expr: str) -> str:
         return f"string_agg({expr}, chr(31))"
 
@@ -705,6 +755,26 @@ class PostgresDialect(Dialect):
 
     def postings_index_migration(self) -> list[MigrationStep]:
         return [f"CREATE INDEX IF NOT EXISTS {TERMS}_term ON {TERMS} (term, item_id) INCLUDE (tf)"]
+
+    def terms_cascade_migration(self) -> list[MigrationStep]:
+        # The key was checked row by row, half the cost of writing a put's terms, while
+        # the store writes an item's terms only after the item in the same transaction.
+        # What the key did on delete, a statement trigger does once per statement; its
+        # search path is the schema's, whatever the deleting session's is.
+        return [
+            "DO $$ DECLARE c record; BEGIN FOR c IN SELECT conname FROM pg_constraint"
+            f" WHERE conrelid = '{TERMS}'::regclass AND contype = 'f' LOOP"
+            f" EXECUTE format('ALTER TABLE {TERMS} DROP CONSTRAINT %I', c.conname);"
+            " END LOOP; END $$",
+            f"CREATE OR REPLACE FUNCTION {TERMS}_of_deleted_items() RETURNS trigger"
+            " LANGUAGE plpgsql SET search_path FROM CURRENT AS $$ BEGIN"
+            f" DELETE FROM {TERMS} t USING deleted d WHERE t.item_id = d.id;"
+            " RETURN NULL; END $$",
+            f"DROP TRIGGER IF EXISTS {TERMS}_of_deleted_items ON {ITEMS}",
+            f"CREATE TRIGGER {TERMS}_of_deleted_items AFTER DELETE ON {ITEMS}"
+            " REFERENCING OLD TABLE AS deleted FOR EACH STATEMENT"
+            f" EXECUTE FUNCTION {TERMS}_of_deleted_items()",
+        ]
 
     def terms_key_migration(self) -> list[MigrationStep]:
         # One index with tf as an included column: the per-item range read stays

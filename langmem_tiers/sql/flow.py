@@ -21,6 +21,7 @@ from langmem_tiers.effects import adrive, drive
 
 __all__ = [
     "AsyncIO",
+    "BinaryValue",
     "Embed",
     "Flow",
     "InsertRows",
@@ -61,6 +62,16 @@ class InsertRows(NamedTuple):
     table: str
     columns: Sequence[str]
     rows: Sequence[Sequence[Any]]
+
+
+class BinaryValue(NamedTuple):
+    """A value of :class:`InsertRows` already in the engine's binary wire form.
+
+    PostgreSQL loads rows whose values are all text, NULL or binary values with a binary
+    COPY: a vector is then sent as its floats, not as text for the server to parse.
+    """
+
+    data: bytes
 
 
 class Embed(NamedTuple):

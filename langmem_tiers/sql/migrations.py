@@ -228,6 +228,16 @@ def migrations(dialect: Dialect) -> list[list[MigrationStep]]:
         dialect.postings_index_migration(),
         # Each item's terms packed beside it, so a namespace's terms are read one row an item.
         [_packed_terms],
+        [
+            # Indexes every put paid for and no read needs. A namespace's range is read
+            # through the live index, which leads with the prefix as this one did.
+            f"DROP INDEX IF EXISTS {ITEMS}_prefix_updated",
+            # Nearly every item is unconsolidated, so this partial index held them all; a
+            # scope's waiting episodes are found through (scope, kind, status) as well.
+            f"DROP INDEX IF EXISTS {ITEMS}_unconsolidated",
+            # PostgreSQL: an item's terms go with it by a trigger, not a per-row key check.
+            *dialect.terms_cascade_migration(),
+        ],
         # Updates that may change a search's members counted per namespace, so a search
         # of an unchanged namespace reuses the members an earlier one read.
         dialect.membership_change_migration(),

@@ -9,6 +9,7 @@ by the package) and checks that nothing points at an old id afterwards.
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
@@ -34,6 +35,22 @@ BACKENDS = ["sqlite", "postgres", "postgres+qdrant"]
 _FIRST_SCHEME = uuid.UUID("6f1c8a52-3b7e-4d3a-9a53-1f0e2d6c7b90")
 ONE = {"content": "the first memory"}
 TWO = {"content": "the second memory"}
+
+
+@pytest.mark.parametrize(
+    ("namespace", "key"),
+    [
+        (("agent", "semantic"), "k"),
+        (("a\x1fb",), "c"),
+        (("ünïcode", "日本", "x" * 600), '🙂 key with "quotes" and \\ slashes'),
+    ],
+)
+def test_ids_are_the_uuid5_of_the_json_of_namespace_and_key(
+    namespace: tuple[str, ...], key: str
+) -> None:
+    # Stored ids must never change: the id is uuid5 of this exact text, however computed.
+    text = json.dumps([list(namespace), key], ensure_ascii=False, separators=(",", ":"))
+    assert item_id(namespace, key) == str(uuid.uuid5(_FIRST_SCHEME, text))
 
 
 def first_scheme_id(prefix: str, key: str) -> str:

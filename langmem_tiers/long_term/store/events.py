@@ -124,18 +124,36 @@ class EventRow(NamedTuple):
     metadata: dict[str, Any]
 
 
-def snapshot(dialect: Dialect, row: Sequence[Any]) -> dict[str, Any]:
-    """A JSON-safe dict of a memory row selected as ``SNAPSHOT_COLUMNS``."""
-    out: dict[str, Any] = {}
-    for name, raw in zip(SNAPSHOT_COLUMNS, row, strict=True):
-        if name == "value":
-            out[name] = dialect.json_value(raw)
-        elif name.endswith(("_at", "_from", "_until")) and raw is not None:
+_VALUE_COLUMN = SNAPSHOT_COLUMNS.index("value")
+_TIME_COLUMNS = tuple(
+    i for i, name in enumerate(SNAPSHOT_COLUMNS) if name.endswith(("_at", "_from", "_until"))
+)
+
+
+def snapshot(
+    dialect: Dialect, row: Sequence[Any], times: dict[Any, Any] | None = None
+) -> dict[str, Any]:
+    """A JSON-safe dict of a memory row selected as ``SNAPSHOT_COLUMNS``.
+
+    ``times`` memoises timestamp conversions across the rows of one read: the rows of a
+    batch share a few timestamps (its ``now`` above all).
+    """
+    values = list(row)
+    values[_VALUE_COLUMN] = dialect.json_value(values[_VALUE_COLUMN])
+    if times is None:
+        times = {}
+    for i in _TIME_COLUMNS:
+        raw = values[i]
+        if raw is None:
+            continue
+        # Equal datetimes in different zones spell differently: the zone is in the key.
+        key = raw if type(raw) is str else (raw, getattr(raw, "tzinfo", None))
+        shown = times.get(key)
+        if shown is None:
             parsed = dialect.ts_value(raw)
-            out[name] = parsed.isoformat() if isinstance(parsed, datetime) else raw
-        else:
-            out[name] = raw
-    return out
+            shown = times[key] = parsed.isoformat() if isinstance(parsed, datetime) else raw
+        values[i] = shown
+    return dict(zip(SNAPSHOT_COLUMNS, values, strict=True))
 
 
 def snapshot_flow(dialect: Dialect, ids: Sequence[str]) -> Flow[dict[str, dict[str, Any]]]:
@@ -144,15 +162,18 @@ def snapshot_flow(dialect: Dialect, ids: Sequence[str]) -> Flow[dict[str, dict[s
         return {}
     in_ids, params = dialect.in_list("id", ids)
     rows = yield Sql(f"SELECT {', '.join(SNAPSHOT_COLUMNS)} FROM {ITEMS} WHERE {in_ids}", params)
-    return {row[0]: snapshot(dialect, row) for row in rows}
+    times: dict[Any, Any] = {}
+    return {row[0]: snapshot(dialect, row, times) for row in rows}
 
 
 def write_events_flow(dialect: Dialect, events: Iterable[EventRow], at: datetime) -> Flow[None]:
     """Append events (inside the caller's transaction)."""
     ctx = current_event_context()
+    stamp = dialect.ts_param(at)
+    actor = ctx.actor if ctx.actor is not None else DEFAULT_ACTOR
     rows = [
         (
-            dialect.ts_param(at),
+            stamp,
             e.type,
             e.scope,
             e.kind,
@@ -163,7 +184,7 @@ def write_events_flow(dialect: Dialect, events: Iterable[EventRow], at: datetime
             None if e.after is None else dialect.json_param(e.after),
             dialect.json_param(e.metadata),
             ctx.correlation_id,
-            ctx.actor if ctx.actor is not None else DEFAULT_ACTOR,
+            actor,
         )
         for e in events
     ]

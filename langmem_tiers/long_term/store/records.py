@@ -60,6 +60,7 @@ __all__ = [
     "validate_key",
     "validate_namespace",
     "validate_value",
+    "validate_value_json",
 ]
 
 STATUSES = ("active", "superseded", "decayed", "deleted", "compressed")
@@ -98,7 +99,8 @@ _NUL_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
 
 def has_nul_escape(encoded_json: str) -> bool:
     """Whether JSON text encodes a NUL character (not the six typed characters ``\\u0000``)."""
-    return _NUL_ESCAPE.search(encoded_json) is not None
+    # The substring test is a plain scan, many times faster than the regex it spares.
+    return "\\u0000" in encoded_json and _NUL_ESCAPE.search(encoded_json) is not None
 
 
 def utf8_error(text: str, field: str) -> str | None:
@@ -290,10 +292,24 @@ def validate_key(key: Any) -> str:
     return key
 
 
+# The JSON text a value is stored as (what ``Dialect.json_param`` writes), refusing NaN.
+_encode_value = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
+
+
 def validate_value(
     namespace: tuple[str, ...], key: str, value: Any, *, max_chars: int
 ) -> ItemRecord:
     """Check a value and extract its memory columns; raise InvalidContentError when bad."""
+    return validate_value_json(namespace, key, value, max_chars=max_chars)[0]
+
+
+def validate_value_json(
+    namespace: tuple[str, ...], key: str, value: Any, *, max_chars: int
+) -> tuple[ItemRecord, str]:
+    """:func:`validate_value`, with the value's JSON text as stored (encoded once, here).
+
+    ``max_chars`` bounds that text: compact JSON, non-ASCII characters counted once.
+    """
     where = f"value of {join_namespace(namespace)}/{key}"
     if not isinstance(value, Mapping):
         raise InvalidContentError(f"{where} must be a dict (mapping), got {type(value).__name__}.")
@@ -301,7 +317,7 @@ def validate_value(
         if not isinstance(k, str):
             raise InvalidContentError(f"{where} has a non-string key {k!r}; JSON keys are strings.")
     try:
-        encoded = json.dumps(value, ensure_ascii=False, allow_nan=False)
+        encoded = _encode_value(value)
     except (TypeError, ValueError) as err:
         raise InvalidContentError(
             f"{where} is not JSON-serialisable ({err}); store only str, int, float, bool, None, "
@@ -351,7 +367,7 @@ def validate_value(
             cols["valid_until"] = _optional_time(plain, "valid_until", where)
         else:
             cols["proc_key"] = _optional_str(plain, "key", where) or key
-    return ItemRecord(
+    record = ItemRecord(
         id=item_id(namespace, key),
         prefix=join_namespace(namespace),
         key=key,
@@ -372,6 +388,7 @@ def validate_value(
         status=status,
         text=text,
     )
+    return record, encoded
 
 
 def texts_to_index(record: ItemRecord, fields: Sequence[str] | None) -> list[tuple[str, str]]:

@@ -7,8 +7,9 @@ one event per changed item with its before and after snapshots.
 
 from __future__ import annotations
 
+import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
@@ -23,7 +24,7 @@ from langmem_tiers.long_term.store.records import (
     texts_to_index,
     validate_key,
     validate_namespace,
-    validate_value,
+    validate_value_json,
 )
 from langmem_tiers.long_term.store.search import bm25
 from langmem_tiers.long_term.store.search.keys import extra_terms
@@ -72,6 +73,30 @@ class PreparedPut(NamedTuple):
     terms: dict[str, int]
     doc_len: int
     ttl: float | None = None  # minutes to live (None: no expiry)
+    value_json: str | None = None  # the record's value as JSON text, when already encoded
+
+
+#: Terms rows bound in one statement at most (its parameter stays well under the engines'
+#: limits on one value however long a batch's texts are).
+TERMS_PER_STATEMENT = 200_000
+
+
+def _term_chunks(terms: dict[str, dict[str, int]]) -> Iterator[dict[str, dict[str, int]]]:
+    """``terms`` (item -> term -> tf) in pieces of about :data:`TERMS_PER_STATEMENT` rows."""
+    chunk: dict[str, dict[str, int]] = {}
+    rows = 0
+    for item, frequencies in terms.items():
+        if chunk and rows + len(frequencies) > TERMS_PER_STATEMENT:
+            yield chunk
+            chunk, rows = {}, 0
+        chunk[item] = frequencies
+        rows += len(frequencies)
+    if chunk:
+        yield chunk
+
+
+def _compact_json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def validate_ttl(ttl: Any) -> float | None:
@@ -100,13 +125,15 @@ def prepare_put(op: PutOp, *, fields: Sequence[str] | None, max_chars: int) -> P
     if op.value is None:
         return PreparedPut(None, namespace, key, [], {}, 0)
     ttl = validate_ttl(op.ttl)
-    record = validate_value(namespace, key, op.value, max_chars=max_chars)
+    record, value_json = validate_value_json(namespace, key, op.value, max_chars=max_chars)
     if op.index is False:
-        return PreparedPut(record, namespace, key, [], {}, 0, ttl)
+        return PreparedPut(record, namespace, key, [], {}, 0, ttl, value_json)
     texts = texts_to_index(record, list(op.index) if isinstance(op.index, list) else fields)
     terms = bm25.analyze(" ".join(text for _, text in texts))
     terms.extend(extra_terms(record))
-    return PreparedPut(record, namespace, key, texts, bm25.term_frequencies(terms), len(terms), ttl)
+    return PreparedPut(
+        record, namespace, key, texts, bm25.term_frequencies(terms), len(terms), ttl, value_json
+    )
 
 
 class StoreWriter:
@@ -141,10 +168,13 @@ class StoreWriter:
             # locks above (or SQLite's write transaction) keep anyone else from adding them.
             fresh = [p for p in upserts if p.record is not None and p.record.id not in before]
             known = [p for p in upserts if p.record is not None and p.record.id in before]
+            stamp = d.ts_param(now)
             if fresh:
-                yield InsertRows(ITEMS, item_columns, [self._item_row(p, now) for p in fresh])
+                yield InsertRows(
+                    ITEMS, item_columns, [self._item_row(p, now, stamp) for p in fresh]
+                )
             if known:
-                yield SqlMany(d.upsert_items_sql(), [self._item_row(p, now) for p in known])
+                yield SqlMany(d.upsert_items_sql(), [self._item_row(p, now, stamp) for p in known])
             # Terms and vectors belong to their item (foreign keys): a new item has none.
             yield from self._index_flow(upserts, rows, [i for i in ids if i in before])
         for note_id, note in notes.items():
@@ -192,19 +222,14 @@ class StoreWriter:
         if replaced:
             in_ids, params = self.dialect.in_list("item_id", replaced)
             yield Sql(f"DELETE FROM {TERMS} WHERE {in_ids}", params)
-        # In key order: each B-tree page is visited once per batch, not once per row.
-        term_rows = sorted(
-            (p.record.id, term, tf)
-            for p in upserts
-            if p.record is not None
-            for term, tf in p.terms.items()
-        )
-        if term_rows:
-            yield InsertRows(TERMS, ("item_id", "term", "tf"), term_rows)
+        terms = {p.record.id: p.terms for p in upserts if p.record is not None and p.terms}
+        for chunk in _term_chunks(terms):
+            yield Sql(self.dialect.insert_terms_sql(), [_compact_json(chunk)])
         if self.index.in_database:
             yield from self.index.write_flow(rows, replaced)
 
-    def _item_row(self, p: PreparedPut, now: datetime) -> tuple[Any, ...]:
+    def _item_row(self, p: PreparedPut, now: datetime, stamp: Any) -> tuple[Any, ...]:
+        """The item row of ``p`` written at ``now`` (``stamp``: its parameter)."""
         d = self.dialect
         r = p.record
         assert r is not None
@@ -214,9 +239,11 @@ class StoreWriter:
             "key": r.key,
             "scope": r.scope,
             "kind": r.kind,
-            "value": d.json_param(r.value),
-            "created_at": d.ts_param(now),
-            "updated_at": d.ts_param(now),
+            "value": d.json_param(r.value)
+            if p.value_json is None
+            else d.json_text_param(p.value_json),
+            "created_at": stamp,
+            "updated_at": stamp,
             "event_at": d.ts_param(r.event_at),
             "session_id": r.session_id,
             "actor": r.actor,

@@ -180,7 +180,20 @@ def analyze(text: str) -> list[str]:
         >>> analyze("She didn't go hiking in the Alps in 2023")
         ['go', 'hike', 'alp', '2023']
     """
-    return [token if token[0].isdigit() else _stem(token) for token in _tokens(text)]
+    return [term for term in map(_term, _TOKEN.findall(_fold(text))) if term]
+
+
+@lru_cache(maxsize=200_000)
+def _term(token: str) -> str:
+    """The term a raw token of folded text becomes ("" for none): what :func:`_tokens` and
+    :func:`_stem` do to it, cached whole, since a put's words are mostly words seen before."""
+    if token[0].isdigit():
+        return token.replace(",", "")
+    if "'" in token:
+        token = _CONTRACTION.sub("", token).replace("'", "")
+    if not token or token in STOP_WORDS:
+        return ""
+    return _stem(token)
 
 
 def analyze_query(text: str) -> list[str]:
