@@ -165,8 +165,10 @@ def smooth_neighbours(
     """
     if not 0.0 <= weight <= 1.0:
         raise ValueError(f"smooth_neighbours weight must be within [0, 1], got {weight!r}.")
-    out: dict[K, float] = {}
-    for key, own in relevance.items():
-        best = max((relevance.get(n, 0.0) for n in neighbours.get(key, ())), default=0.0)
-        out[key] = own + weight * max(0.0, best - own)
+    out = dict(relevance)
+    for key, near in neighbours.items():
+        if key in relevance:
+            own = relevance[key]
+            best = max((relevance.get(n, 0.0) for n in near), default=0.0)
+            out[key] = own + weight * max(0.0, best - own)
     return out

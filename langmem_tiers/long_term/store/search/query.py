@@ -596,15 +596,14 @@ class StoreSearch:
             [*id_params, *search.params],
         )
         by_id = {row[5]: row for row in rows}
+        # A memory's time: its event time, else its last update.
+        when: dict[str, datetime] = {
+            i: self.dialect.ts_value(row[6]) or self.dialect.ts_value(row[4])  # type: ignore[misc]
+            for i, row in by_id.items()
+        }
         if pairs:
-            when = {
-                i: self.dialect.ts_value(row[6]) or self.dialect.ts_value(row[4])
-                for i, row in by_id.items()
-            }
             neighbours = conversation_neighbours(
-                pairs,
-                when,  # type: ignore[arg-type]
-                {i: row[10] for i, row in by_id.items()},
+                pairs, when, {i: row[10] for i, row in by_id.items()}
             )
             # A neighbour that was no candidate matched nothing of the query itself.
             for item_id in neighbours:
@@ -614,7 +613,7 @@ class StoreSearch:
             Candidate(
                 id=item_id,
                 relevance=relevance.get(item_id, 0.0),
-                time=self.dialect.ts_value(row[6]) or self.dialect.ts_value(row[4]),  # type: ignore[arg-type]
+                time=when[item_id],
                 access_count=int(row[7]) + self.access.pending(item_id),
                 confidence=float(row[8]),
             )
