@@ -6,11 +6,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any
 
 import pytest
 from langgraph.store.base import BaseStore, PutOp
 
+from langmem_tiers import TieredMemoryStore
+from langmem_tiers.config import Settings
+from langmem_tiers.errors import ConfigurationError
+from langmem_tiers.long_term.store.search.fusion import NEIGHBOUR_WEIGHT
 from langmem_tiers.long_term.store.search.neighbours import (
     NEIGHBOUR_MAX_GAP,
     conversation_neighbours,
@@ -152,3 +157,19 @@ def test_only_episodic_memories_have_neighbours(
     hits = store.search(facts, query=QUERY)
     assert hits[0].key == "pottery"
     assert _semantic(hits, "car") < 0.5 * _semantic(hits, "pottery")
+
+
+def test_the_neighbour_weight_is_a_setting(tmp_path: Path) -> None:
+    assert Settings().neighbour_weight == NEIGHBOUR_WEIGHT
+    with pytest.raises(ConfigurationError, match="neighbour_weight"):
+        Settings(neighbour_weight=1.5)
+    lifted = {}
+    for weight in (0.0, NEIGHBOUR_WEIGHT):
+        url = f"sqlite:///{tmp_path / f'w{weight}.db'}"
+        settings = Settings.from_env(environ={}, neighbour_weight=weight)
+        with TieredMemoryStore.from_url(url, settings=settings) as store:
+            store.batch(_conversation(_turn("answer", "Yes! I made a little blue bowl.")))
+            hits = _search(store)
+            lifted[weight] = _semantic(hits, "answer") - _semantic(hits, "weather")
+    assert abs(lifted[0.0]) < 0.02
+    assert lifted[NEIGHBOUR_WEIGHT] > 0.1

@@ -33,7 +33,7 @@ from langmem_tiers.long_term.store.records import (
     validate_namespace,
 )
 from langmem_tiers.long_term.store.search import bm25
-from langmem_tiers.long_term.store.search.fusion import NEIGHBOUR_WEIGHT, smooth_neighbours
+from langmem_tiers.long_term.store.search.fusion import smooth_neighbours
 from langmem_tiers.long_term.store.search.neighbours import (
     conversation_neighbours,
     write_neighbours_flow,
@@ -267,7 +267,6 @@ class StoreSearch:
         *,
         dense_weight: float = 1.0,
         cosine_curve: tuple[float, float] = DEFAULT_COSINE_CURVE,
-        neighbour_weight: float = NEIGHBOUR_WEIGHT,
     ) -> None:
         self.dialect = dialect
         self.index = index
@@ -275,7 +274,6 @@ class StoreSearch:
         self.access = access
         self.dense_weight = dense_weight
         self.cosine_curve = cosine_curve
-        self.neighbour_weight = neighbour_weight
         # Where the database counts changes per namespace and vectors are scored in
         # process, a namespace's terms and vectors are kept between searches.
         self.scope_cache: ScopeCache | None = (
@@ -583,7 +581,8 @@ class StoreSearch:
             dense, lex, idf_mass=mass, weight=self.dense_weight, curve=self.cosine_curve
         )
         pairs: dict[str, tuple[str | None, str | None]] = {}
-        if self.neighbour_weight > 0:
+        neighbour_weight = self.settings.neighbour_weight
+        if neighbour_weight > 0:
             anchors = [i for i, _ in heapq.nsmallest(want, relevance.items(), key=_best_first)]
             pairs = yield from write_neighbours_flow(
                 self.dialect, anchors, search.where, search.params
@@ -608,7 +607,7 @@ class StoreSearch:
             # A neighbour that was no candidate matched nothing of the query itself.
             for item_id in neighbours:
                 relevance.setdefault(item_id, 0.0)
-            relevance = smooth_neighbours(relevance, neighbours, weight=self.neighbour_weight)
+            relevance = smooth_neighbours(relevance, neighbours, weight=neighbour_weight)
         candidates = [
             Candidate(
                 id=item_id,
