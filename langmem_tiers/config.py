@@ -138,6 +138,9 @@ class Settings:
     """Half-life of the recency component, in days."""
     candidate_multiplier: int = field(default=3, metadata=_env("CANDIDATE_MULTIPLIER"))
     """Candidates fetched from each index per result asked for (top k x this)."""
+    neighbour_weight: float = field(default=0.7, metadata=_env("NEIGHBOUR_WEIGHT"))
+    """How far an episodic memory moves towards the relevance of the memory written just
+    before or after it in the same conversation (0: neighbours are ignored; 1: as far as it)."""
 
     # -- limits -------------------------------------------------------------------
     max_content_chars: int = field(default=1_000_000, metadata=_env("MAX_CONTENT_CHARS"))
@@ -230,7 +233,12 @@ class Settings:
             )
         for name in ("recency_half_life_days", "decay_half_life_days"):
             _require_float(name, getattr(self, name), low=0.0, low_open=True)
-        for name in ("conflict_similarity_threshold", "duplicate_similarity", "decay_threshold"):
+        for name in (
+            "conflict_similarity_threshold",
+            "duplicate_similarity",
+            "decay_threshold",
+            "neighbour_weight",
+        ):
             _require_float(name, getattr(self, name), low=0.0, high=1.0)
         if not isinstance(self.ltm_enabled, bool):
             raise ConfigurationError(

@@ -5,7 +5,7 @@ relevance with ``min_score``, and fact-augmented keys, on every backend of ours.
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -252,7 +252,17 @@ def test_extracted_facts_make_a_message_findable(
         "m1",
         {"content": "Ugh, cilantro tastes like soap to me", "tier1": "dislikes=cilantro"},
     )
-    store.put(EPISODIC, "m2", {"content": "The weather in Oslo was lovely", "tier1": "place=Oslo"})
+    # Another conversation (a day later): a message of the same one would be lifted by its
+    # neighbour m1 (test_neighbours.py), and this test is about m1's own relevance.
+    store.put(
+        EPISODIC,
+        "m2",
+        {
+            "content": "The weather in Oslo was lovely",
+            "tier1": "place=Oslo",
+            "event_timestamp": (datetime.now(UTC) + timedelta(days=1)).isoformat(),
+        },
+    )
     hits = store.search(EPISODIC, query="which foods does the user dislike?")
     assert hits[0].key == "m1"
     others = [h.scores["semantic"] for h in hits[1:]]  # type: ignore[attr-defined]

@@ -7,8 +7,10 @@ hybrid ranking.
 1. BM25 over the filtered set (one round trip for the set's statistics and the query terms'
    postings, one more for pseudo-relevance feedback);
 2. dense candidates from the vector index, which also scores the lexical candidates;
-3. fusion of both into one relevance, then the hybrid rank with recency, frequency (access
-   counts, buffered ones included) and confidence.
+3. fusion of both into one relevance; the best candidates lift the memories written next to
+   them in the same conversation (one round trip, ``neighbours.py``);
+4. the hybrid rank with recency, frequency (access counts, buffered ones included) and
+   confidence.
 """
 
 from __future__ import annotations
@@ -31,6 +33,11 @@ from langmem_tiers.long_term.store.records import (
     validate_namespace,
 )
 from langmem_tiers.long_term.store.search import bm25
+from langmem_tiers.long_term.store.search.fusion import smooth_neighbours
+from langmem_tiers.long_term.store.search.neighbours import (
+    conversation_neighbours,
+    write_neighbours_flow,
+)
 from langmem_tiers.long_term.store.search.options import SearchOptions, split_options
 from langmem_tiers.long_term.store.search.ranking import Candidate, rank
 from langmem_tiers.long_term.store.search.relevance import (
@@ -648,21 +655,42 @@ class StoreSearch:
         ids = sorted(set(dense) | set(lex))
         if not ids:
             return [], []
-        in_ids, id_params = self.dialect.in_list("i.id", ids)
-        rows = yield Sql(
-            f"SELECT {ITEM_COLS}, i.event_at, i.access_count, i.confidence, i.ttl_minutes"
-            f" FROM {ITEMS} i WHERE {in_ids} AND {search.where}",
-            [*id_params, *search.params],
-        )
         relevance = absolute_relevance(
             dense, lex, idf_mass=mass, weight=self.dense_weight, curve=self.cosine_curve
         )
+        pairs: dict[str, tuple[str | None, str | None]] = {}
+        neighbour_weight = self.settings.neighbour_weight
+        if neighbour_weight > 0:
+            anchors = [i for i, _ in heapq.nsmallest(want, relevance.items(), key=_best_first)]
+            pairs = yield from write_neighbours_flow(
+                self.dialect, anchors, search.where, search.params
+            )
+        wanted = set(ids).union(n for sides in pairs.values() for n in sides if n is not None)
+        in_ids, id_params = self.dialect.in_list("i.id", sorted(wanted))
+        rows = yield Sql(
+            f"SELECT {ITEM_COLS}, i.event_at, i.access_count, i.confidence, i.ttl_minutes,"
+            f" i.session_id FROM {ITEMS} i WHERE {in_ids} AND {search.where}",
+            [*id_params, *search.params],
+        )
         by_id = {row[5]: row for row in rows}
+        # A memory's time: its event time, else its last update.
+        when: dict[str, datetime] = {
+            i: self.dialect.ts_value(row[6]) or self.dialect.ts_value(row[4])  # type: ignore[misc]
+            for i, row in by_id.items()
+        }
+        if pairs:
+            neighbours = conversation_neighbours(
+                pairs, when, {i: row[10] for i, row in by_id.items()}
+            )
+            # A neighbour that was no candidate matched nothing of the query itself.
+            for item_id in neighbours:
+                relevance.setdefault(item_id, 0.0)
+            relevance = smooth_neighbours(relevance, neighbours, weight=neighbour_weight)
         candidates = [
             Candidate(
                 id=item_id,
                 relevance=relevance.get(item_id, 0.0),
-                time=self.dialect.ts_value(row[6]) or self.dialect.ts_value(row[4]),  # type: ignore[arg-type]
+                time=when[item_id],
                 access_count=int(row[7]) + self.access.pending(item_id),
                 confidence=float(row[8]),
             )

@@ -1,0 +1,127 @@
+"""Conversational neighbours: the memories written just before and after a search's best hits.
+
+In a conversation the turn that answers a question is often not the one that matches it:
+"What did you do then?" / "Went to the support group." Only the question shares words with
+the query; the answer shares none. Each memory is therefore lifted towards its neighbours'
+relevance (:func:`~langmem_tiers.long_term.store.search.fusion.smooth_neighbours`), and a
+neighbour of a best hit that was not a candidate at all joins the candidates.
+
+Only episodic memories have neighbours: they are events of a conversation, where what came
+just before and after is context. A semantic fact or a procedural preference stands alone.
+
+Who is a neighbour is the store's own record, not a field of the value (values are any
+JSON): the order of writing. Every memory's creation is an event with a sequence number
+(``events.py``), so the memory written just before another one in the same namespace is
+its predecessor. Write order alone would join unrelated conversations (the last turn of one
+session and the first of the next), so two memories are neighbours only when they also
+belong to the same conversation as far as the store can tell: the same ``session_id``
+(both absent counts as the same) and event times (their event timestamps, else when they
+were written) at most :data:`NEIGHBOUR_MAX_GAP` apart.
+
+Only the best hits need their neighbours: a lifted memory never passes the memory that lifts
+it, so a memory ranked below the page cannot lift anything onto it. One statement reads the
+neighbours of all of them, through the event log's indexes (by memory, by scope and
+sequence), and only among the items the search may return that are indexed at all (an item
+put with ``index=False`` is never found by a query, so not through a neighbour either).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from langmem_tiers.sql.dialect import EVENTS, ITEMS, Dialect
+from langmem_tiers.sql.flow import Flow, Sql
+
+__all__ = [
+    "NEIGHBOUR_MAX_GAP",
+    "NEIGHBOUR_SPAN",
+    "conversation_neighbours",
+    "write_neighbours_flow",
+]
+
+#: Two memories further apart in event time than this are not one conversation: a pause that
+#: long starts a new one, whatever their order of writing.
+NEIGHBOUR_MAX_GAP = timedelta(hours=1)
+#: How many events of the scope before or after a memory's creation are looked at for its
+#: neighbour. Events of other namespaces of the scope, and updates, lie in between; a memory
+#: created further away than this was not written next to it.
+NEIGHBOUR_SPAN = 64
+
+_CREATED = "memory.created"
+
+
+def write_neighbours_flow(
+    dialect: Dialect, anchors: Sequence[str], where: str, params: Sequence[Any]
+) -> Flow[dict[str, tuple[str | None, str | None]]]:
+    """For each of ``anchors``, the item created just before and just after it in its
+    namespace, among the indexed items matching ``where`` (alias ``i``, ``?`` bound to
+    ``params``); None where there is none within :data:`NEIGHBOUR_SPAN` events."""
+    if not anchors:
+        return {}
+    in_ids, id_params = dialect.in_list("e.memory_id", anchors)
+
+    def side(compare: str, order: str) -> str:
+        return (
+            f"(SELECT e.memory_id FROM {EVENTS} e JOIN {ITEMS} i ON i.id = e.memory_id"
+            f" WHERE e.scope = a.scope AND e.seq {compare}"
+            f" AND e.prefix = a.prefix AND e.type = '{_CREATED}' AND e.kind = 'episodic'"
+            " AND e.memory_id <> a.id"
+            # Put with index=False (no terms): never found by a query, nor through another.
+            f" AND i.doc_len > 0 AND {where} ORDER BY e.seq {order} LIMIT 1)"
+        )
+
+    rows = yield Sql(
+        # The anchor's latest creation: an item deleted and written again sits where it
+        # was written last.
+        f"WITH a AS (SELECT e.memory_id AS id, e.scope, e.prefix, max(e.seq) AS seq"
+        f" FROM {EVENTS} e WHERE {in_ids} AND e.type = '{_CREATED}' AND e.kind = 'episodic'"
+        " GROUP BY e.memory_id, e.scope, e.prefix)"
+        f" SELECT a.id, {side('< a.seq AND e.seq >= a.seq - ?', 'DESC')},"
+        f" {side('> a.seq AND e.seq <= a.seq + ?', 'ASC')} FROM a",
+        [*id_params, NEIGHBOUR_SPAN, *params, NEIGHBOUR_SPAN, *params],
+    )
+    return {row[0]: (row[1], row[2]) for row in rows}
+
+
+def conversation_neighbours(
+    pairs: Mapping[str, tuple[str | None, str | None]],
+    when: Mapping[str, datetime],
+    session: Mapping[str, str | None],
+    *,
+    max_gap: timedelta = NEIGHBOUR_MAX_GAP,
+) -> dict[str, list[str]]:
+    """Neighbours both ways (``a`` lists ``b`` and ``b`` lists ``a``) of the write-order
+    ``pairs`` that belong to one conversation: the same session and event times at most
+    ``max_gap`` apart. ``when`` and ``session`` must hold every item of ``pairs``; a pair
+    with an item missing there (no longer readable) is dropped.
+
+    Example::
+
+        >>> from datetime import datetime, timezone
+        >>> t = datetime(2024, 5, 1, 12, tzinfo=timezone.utc)
+        >>> later = t + timedelta(days=2)
+        >>> conversation_neighbours(
+        ...     {"q": ("x", "a")},
+        ...     {"q": t, "a": t, "x": later},
+        ...     {"q": None, "a": None, "x": None},
+        ... )
+        {'q': ['a'], 'a': ['q']}
+    """
+    out: dict[str, list[str]] = {}
+    for anchor, sides in pairs.items():
+        if anchor not in when:
+            continue
+        for other in sides:
+            if other is None or other not in when or other == anchor:
+                continue
+            if session.get(anchor) != session.get(other):
+                continue
+            if abs(when[anchor] - when[other]) > max_gap:
+                continue
+            for a, b in ((anchor, other), (other, anchor)):
+                listed = out.setdefault(a, [])
+                if b not in listed:
+                    listed.append(b)
+    return out
