@@ -228,6 +228,9 @@ def migrations(dialect: Dialect) -> list[list[MigrationStep]]:
         dialect.postings_index_migration(),
         # Each item's terms packed beside it, so a namespace's terms are read one row an item.
         [_packed_terms],
+        # The change counter per namespace where the dialect did not keep it before
+        # (PostgreSQL), so searches there keep namespaces in process too.
+        dialect.scope_change_upgrade_migration(),
     ]
 
 

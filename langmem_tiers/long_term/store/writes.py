@@ -130,6 +130,10 @@ class StoreWriter:
             # Concurrent writers of one item take turns, so each event's "before" is the
             # previous event's "after" (READ COMMITTED alone lets both read the old row).
             yield Sql(lock, [sorted(set(all_ids))])
+        counters = d.lock_scope_changes_sql()
+        if counters and puts and d.counts_scope_changes:
+            # Taken after the items' locks, as every writer of this store takes them.
+            yield Sql(counters, [sorted({join_namespace(p.namespace) for p in puts})])
         before = yield from snapshot_flow(d, all_ids)
         deletes = [[join_namespace(p.namespace), p.key] for p in puts if p.record is None]
         if deletes:

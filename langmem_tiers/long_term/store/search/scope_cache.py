@@ -38,7 +38,7 @@ import numpy as np
 
 from langmem_tiers.long_term.store.search.bm25 import unpack_terms
 from langmem_tiers.long_term.store.vectors import normalize
-from langmem_tiers.sql.dialect import ITEMS, PACKED_SEPARATOR, SCOPE_CHANGES, VECTORS, Dialect
+from langmem_tiers.sql.dialect import ITEMS, PACKED_SEPARATOR, SCOPE_CHANGES, Dialect
 from langmem_tiers.sql.flow import Flow, Sql
 
 __all__ = ["LAZY_TERMS", "MAX_CACHED_ITEMS", "ScopeCache", "ScopeData"]
@@ -248,25 +248,36 @@ class ScopeCache:
 
         One statement for the members and the change counter; one more for the terms and
         one for the vectors when the cached entry is missing or stale. ``None`` instead of
-        data when the prefix holds more items than the cache may keep.
+        data (and no members) when the search's items are more than the cache may keep.
+
+        Where each statement reads its own snapshot (PostgreSQL's READ COMMITTED), a load
+        may see changes committed after the members were read. The entry is labelled with
+        the counter read with its items, so it is never older than its label (its vectors,
+        read later still, only newer: that costs a reload). The members are then narrowed
+        to the items loaded, so the data covers every member it is asked about.
         """
         under, under_params = self._under("prefix", prefix)
+        # The ids only when the cache may use them: a namespace too large to keep would
+        # send every id at every search for nothing.
         rows = yield Sql(
-            f"SELECT (SELECT {self.dialect.packed_sql('i.id')} FROM {ITEMS} i WHERE {where}),"
-            f" (SELECT coalesce(sum(changes), 0) FROM {SCOPE_CHANGES} WHERE {under})",
-            [*params, *under_params],
+            f"SELECT m.ids, m.n, (SELECT {self._version_sql(under)}) FROM"
+            f" (SELECT CASE WHEN count(*) <= ? THEN {self.dialect.packed_sql('i.id')} END AS ids,"
+            f" count(*) AS n FROM {ITEMS} i WHERE {where}) m",
+            [*under_params, self.max_items, *params],
         )
-        packed, changes = rows[0]
+        packed, count, changes = rows[0]
         version = int(changes)
         members = set(packed.split(PACKED_SEPARATOR)) if packed else set()
+        if count > self.max_items:
+            return None, members
         with self._lock:
             cached = self._entries.get(prefix)
             if cached is not None and cached.version == version:
                 self._entries.move_to_end(prefix)
                 return cached, members
-        if len(members) > self.max_items:
-            return None, members
-        data = yield from self._load_flow(version, prefix)
+        data = yield from self._load_flow(prefix)
+        if data.version != version:
+            members &= data.doc_len.keys()
         if len(data.doc_len) > self.max_items:
             return data, members  # used once, never kept
         with self._lock:
@@ -282,27 +293,37 @@ class ScopeCache:
         """Rows whose namespace ``column`` is ``prefix`` or below it (all rows for ``""``)."""
         return self.dialect.under_namespace_sql(column, prefix) if prefix else ("1 = 1", [])
 
-    def _load_flow(self, version: int, prefix: str) -> Flow[ScopeData]:
+    @staticmethod
+    def _version_sql(under: str) -> str:
+        """The sum of the counters matching ``under``: the version of a prefix's data."""
+        return f"CAST(coalesce(sum(changes), 0) AS BIGINT) FROM {SCOPE_CHANGES} WHERE {under}"
+
+    def _load_flow(self, prefix: str) -> Flow[ScopeData]:
         under, under_params = self._under("i.prefix", prefix)
+        counted, counted_params = self._under("prefix", prefix)
         # One row per item, its terms packed (bm25.pack_terms): a namespace of a thousand
         # items has tens of thousands of term rows, each a Python tuple if read one by one.
+        # The counter comes in the same statement (a row without an id), so it is the
+        # version of exactly these rows.
         rows = yield Sql(
-            f"SELECT i.id, i.doc_len, i.terms FROM {ITEMS} i WHERE {under}", under_params
+            f"SELECT NULL, (SELECT {self._version_sql(counted)}), NULL UNION ALL"
+            f" SELECT i.id, i.doc_len, i.terms FROM {ITEMS} i WHERE {under}",
+            [*counted_params, *under_params],
         )
+        version = 0
         doc_len: dict[str, int] = {}
         item_terms: dict[str, dict[str, int]] = {}
         for item, length, packed in rows:
+            if item is None:
+                version = int(length)
+                continue
             doc_len[item] = length
             if packed:
                 item_terms[item] = unpack_terms(packed)
-        vector_under, vector_params = self._under("prefix", prefix)
-        vectors = yield Sql(
-            f"SELECT item_id, embedding FROM {VECTORS} WHERE {vector_under}", vector_params
-        )
-        kept = [r for r in vectors if r[0] in doc_len]
-        matrix = (
-            np.frombuffer(b"".join(r[1] for r in kept), dtype="<f4").reshape(len(kept), -1)
-            if kept
-            else np.zeros((0, 0), dtype=np.float32)
-        )
-        return ScopeData(version, doc_len, item_terms, [r[0] for r in kept], matrix)
+        vector_under, vector_params = self._under("v.prefix", prefix)
+        ids, matrix = yield from self.dialect.vector_matrix_flow(vector_under, vector_params)
+        if any(i not in doc_len for i in ids):
+            # Items written after the items' read: not members of this version.
+            rows_kept = [r for r, i in enumerate(ids) if i in doc_len]
+            ids, matrix = [ids[r] for r in rows_kept], matrix[rows_kept]
+        return ScopeData(version, doc_len, item_terms, ids, matrix)
