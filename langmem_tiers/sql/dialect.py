@@ -743,21 +743,21 @@ class PostgresDialect(Dialect):
     ) -> Flow[tuple[list[str], np.ndarray]]:
         import numpy as np
 
-        # One row for the whole set: the ids packed, and the vectors in pgvector's binary
-        # form (vector_send: a 2-byte dimension count, 2 unused bytes, then big-endian
-        # float4s) less each header, concatenated. Both aggregates see the rows in the
-        # same order. A row per vector would cost a Python tuple and a bytes object each.
+        # pgvector's binary form (vector_send: a 2-byte dimension count, 2 unused bytes,
+        # then big-endian float4s) less its header, in the binary result format: the
+        # bytes arrive as they are. Measured on a 1,000-vector namespace of 256 dimensions,
+        # this read took less than half the time of the same bytes in the text format
+        # (hex), of one value aggregating them all, or of the vectors' text form parsed.
         rows = yield Sql(
-            f"SELECT {self.packed_sql('v.item_id')}, count(*),"
-            " string_agg(substring(vector_send(v.embedding) FROM 5), ''::bytea)"
+            "SELECT v.item_id, substring(vector_send(v.embedding) FROM 5)"
             f" FROM {VECTORS} v WHERE {where}",
             params,
+            binary=True,
         )
-        packed, count, raw = rows[0]
-        if not count:
+        if not rows:
             return [], np.zeros((0, 0), dtype=np.float32)
-        matrix = np.frombuffer(raw, dtype=">f4").astype(np.float32).reshape(count, -1)
-        return packed.split(PACKED_SEPARATOR), matrix
+        matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=">f4").astype(np.float32)
+        return [r[0] for r in rows], matrix.reshape(len(rows), -1)
 
     def postings_index_migration(self) -> list[MigrationStep]:
         return [f"CREATE INDEX IF NOT EXISTS {TERMS}_term ON {TERMS} (term, item_id) INCLUDE (tf)"]
