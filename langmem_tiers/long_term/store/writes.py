@@ -8,7 +8,7 @@ one event per changed item with its before and after snapshots.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
@@ -36,6 +36,7 @@ __all__ = [
     "PreparedPut",
     "StoreWriter",
     "WriteNote",
+    "lock_scope_changes_flow",
     "prepare_put",
     "validate_ttl",
 ]
@@ -109,6 +110,15 @@ def prepare_put(op: PutOp, *, fields: Sequence[str] | None, max_chars: int) -> P
     return PreparedPut(record, namespace, key, texts, bm25.term_frequencies(terms), len(terms), ttl)
 
 
+def lock_scope_changes_flow(dialect: Dialect, prefixes: Iterable[str]) -> Flow[None]:
+    """Take the change counters of ``prefixes`` (joined namespaces) that a write of several
+    namespaces will count in, all in one order (see ``Dialect.lock_scope_changes_sql``)."""
+    wanted = sorted(set(prefixes))
+    statement = dialect.lock_scope_changes_sql()
+    if statement and wanted and dialect.counts_scope_changes:
+        yield Sql(statement, [wanted])
+
+
 class StoreWriter:
     """Writes prepared puts with their index rows and events, inside a transaction."""
 
@@ -130,10 +140,8 @@ class StoreWriter:
             # Concurrent writers of one item take turns, so each event's "before" is the
             # previous event's "after" (READ COMMITTED alone lets both read the old row).
             yield Sql(lock, [sorted(set(all_ids))])
-        counters = d.lock_scope_changes_sql()
-        if counters and puts and d.counts_scope_changes:
-            # Taken after the items' locks, as every writer of this store takes them.
-            yield Sql(counters, [sorted({join_namespace(p.namespace) for p in puts})])
+        # After the items' locks, as every writer takes them.
+        yield from lock_scope_changes_flow(d, {join_namespace(p.namespace) for p in puts})
         before = yield from snapshot_flow(d, all_ids)
         deletes = [[join_namespace(p.namespace), p.key] for p in puts if p.record is None]
         if deletes:
