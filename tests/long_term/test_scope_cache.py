@@ -334,6 +334,31 @@ def test_dense_top_k_keeps_ties_in_id_order() -> None:
     assert data.dense(query, 5, [], some) == pytest.approx(top, abs=1e-6)
 
 
+def test_dense_with_several_vectors_an_item_takes_each_items_best() -> None:
+    """Items with a vector per indexed field, their rows in any order: each item scores
+    its best row, and the top k and the included items are those of a plain sort."""
+    from langmem_tiers.long_term.store.search.scope_cache import ScopeData
+
+    rng = np.random.default_rng(5)
+    items = [f"i{n:02d}" for n in range(40)]
+    vector_ids = [items[n] for n in rng.integers(0, 40, size=100)]
+    matrix = rng.normal(size=(100, 8)).astype(np.float32)
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    data = ScopeData(1, dict.fromkeys(items, 1), {}, vector_ids, matrix)
+    query = rng.normal(size=8).astype(np.float32)
+    query /= np.linalg.norm(query)
+    best: dict[str, float] = {}
+    for item, sim in zip(vector_ids, (matrix @ query).tolist(), strict=True):
+        best[item] = max(sim, best.get(item, -2.0))
+    for members in (set(items), set(items[::2])):
+        among = {i: s for i, s in best.items() if i in members}
+        top = dict(sorted(among.items(), key=lambda kv: (-kv[1], kv[0]))[:6])
+        extra = [i for i in sorted(among) if i not in top][:2]
+        got = data.dense(query.tolist(), 6, extra, members)
+        assert got == pytest.approx({**top, **{i: among[i] for i in extra}}, abs=1e-6)
+        assert list(got)[:6] == list(top)
+
+
 def test_inverted_lists_built_at_once_answer_as_those_built_per_term() -> None:
     from langmem_tiers.long_term.store.search.scope_cache import LAZY_TERMS, ScopeData
 

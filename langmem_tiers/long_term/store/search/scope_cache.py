@@ -65,8 +65,10 @@ class ScopeData:
 
     __slots__ = (
         "_complete",
+        "_items",
         "_postings",
         "_row_of",
+        "_starts",
         "_statistics",
         "doc_len",
         "document_frequency",
@@ -87,11 +89,22 @@ class ScopeData:
         self.version = version
         self.doc_len = doc_len  # every item under the prefix -> its number of terms
         self.item_terms = item_terms  # item -> term -> frequency (items with terms)
+        self._starts: np.ndarray | None = None
+        if len(set(vector_ids)) != len(vector_ids):
+            # Several vectors an item (several indexed fields): each item's rows side by
+            # side, so its best similarity is one reduceat over the rows' similarities.
+            order = sorted(range(len(vector_ids)), key=vector_ids.__getitem__)
+            vector_ids, matrix = [vector_ids[r] for r in order], matrix[order]
+            self._starts = np.flatnonzero(
+                [r == 0 or vector_ids[r] != vector_ids[r - 1] for r in range(len(vector_ids))]
+            )
         self.vector_ids = vector_ids  # the item of each row of ``matrix``
         self.matrix = matrix  # unit float32 vectors
+        # The items with vectors, in the order of the per-item similarities.
+        self._items = vector_ids if self._starts is None else [vector_ids[r] for r in self._starts]
         self._postings: dict[str, dict[str, int]] = {}
         self._complete = False  # whether _postings holds every term
-        self._row_of = {item: row for row, item in enumerate(vector_ids)}
+        self._row_of = {item: row for row, item in enumerate(self._items)}
         self.document_frequency = Counter(chain.from_iterable(item_terms.values()))
         lengths = [n for n in doc_len.values() if n > 0]
         self._statistics = (len(lengths), sum(lengths) / len(lengths) if lengths else 0.0)
@@ -159,28 +172,28 @@ class ScopeData:
         members: Collection[str],
     ) -> dict[str, float]:
         """Best cosine similarity per member: the top ``k`` and the ``include`` items."""
-        if not self.vector_ids:
+        if not self._items:
             return {}
-        if self.covers(members):
-            ids, matrix = self.vector_ids, self.matrix
-        else:
-            rows = [r for r, i in enumerate(self.vector_ids) if i in members]
-            ids, matrix = [self.vector_ids[r] for r in rows], self.matrix[rows]
+        sims = self.matrix @ np.asarray(normalize(vector), dtype=np.float32)
+        if self._starts is not None:
+            sims = np.maximum.reduceat(sims, self._starts)
+        ids = self._items
+        if not self.covers(members):
+            row_of = self._row_of
+            rows = sorted(row_of[i] for i in members if i in row_of)
+            ids, sims = [ids[r] for r in rows], sims[rows]
         if not ids:
             return {}
-        sims = matrix @ np.asarray(normalize(vector), dtype=np.float32)
-        if len(self._row_of) != len(self.vector_ids):
-            return _best_per_item(ids, sims.tolist(), k, include)
-        # One vector per item (a single indexed field): the top k come from a partial
-        # sort, ties at the k-th value all kept so the order by (-similarity, id) decides.
         if len(ids) <= k:
             return dict(zip(ids, sims.tolist(), strict=True))
+        # The top k come from a partial sort, ties at the k-th value all kept so the order
+        # by (-similarity, id) decides.
         kth = np.partition(sims, len(sims) - k)[len(sims) - k]
         chosen = sorted((-float(sims[r]), ids[r]) for r in np.flatnonzero(sims >= kth).tolist())
         best = {item: -negated for negated, item in chosen[:k]}
         wanted = [i for i in include if i not in best and i in members and i in self._row_of]
         if wanted:
-            at = self._row_of if ids is self.vector_ids else {i: r for r, i in enumerate(ids)}
+            at = self._row_of if ids is self._items else {i: r for r, i in enumerate(ids)}
             best.update((i, float(sims[at[i]])) for i in wanted)
         return best
 
@@ -211,21 +224,6 @@ class _Posting(Mapping[str, int]):
 
     def items(self) -> ItemsView[str, int]:
         return self._data.posting(self._term).items()
-
-
-def _best_per_item(
-    ids: Sequence[str], sims: Sequence[float], k: int, include: Sequence[str]
-) -> dict[str, float]:
-    """The best similarity of each item over its rows: the top ``k`` and ``include``."""
-    best: dict[str, float] = {}
-    for item, sim in zip(ids, sims, strict=True):
-        if item not in best or sim > best[item]:
-            best[item] = sim
-    if len(best) <= k:
-        return best
-    top = dict(sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))[:k])
-    top.update((i, best[i]) for i in include if i in best)
-    return top
 
 
 class ScopeCache:
