@@ -131,6 +131,19 @@ def test_writes_of_another_store_are_seen(db: str, store: Any) -> None:
     assert _answer(store, "banana") == _fresh(store, "banana")
 
 
+def test_members_as_many_as_the_old_entry_held_are_read_again(db: str, store: Any) -> None:
+    """The ids of a search's members are withheld when they are as many as the cached
+    entry's items; after another writer adds an item the search may not return, they are
+    as many as before but no longer all the items, and are read again."""
+    assert "m1" in _answer(store, "apple")
+    with _open(db) as other:
+        other.put(NS, "hidden", {"content": "apple apple apple", "status": "superseded"})
+    after = _answer(store, "apple")
+    assert "hidden" not in after
+    assert after == _fresh(store, "apple")
+    assert len(_cache(store)._entries["u1.semantic"].doc_len) == len(TEXTS) + 1
+
+
 def test_changes_by_plain_sql_are_seen(db: str, store: Any) -> None:
     """A change made without the store (another program, the engine's own SQL)."""
     before = _answer(store, "apple")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -441,7 +442,7 @@ class StoreSearch:
         self,
         search: PreparedSearch,
         terms: Iterable[str],
-        scope: tuple[ScopeData, set[str]] | None,
+        scope: tuple[ScopeData, AbstractSet[str]] | None,
         *,
         like_items: Sequence[str] = (),
         members: bool = False,
@@ -468,7 +469,7 @@ class StoreSearch:
         self,
         query: str,
         search: PreparedSearch,
-        scope: tuple[ScopeData, set[str]] | None = None,
+        scope: tuple[ScopeData, AbstractSet[str]] | None = None,
         vector: Sequence[float] | None = None,
     ) -> Flow[tuple[dict[str, float], Postings]]:
         """BM25 with pseudo-relevance feedback: expand the query with its best hits' terms.
@@ -531,7 +532,7 @@ class StoreSearch:
             return [], []
         pool = want * self.settings.candidate_multiplier
         now = search.reference or now
-        scope: tuple[ScopeData, set[str]] | None = None
+        scope: tuple[ScopeData, AbstractSet[str]] | None = None
         if self.scope_cache is not None:
             data, members = yield from self.scope_cache.members_flow(
                 join_namespace(search.prefix), search.where, search.params

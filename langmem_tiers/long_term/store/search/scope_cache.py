@@ -31,6 +31,7 @@ from __future__ import annotations
 import threading
 from collections import Counter, OrderedDict
 from collections.abc import Collection, ItemsView, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from itertools import chain
 from typing import Any
 
@@ -241,12 +242,17 @@ class ScopeCache:
 
     def members_flow(
         self, prefix: str, where: str, params: Sequence[Any]
-    ) -> Flow[tuple[ScopeData | None, set[str]]]:
+    ) -> Flow[tuple[ScopeData | None, AbstractSet[str]]]:
         """The items matching ``where`` (alias ``i``; within ``prefix``) and the prefix's data.
 
         One statement for the members and the change counter; one more for the terms and
         one for the vectors when the cached entry is missing or stale. ``None`` instead of
         data (and no members) when the search's items are more than the cache may keep.
+
+        The members' ids are sent only when they are not simply every item of the cached
+        entry: at the entry's version the prefix holds exactly its items, and the members
+        are some of them, so as many members as items are all of them (the usual case: a
+        search of a namespace's current memories), and a large namespace costs no list.
 
         Where each statement reads its own snapshot (PostgreSQL's READ COMMITTED), a load
         may see changes committed after the members were read. The entry is labelled with
@@ -254,28 +260,43 @@ class ScopeCache:
         read later still, only newer: that costs a reload). The members are then narrowed
         to the items loaded, so the data covers every member it is asked about.
         """
+        with self._lock:
+            known = self._entries.get(prefix)
+        size = len(known.doc_len) if known is not None else -1
         under, under_params = self._under("prefix", prefix)
         # The ids only when the cache may use them: a namespace too large to keep would
         # send every id at every search for nothing.
         rows = yield Sql(
             f"SELECT m.ids, m.n, (SELECT {self._version_sql(under)}) FROM"
-            f" (SELECT CASE WHEN count(*) <= ? THEN {self.dialect.packed_sql('i.id')} END AS ids,"
+            f" (SELECT CASE WHEN count(*) <= ? AND count(*) <> ?"
+            f" THEN {self.dialect.packed_sql('i.id')} END AS ids,"
             f" count(*) AS n FROM {ITEMS} i WHERE {where}) m",
-            [*under_params, self.max_items, *params],
+            [*under_params, self.max_items, size, *params],
         )
         packed, count, changes = rows[0]
         version = int(changes)
-        members = set(packed.split(PACKED_SEPARATOR)) if packed else set()
         if count > self.max_items:
-            return None, members
-        with self._lock:
-            cached = self._entries.get(prefix)
-            if cached is not None and cached.version == version:
-                self._entries.move_to_end(prefix)
-                return cached, members
+            return None, set()
+        everything = packed is None and count == size and count > 0
+        members: AbstractSet[str] = set(packed.split(PACKED_SEPARATOR)) if packed else set()
+        if known is not None and known.version == version:
+            with self._lock:
+                if self._entries.get(prefix) is known:
+                    self._entries.move_to_end(prefix)
+            return known, known.doc_len.keys() if everything else members
         data = yield from self._load_flow(prefix)
-        if data.version != version:
-            members &= data.doc_len.keys()
+        if everything and data.version == version and count == len(data.doc_len):
+            members = data.doc_len.keys()
+        elif everything:
+            # The ids were withheld and the new entry does not tell them: asked for (in a
+            # newer snapshot, so narrowed to the entry's items like any newer read).
+            rows = yield Sql(
+                f"SELECT {self.dialect.packed_sql('i.id')} FROM {ITEMS} i WHERE {where}", params
+            )
+            found = set(rows[0][0].split(PACKED_SEPARATOR)) if rows[0][0] else set()
+            members = found & data.doc_len.keys()
+        elif data.version != version:
+            members = members & data.doc_len.keys()
         if len(data.doc_len) > self.max_items:
             return data, members  # used once, never kept
         with self._lock:
