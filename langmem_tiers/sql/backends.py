@@ -268,7 +268,9 @@ class _PgConnIO(_SharedIO):
         self.conn = conn
 
     def sql(self, request: Sql) -> list[tuple[Any, ...]]:
-        cur = self.conn.execute(to_psycopg(request.text), list(request.params), prepare=False)
+        cur = self.conn.execute(
+            to_psycopg(request.text), list(request.params), prepare=False, binary=request.binary
+        )
         return cur.fetchall() if cur.description is not None else []
 
     def sql_many(self, request: SqlMany) -> None:
@@ -365,7 +367,9 @@ class _AsyncPgConnIO(_AsyncShared):
         self.conn = conn
 
     async def sql(self, request: Sql) -> list[tuple[Any, ...]]:
-        cur = await self.conn.execute(to_psycopg(request.text), list(request.params), prepare=False)
+        cur = await self.conn.execute(
+            to_psycopg(request.text), list(request.params), prepare=False, binary=request.binary
+        )
         return await cur.fetchall() if cur.description is not None else []
 
     async def sql_many(self, request: SqlMany) -> None:

@@ -174,6 +174,35 @@ class Dialect:
         """Statements that count membership changes per namespace (none: not counted)."""
         return []
 
+    def scope_change_upgrade_migration(self) -> list[MigrationStep]:
+        """Statements that add :meth:`scope_change_migration`'s counter to a database whose
+        dialect did not keep one then (none: SQLite has kept it since that migration)."""
+        return []
+
+    def lock_scope_changes_sql(self) -> str | None:
+        """A statement taking the change counters of some namespaces (one ``?``: the list
+        of joined namespaces) in one fixed order, before a write that may count in several.
+
+        The counters are locked as the triggers count, until the transaction ends; where
+        writers run concurrently, two writing the same namespaces in another order could
+        otherwise each hold one counter the other waits for. None where transactions are
+        already serial.
+        """
+        return None
+
+    def vector_matrix_flow(
+        self, where: str, params: Sequence[Any]
+    ) -> Flow[tuple[list[str], np.ndarray]]:
+        """The vectors of the rows of :data:`VECTORS` (alias ``v``) matching ``where``: their
+        items, and a float32 matrix of one row per vector in the same order."""
+        import numpy as np
+
+        rows = yield Sql(f"SELECT v.item_id, v.embedding FROM {VECTORS} v WHERE {where}", params)
+        if not rows:
+            return [], np.zeros((0, 0), dtype=np.float32)
+        matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype="<f4")
+        return [r[0] for r in rows], matrix.reshape(len(rows), -1)
+
     def live_items_index_migration(self) -> list[MigrationStep]:
         """Statements for an index that answers which items of a namespace a search may
         return (status, validity, expiry; the engine also asks for scope and kind) and their
@@ -752,6 +781,83 @@ class PostgresDialect(Dialect):
             f" (SELECT t.item_id, t.term, t.tf FROM {terms_table} t WHERE t.item_id = c.id"
             f" OFFSET 0) t WHERE t.term IN {term_set}"
         )
+
+    counts_scope_changes = True
+
+    def scope_change_upgrade_migration(self) -> list[MigrationStep]:
+        # The same counts as SQLite's triggers (see SqliteDialect.scope_change_migration).
+        # Inserts and deletes count per statement, from the statement's transition table:
+        # a batch of 500 new items (one COPY) costs one upsert per namespace, not one per
+        # row, and the namespaces' counters are locked in byte order. Transition tables
+        # cannot go with a column list, and an update without one would count access counts
+        # and statuses too (every search and every flush of access counts): updates count
+        # per row, when the statement sets a column the cached data depends on.
+        bump = (
+            f"INSERT INTO {SCOPE_CHANGES} AS s (prefix, changes) {{rows}}"
+            " ON CONFLICT (prefix) DO UPDATE SET changes = s.changes + excluded.changes;"
+        )
+        statement = bump.format(
+            rows="SELECT prefix, count(*) FROM changed_rows GROUP BY prefix ORDER BY prefix"
+        )
+        row = bump.format(
+            rows="SELECT p, 1 FROM (SELECT DISTINCT unnest(ARRAY[OLD.prefix, NEW.prefix]) AS p) x"
+            ' ORDER BY p COLLATE "C"'
+        )
+        return [
+            f"CREATE TABLE IF NOT EXISTS {SCOPE_CHANGES}"
+            ' (prefix TEXT COLLATE "C" PRIMARY KEY, changes BIGINT NOT NULL)',
+            f"CREATE OR REPLACE FUNCTION {SCOPE_CHANGES}_statement() RETURNS trigger"
+            f" LANGUAGE plpgsql AS $$ BEGIN {statement} RETURN NULL; END $$",
+            f"CREATE OR REPLACE FUNCTION {SCOPE_CHANGES}_row() RETURNS trigger"
+            f" LANGUAGE plpgsql AS $$ BEGIN {row} RETURN NULL; END $$",
+            f"DROP TRIGGER IF EXISTS {SCOPE_CHANGES}_insert ON {ITEMS}",
+            f"CREATE TRIGGER {SCOPE_CHANGES}_insert AFTER INSERT ON {ITEMS}"
+            " REFERENCING NEW TABLE AS changed_rows FOR EACH STATEMENT"
+            f" EXECUTE FUNCTION {SCOPE_CHANGES}_statement()",
+            f"DROP TRIGGER IF EXISTS {SCOPE_CHANGES}_delete ON {ITEMS}",
+            f"CREATE TRIGGER {SCOPE_CHANGES}_delete AFTER DELETE ON {ITEMS}"
+            " REFERENCING OLD TABLE AS changed_rows FOR EACH STATEMENT"
+            f" EXECUTE FUNCTION {SCOPE_CHANGES}_statement()",
+            f"DROP TRIGGER IF EXISTS {SCOPE_CHANGES}_update ON {ITEMS}",
+            f"CREATE TRIGGER {SCOPE_CHANGES}_update"
+            f" AFTER UPDATE OF id, prefix, value, doc_len ON {ITEMS}"
+            f" FOR EACH ROW EXECUTE FUNCTION {SCOPE_CHANGES}_row()",
+        ]
+
+    # Membership changes are not counted here (``counts_membership_changes``): a row
+    # trigger on statuses and times would take a namespace's counter inside statements
+    # that lock item rows first (a TTL refresh, status changes), while the writer takes
+    # counters before its rows, an order two transactions could meet from both ends.
+
+    def lock_scope_changes_sql(self) -> str | None:
+        # Creates the counters not there yet, so that a first write of a namespace is
+        # ordered too (two inserts of one new key wait for each other like row locks).
+        return (
+            f"INSERT INTO {SCOPE_CHANGES} AS s (prefix, changes)"
+            ' SELECT p, 0 FROM (SELECT DISTINCT unnest(?::text[]) COLLATE "C" AS p) x'
+            " ORDER BY p ON CONFLICT (prefix) DO UPDATE SET changes = s.changes"
+        )
+
+    def vector_matrix_flow(
+        self, where: str, params: Sequence[Any]
+    ) -> Flow[tuple[list[str], np.ndarray]]:
+        import numpy as np
+
+        # pgvector's binary form (vector_send: a 2-byte dimension count, 2 unused bytes,
+        # then big-endian float4s) less its header, in the binary result format: the
+        # bytes arrive as they are. Measured on a 1,000-vector namespace of 256 dimensions,
+        # this read took less than half the time of the same bytes in the text format
+        # (hex), of one value aggregating them all, or of the vectors' text form parsed.
+        rows = yield Sql(
+            "SELECT v.item_id, substring(vector_send(v.embedding) FROM 5)"
+            f" FROM {VECTORS} v WHERE {where}",
+            params,
+            binary=True,
+        )
+        if not rows:
+            return [], np.zeros((0, 0), dtype=np.float32)
+        matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=">f4").astype(np.float32)
+        return [r[0] for r in rows], matrix.reshape(len(rows), -1)
 
     def postings_index_migration(self) -> list[MigrationStep]:
         return [f"CREATE INDEX IF NOT EXISTS {TERMS}_term ON {TERMS} (term, item_id) INCLUDE (tf)"]

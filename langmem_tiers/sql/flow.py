@@ -43,6 +43,9 @@ class Sql(NamedTuple):
 
     text: str
     params: Sequence[Any] = ()
+    #: Results in the database's binary format where it has one (PostgreSQL): a bytes
+    #: value arrives as it is, not spelled out in hex for the client to decode.
+    binary: bool = False
 
 
 class SqlMany(NamedTuple):

@@ -238,6 +238,9 @@ def migrations(dialect: Dialect) -> list[list[MigrationStep]]:
             # PostgreSQL: an item's terms go with it by a trigger, not a per-row key check.
             *dialect.terms_cascade_migration(),
         ],
+        # The change counter per namespace where the dialect did not keep it before
+        # (PostgreSQL), so searches there keep namespaces in process too.
+        dialect.scope_change_upgrade_migration(),
         # Updates that may change a search's members counted per namespace, so a search
         # of an unchanged namespace reuses the members an earlier one read.
         dialect.membership_change_migration(),

@@ -1,5 +1,5 @@
-"""The embedded store's scope cache: the same answers as reading the database, however the
-namespace changed and whatever the search's time.
+"""The namespace cache of searches (SQLite and PostgreSQL): the same answers as reading the
+database, however the namespace changed, whoever changed it, and whatever the search's time.
 
 Each test compares a store whose cache is warm with what the database says now (a cache
 cleared before the search), or with the expected keys.
@@ -8,7 +8,9 @@ cleared before the search), or with the expected keys.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -18,7 +20,8 @@ import pytest
 
 from langmem_tiers import TieredMemoryStore
 from langmem_tiers.long_term.store.search.scope_cache import ScopeCache
-from langmem_tiers.sql.dialect import PACKED_SEPARATOR
+from langmem_tiers.sql import migrations as schema
+from langmem_tiers.sql.dialect import PACKED_SEPARATOR, Dialect, PostgresDialect, SqliteDialect
 
 from .fakes import default_index
 
@@ -35,17 +38,35 @@ TEXTS = {
 QUERIES = ["apple", "apple fruit dessert", "engine oil", "music paris", "morning coffee"]
 
 
-def _open(path: Path) -> Any:
-    return TieredMemoryStore.from_url(f"sqlite:///{path}", index=default_index(fields=("content",)))
+def _open(url: str) -> Any:
+    return TieredMemoryStore.from_url(url, index=default_index(fields=("content",)))
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The URL of a fresh database of each backend."""
+    if request.param == "postgres":
+        return str(request.getfixturevalue("postgres_url"))
+    return f"sqlite:///{tmp_path / 'memory.db'}"
+
+
+@contextmanager
+def _plain_sql(url: str) -> Iterator[Callable[[str], None]]:
+    """A connection of another program: statements run in one transaction, committed."""
+    if url.startswith("sqlite:///"):
+        conn = sqlite3.connect(url.removeprefix("sqlite:///"))
+        with conn:
+            yield lambda sql: conn.execute(sql) and None
+        conn.close()
+        return
+    import psycopg
+
+    with psycopg.connect(url) as pg, pg.transaction():
+        yield lambda sql: pg.execute(sql) and None
 
 
 @pytest.fixture
-def db(tmp_path: Path) -> Path:
-    return tmp_path / "memory.db"
-
-
-@pytest.fixture
-def store(db: Path) -> Iterator[Any]:
+def store(db: str) -> Iterator[Any]:
     with _open(db) as opened:
         for key, text in TEXTS.items():
             opened.put(NS, key, {"content": text})
@@ -82,7 +103,7 @@ def test_warm_cache_answers_exactly_as_the_database(store: Any) -> None:
     assert len(_cache(store)._entries) == 1
 
 
-def test_search_without_cache_is_the_reference(db: Path, store: Any) -> None:
+def test_search_without_cache_is_the_reference(store: Any) -> None:
     """The cached path ranks as the SQL path does (BM25 with feedback, dense, fusion),
     with statistics over the search's members only: items of the namespace that it may
     not return (superseded, no longer valid) hold the query's words too."""
@@ -92,10 +113,14 @@ def test_search_without_cache_is_the_reference(db: Path, store: Any) -> None:
     cached = {q: _answer(store, q) for q in QUERIES}
     assert all("old" not in a and "gone" not in a for a in cached.values())
     store.core.search.scope_cache = None
-    assert {q: _answer(store, q) for q in QUERIES} == cached
+    reference = {q: _answer(store, q) for q in QUERIES}
+    assert {q: _keys(a) for q, a in reference.items()} == {q: _keys(a) for q, a in cached.items()}
+    # pgvector scores float4 vectors in its own arithmetic: equal to a few ulps.
+    for query, answer in reference.items():
+        assert answer == pytest.approx(cached[query], abs=1e-6)
 
 
-def test_writes_of_another_store_on_the_file_are_seen(db: Path, store: Any) -> None:
+def test_writes_of_another_store_are_seen(db: str, store: Any) -> None:
     assert _keys(_answer(store, "banana"))[0] == "m5"
     with _open(db) as other:
         other.put(NS, "m7", {"content": "banana bread banana split banana"})
@@ -106,19 +131,62 @@ def test_writes_of_another_store_on_the_file_are_seen(db: Path, store: Any) -> N
     assert _answer(store, "banana") == _fresh(store, "banana")
 
 
-def test_changes_by_plain_sql_are_seen(db: Path, store: Any) -> None:
+def test_members_as_many_as_the_old_entry_held_are_read_again(db: str, store: Any) -> None:
+    """The ids of a search's members are withheld when they are as many as the cached
+    entry's items; after another writer adds an item the search may not return, they are
+    as many as before but no longer all the items, and are read again."""
+    assert "m1" in _answer(store, "apple")
+    with _open(db) as other:
+        other.put(NS, "hidden", {"content": "apple apple apple", "status": "superseded"})
+    after = _answer(store, "apple")
+    assert "hidden" not in after
+    assert after == _fresh(store, "apple")
+    assert len(_cache(store)._entries["u1.semantic"].ids) == len(TEXTS) + 1
+
+
+def test_changes_by_plain_sql_are_seen(db: str, store: Any) -> None:
     """A change made without the store (another program, the engine's own SQL)."""
     before = _answer(store, "apple")
-    conn = sqlite3.connect(db)
-    with conn:
-        conn.execute("DELETE FROM lmt_items WHERE key = 'm1'")
-        # The length changes without the terms (what compression does to an item).
-        conn.execute("UPDATE lmt_items SET doc_len = 40 WHERE key = 'm5'")
-    conn.close()
+    with _plain_sql(db) as run:
+        run("DELETE FROM lmt_items WHERE key = 'm1'")
+        # The length changes without the terms.
+        run("UPDATE lmt_items SET doc_len = 40 WHERE key = 'm5'")
     after = _answer(store, "apple")
     assert "m1" in before
     assert "m1" not in after
     assert after == _fresh(store, "apple")
+
+
+def test_compression_is_seen(db: str, store: Any) -> None:
+    """Compression drops an item's terms (what the engine's lifecycle writes)."""
+    assert "m2" in _answer(store, "engine oil")
+    with _plain_sql(db) as run:
+        run("UPDATE lmt_items SET doc_len = 0, terms = NULL WHERE key = 'm2'")
+        run("DELETE FROM lmt_terms WHERE item_id = (SELECT id FROM lmt_items WHERE key = 'm2')")
+    after = _answer(store, "engine oil")
+    assert after == _fresh(store, "engine oil")
+    entry = _cache(store)._entries["u1.semantic"]
+    assert not any("m2" in i for i in entry.item_terms)
+
+
+def test_a_key_moved_to_another_namespace_is_seen(db: str, store: Any) -> None:
+    """An item moved by SQL (its namespace rewritten) leaves the one it was in and joins
+    the other, for the namespace and for a prefix above both."""
+    wide = ("u1",)
+    assert "m3" in {h.key for h in store.search(wide, query="jazz", limit=3)}
+    assert "m3" in _answer(store, "jazz")
+    with _plain_sql(db) as run:
+        run("UPDATE lmt_items SET prefix = 'u1.moved' WHERE key = 'm3'")
+        run(
+            "UPDATE lmt_vectors SET prefix = 'u1.moved'"
+            " WHERE item_id = (SELECT id FROM lmt_items WHERE key = 'm3')"
+        )
+    assert "m3" not in _answer(store, "jazz")
+    assert [h.key for h in store.search(("u1", "moved"), query="jazz", limit=3)] == ["m3"]
+    warm = [(h.namespace, h.key) for h in store.search(wide, query="jazz", limit=3)]
+    _cache(store).clear()
+    assert warm == [(h.namespace, h.key) for h in store.search(wide, query="jazz", limit=3)]
+    assert (("u1", "moved"), "m3") in warm
 
 
 def test_validity_is_applied_at_each_search_time(store: Any) -> None:
@@ -170,10 +238,88 @@ def test_value_filters_and_prefixes_use_the_members_of_the_search(store: Any) ->
 
 
 def test_the_cache_is_bounded(store: Any) -> None:
+    expected = _fresh(store, "apple")
     cache = _cache(store)
-    cache.max_items = 3  # fewer than the namespace holds: used once, never kept
-    assert _answer(store, "apple") == _fresh(store, "apple")
+    cache.clear()
+    cache.max_items = 3  # fewer than the namespace holds: the SQL path answers
+    assert _answer(store, "apple") == pytest.approx(expected, abs=1e-6)
     assert not cache._entries
+
+
+def _before_counter_upgrade(steps: list[Any], dialect: Dialect) -> list[Any]:
+    """The migrations of a database made before PostgreSQL counted changes."""
+    packed = next(n for n, step in enumerate(steps) if schema._packed_terms in step)
+    return steps[: packed + 1]
+
+
+def test_a_database_from_before_the_counter_upgrades_in_place(
+    db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    full = schema.migrations
+    with monkeypatch.context() as old:
+        old.setattr(schema, "migrations", lambda d: _before_counter_upgrade(full(d), d))
+        # PostgreSQL had no counter then; SQLite had its own already.
+        old.setattr(PostgresDialect, "counts_scope_changes", False)
+        # Nor did either count membership changes.
+        old.setattr(SqliteDialect, "counts_membership_changes", False)
+        with _open(db) as before:
+            for key, text in TEXTS.items():
+                before.put(NS, key, {"content": text})
+            assert (before.core.search.scope_cache is None) == db.startswith("postgres")
+            expected = {q: _keys(_answer(before, q)) for q in QUERIES}
+    with _open(db) as store:
+        assert {q: _keys(_answer(store, q)) for q in QUERIES} == expected
+        assert len(_cache(store)._entries) == 1
+        with _open(db) as other:  # counted by the triggers the upgrade created
+            other.put(NS, "m7", {"content": "banana bread banana split banana"})
+            other.delete(NS, "m1")
+        assert _keys(_answer(store, "banana"))[0] == "m7"
+        assert "m1" not in _answer(store, "apple")
+        assert _answer(store, "apple") == _fresh(store, "apple")
+
+
+def test_writers_of_two_namespaces_in_opposite_orders_do_not_deadlock(db: str) -> None:
+    """Each batch re-puts, deletes and adds items of two namespaces, one thread in one
+    order and the other in the other: the counters both count in are taken in one order."""
+    a, b = ("w", "a"), ("w", "b")
+    rounds = 15
+    with _open(db) as setup:
+        setup.batch([_put(ns, f"k{n}", "seed") for ns in (a, b) for n in range(4)])
+    errors: list[BaseException] = []
+
+    def write(first: tuple[str, ...], second: tuple[str, ...]) -> None:
+        try:
+            with _open(db) as mine:
+                for n in range(rounds):
+                    mine.batch(
+                        [
+                            _put(first, f"k{n % 4}", f"first {n}"),
+                            _put(second, f"k{(n + 1) % 4}", f"second {n}"),
+                            _put(second, f"new{first[1]}{n}", "added"),
+                            _put(second, f"new{first[1]}{n - 1}", None),
+                        ]
+                    )
+        except BaseException as err:  # reported by the main thread
+            errors.append(err)
+
+    threads = [threading.Thread(target=write, args=order) for order in ((a, b), (b, a))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert not errors, errors
+    with _open(db) as check:
+        for ns in (a, b):
+            keys = {item.key for item in check.search(ns, limit=100)}
+            other = "b" if ns == a else "a"
+            assert {k for k in keys if k.startswith("k")} == {f"k{n}" for n in range(4)}
+            assert {k for k in keys if k.startswith("new")} == {f"new{other}{rounds - 1}"}
+
+
+def _put(namespace: tuple[str, ...], key: str, text: str | None) -> Any:
+    from langgraph.store.base import PutOp
+
+    return PutOp(namespace, key, None if text is None else {"content": text})
 
 
 def test_dense_top_k_keeps_ties_in_id_order() -> None:
@@ -206,6 +352,32 @@ def test_dense_top_k_keeps_ties_in_id_order() -> None:
     assert data.dense(query, 5, [], members) == pytest.approx(top, abs=1e-6)
 
 
+def test_dense_with_several_vectors_an_item_takes_each_items_best() -> None:
+    """Items with a vector per indexed field, their rows in any order: each item scores
+    its best row, and the top k and the included items are those of a plain sort."""
+    from langmem_tiers.long_term.store.search.scope_cache import ScopeData
+
+    rng = np.random.default_rng(5)
+    items = [f"i{n:02d}" for n in range(40)]
+    vector_ids = [items[n] for n in rng.integers(0, 40, size=100)]
+    matrix = rng.normal(size=(100, 8)).astype(np.float32)
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    data = ScopeData(1, dict.fromkeys(items, 1), {}, vector_ids, matrix)
+    query = rng.normal(size=8).astype(np.float32)
+    query /= np.linalg.norm(query)
+    best: dict[str, float] = {}
+    for item, sim in zip(vector_ids, (matrix @ query).tolist(), strict=True):
+        best[item] = max(sim, best.get(item, -2.0))
+    for chosen in (set(items), set(items[::2])):
+        members = data.members(PACKED_SEPARATOR.join(sorted(chosen)))
+        among = {i: s for i, s in best.items() if i in chosen}
+        top = dict(sorted(among.items(), key=lambda kv: (-kv[1], kv[0]))[:6])
+        extra = [i for i in sorted(among) if i not in top][:2]
+        got = data.dense(query.tolist(), 6, extra, members)
+        assert got == pytest.approx({**top, **{i: among[i] for i in extra}}, abs=1e-6)
+        assert list(got)[:6] == list(top)
+
+
 def test_inverted_lists_built_at_once_answer_as_those_built_per_term() -> None:
     from langmem_tiers.long_term.store.search.scope_cache import LAZY_TERMS, ScopeData
 
@@ -225,29 +397,33 @@ def _as_dict(data: Any, term: str) -> dict[str, int]:
     return {data.ids[r]: int(n) for r, n in zip(rows.tolist(), counts.tolist(), strict=True)}
 
 
-def _statements(store: Any, run: Any) -> list[str]:
-    conn = store.db.sync_io.conn
-    statements: list[str] = []
-    conn.set_trace_callback(statements.append)
+def _lists_members(store: Any, run: Callable[[], Any]) -> bool:
+    """Whether ``run`` had the database list a search's members."""
+    dialect = _cache(store).dialect
+    listed: list[str] = []
+    packed_sql = dialect.packed_sql
+
+    def counting(column: str) -> str:
+        listed.append(column)
+        return packed_sql(column)
+
+    dialect.packed_sql = counting  # type: ignore[method-assign]
     try:
         run()
     finally:
-        conn.set_trace_callback(None)
-    return statements
+        del dialect.packed_sql
+    return bool(listed)
 
 
-def _lists_members(statements: list[str]) -> bool:
-    return any("group_concat(i.id" in s for s in statements)
-
-
-def test_an_unchanged_namespace_is_not_listed_again(store: Any) -> None:
-    """A search of a namespace nothing changed in reads two counters, not its members."""
+def test_an_unchanged_namespace_is_not_listed_again(db: str, store: Any) -> None:
+    """A search of a namespace nothing changed in reads two counters, not its members,
+    where the database counts membership changes (SQLite; PostgreSQL lists them)."""
+    remembers = _cache(store).dialect.counts_membership_changes
+    assert remembers == db.startswith("sqlite")
     expected = _fresh(store, "apple fruit")
     _cache(store).clear()
-    first = _statements(store, lambda: _answer(store, "apple fruit"))
-    again = _statements(store, lambda: _answer(store, "music paris"))
-    assert _lists_members(first)
-    assert not _lists_members(again)
+    assert _lists_members(store, lambda: _answer(store, "apple fruit"))
+    assert _lists_members(store, lambda: _answer(store, "music paris")) != remembers
     assert _answer(store, "apple fruit") == expected
 
 
@@ -260,14 +436,12 @@ def test_an_unchanged_namespace_is_not_listed_again(store: Any) -> None:
         "UPDATE lmt_items SET valid_from = '2999-01-01T00:00:00+00:00' WHERE key = 'm5'",
     ],
 )
-def test_a_change_of_membership_by_plain_sql_is_seen(db: Path, store: Any, change: str) -> None:
+def test_a_change_of_membership_by_plain_sql_is_seen(db: str, store: Any, change: str) -> None:
     """Statuses and times decide membership without a change of the value: each counts."""
     assert "m5" in _answer(store, "apple fruit")
     _answer(store, "apple fruit")  # remembered
-    conn = sqlite3.connect(db)
-    with conn:
-        conn.execute(change)
-    conn.close()
+    with _plain_sql(db) as execute:
+        execute(change)
     after = _answer(store, "apple fruit")
     assert "m5" not in after
     assert after == _fresh(store, "apple fruit")
@@ -297,4 +471,5 @@ def test_access_counts_keep_the_members(store: Any) -> None:
     for _ in range(3):
         _answer(store, "apple")
     store.db.run(store.core.flush_flow())  # the buffered access counts are written
-    assert not _lists_members(_statements(store, lambda: _answer(store, "apple")))
+    remembers = _cache(store).dialect.counts_membership_changes
+    assert _lists_members(store, lambda: _answer(store, "apple")) != remembers

@@ -13,7 +13,7 @@ from langmem_tiers import TieredMemoryStore
 from langmem_tiers.long_term.store import writes as writes_module
 from langmem_tiers.sql import dialect as dialect_module
 from langmem_tiers.sql import migrations as schema
-from langmem_tiers.sql.dialect import TERMS, Dialect, SqliteDialect
+from langmem_tiers.sql.dialect import TERMS, Dialect, PostgresDialect, SqliteDialect
 from langmem_tiers.sql.flow import Sql, Transaction
 
 from .fakes import default_index
@@ -65,7 +65,9 @@ def test_terms_survive_the_upgrade_and_searches_agree(
     full: Callable[[Dialect], list[Any]] = schema.migrations
     with monkeypatch.context() as old:
         old.setattr(schema, "migrations", lambda dialect: _before_terms_key(full(dialect), dialect))
+        # No change counters yet on either backend (PostgreSQL got them later still).
         old.setattr(SqliteDialect, "counts_scope_changes", False)
+        old.setattr(PostgresDialect, "counts_scope_changes", False)
         # The writer of that time: no packed terms beside the item.
         columns = tuple(c for c in dialect_module.item_columns if c != "terms")
         old.setattr(dialect_module, "item_columns", columns)

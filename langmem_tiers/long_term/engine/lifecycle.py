@@ -47,6 +47,7 @@ from langmem_tiers.long_term.store.core import StoreCore, WriteNote
 from langmem_tiers.long_term.store.events import EventRow, snapshot_flow, write_events_flow
 from langmem_tiers.long_term.store.records import item_id, split_namespace, validate_value
 from langmem_tiers.long_term.store.vectors import VectorIndex
+from langmem_tiers.long_term.store.writes import lock_scope_changes_flow
 from langmem_tiers.sql.dialect import ITEMS, TERMS, VECTORS, Dialect
 from langmem_tiers.sql.flow import Flow, Sql, SqlMany, Transaction
 
@@ -161,6 +162,10 @@ def change_flow(
     missing = [i for i in ids if i not in before]
     if missing:
         raise NotFoundError(f"memories {missing} are gone; nothing was changed.")
+    # A new value is counted in its namespace's change counter: taken in one order first.
+    yield from lock_scope_changes_flow(
+        dialect, (before[c.memory_id]["prefix"] for c in changes if c.value is not None)
+    )
     grouped: dict[tuple[str, ...], list[list[Any]]] = {}
     for change in changes:
         old = before[change.memory_id]
@@ -297,9 +302,13 @@ def drop_index_flow(index: VectorIndex, ids: Sequence[str]) -> Flow[None]:
     if not ids:
         return
     d = index.dialect
+    in_ids, params = d.in_list("id", ids)
+    if d.counts_scope_changes and d.lock_scope_changes_sql():
+        # The new lengths are counted per namespace: their counters taken in one order first.
+        rows = yield Sql(f"SELECT DISTINCT prefix FROM {ITEMS} WHERE {in_ids}", params)
+        yield from lock_scope_changes_flow(d, (r[0] for r in rows))
     in_items, params = d.in_list("item_id", ids)
     yield Sql(f"DELETE FROM {TERMS} WHERE {in_items}", params)
-    in_ids, params = d.in_list("id", ids)
     yield Sql(f"UPDATE {ITEMS} SET doc_len = 0, terms = NULL WHERE {in_ids}", params)
     if index.in_database:
         yield Sql(f"DELETE FROM {VECTORS} WHERE {in_items}", params)

@@ -89,6 +89,9 @@ class VectorIndex:
     """How vectors are written and searched. ``in_database``: writes join the SQL transaction."""
 
     in_database = True
+    #: The vectors are rows of the vectors table, which any statement may read (see
+    #: ``Dialect.vector_matrix_flow``).
+    in_vectors_table = True
     #: The index scores every item of the filtered set in process, so it is given the
     #: set's members when the caller has them (see :meth:`search_flow`).
     scans_members = False
@@ -326,6 +329,7 @@ class QdrantIndex(VectorIndex):
     """Vectors in a Qdrant collection; structured data stays in SQL."""
 
     in_database = False
+    in_vectors_table = False
 
     def __init__(self, dialect: Dialect, collection: str, *, payload_indexes: bool = True) -> None:
         super().__init__(dialect)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
@@ -37,6 +37,7 @@ __all__ = [
     "PreparedPut",
     "StoreWriter",
     "WriteNote",
+    "lock_scope_changes_flow",
     "prepare_put",
     "validate_ttl",
 ]
@@ -136,6 +137,15 @@ def prepare_put(op: PutOp, *, fields: Sequence[str] | None, max_chars: int) -> P
     )
 
 
+def lock_scope_changes_flow(dialect: Dialect, prefixes: Iterable[str]) -> Flow[None]:
+    """Take the change counters of ``prefixes`` (joined namespaces) that a write of several
+    namespaces will count in, all in one order (see ``Dialect.lock_scope_changes_sql``)."""
+    wanted = sorted(set(prefixes))
+    statement = dialect.lock_scope_changes_sql()
+    if statement and wanted and dialect.counts_scope_changes:
+        yield Sql(statement, [wanted])
+
+
 class StoreWriter:
     """Writes prepared puts with their index rows and events, inside a transaction."""
 
@@ -157,6 +167,8 @@ class StoreWriter:
             # Concurrent writers of one item take turns, so each event's "before" is the
             # previous event's "after" (READ COMMITTED alone lets both read the old row).
             yield Sql(lock, [sorted(set(all_ids))])
+        # After the items' locks, as every writer takes them.
+        yield from lock_scope_changes_flow(d, {join_namespace(p.namespace) for p in puts})
         before = yield from snapshot_flow(d, all_ids)
         deletes = [[join_namespace(p.namespace), p.key] for p in puts if p.record is None]
         if deletes:

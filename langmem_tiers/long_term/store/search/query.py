@@ -378,12 +378,11 @@ class StoreSearch:
         self.access = access
         self.dense_weight = dense_weight
         self.cosine_curve = cosine_curve
-        # Where the database counts changes per namespace and vectors are scored in
-        # process, a namespace's terms and vectors are kept between searches.
+        # Where the database counts changes per namespace and holds the vectors in a
+        # table a statement can read, a namespace's terms and vectors are kept between
+        # searches and scored in process (an index elsewhere keeps its own path).
         self.scope_cache: ScopeCache | None = (
-            ScopeCache(dialect)
-            if dialect.counts_scope_changes and index.in_database and index.scans_members
-            else None
+            ScopeCache(dialect) if dialect.counts_scope_changes and index.in_vectors_table else None
         )
 
     def nearest_flow(

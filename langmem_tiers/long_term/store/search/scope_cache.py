@@ -1,12 +1,12 @@
 """What a search reads of a namespace, kept in process and checked against the database.
 
-A search of the embedded store reads, for the items it may return, their BM25 terms and
-their vectors. None of that depends on the search's time: which items may be returned does
-(validity intervals, ``as_of``, time windows, expiry, statuses, value filters), and that is
-asked of the database at every search, with the search's full condition. So the cache
-keeps, per searched namespace prefix, the terms, lengths and vectors of *every* item under
-the prefix, whatever its status or validity, and each search restricts them to the members
-the database returned for it.
+A search reads, for the items it may return, their BM25 terms and their vectors. None of
+that depends on the search's time: which items may be returned does (validity intervals,
+``as_of``, time windows, expiry, statuses, value filters), and that is the database's to
+answer, with the search's full condition. So the cache keeps, per searched namespace
+prefix, the terms, lengths and vectors of *every* item under the prefix, whatever its
+status or validity, as arrays (items are rows; a term's postings are rows and
+frequencies), and each search restricts them to the members the database selected for it.
 
 Freshness: the database counts the changes of every namespace (``lmt_scope_changes``, kept
 by triggers on the items table, see ``Dialect.scope_change_migration``). The members and
@@ -17,6 +17,13 @@ SQL of the engine) moves the sum and the entry is read again in that transaction
 vectors are only ever written together with such a change of their item (the store's
 writer, and compression, which zeroes the length). Access counts and the other usage
 columns do not move the counter: they are read with the result rows, never cached.
+
+Members: where the database also counts the updates that may change membership
+(``moves``: statuses, scopes, kinds and the times a search compares; SQLite), an entry
+remembers the members of recent searches with their counters and the next time of any of
+its items after the search's instants. A later search with the same condition, at
+instants no earlier and before that time, while neither counter moved, selects exactly
+those items: it reads the two counters and nothing else.
 
 Example::
 
@@ -32,6 +39,7 @@ import math
 import threading
 from collections import Counter, OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from datetime import datetime
 from itertools import chain
 from typing import Any, NamedTuple
@@ -45,7 +53,6 @@ from langmem_tiers.sql.dialect import (
     MEMBERSHIP_TIMES,
     PACKED_SEPARATOR,
     SCOPE_CHANGES,
-    VECTORS,
     Dialect,
 )
 from langmem_tiers.sql.flow import Flow, Sql
@@ -69,7 +76,7 @@ class Members:
 
     __slots__ = ("ids", "mask", "packed")
 
-    def __init__(self, packed: str, ids: set[str], mask: np.ndarray | None) -> None:
+    def __init__(self, packed: str | None, ids: AbstractSet[str], mask: np.ndarray | None) -> None:
         self.packed = packed
         self.ids = ids
         self.mask = mask
@@ -186,19 +193,24 @@ class ScopeData:
             self._remembered.popitem(last=False)
 
     def members(self, packed: str) -> Members:
-        """The members listed in ``packed`` (ids joined by the separator)."""
+        """The members listed in ``packed`` (ids joined by the separator), less any item
+        the entry does not hold (written after it was read: not of its version)."""
         last = self._last_members
         if last is not None and last.packed == packed:
             return last
-        ids = set(packed.split(PACKED_SEPARATOR)) if packed else set()
-        mask: np.ndarray | None = None
-        if len(ids) != len(self.ids) or not all(i in self.row_of for i in ids):
-            mask = np.zeros(len(self.ids), dtype=bool)
-            rows = [r for i in ids if (r := self.row_of.get(i)) is not None]
-            mask[rows] = True
+        listed = set(packed.split(PACKED_SEPARATOR)) if packed else set()
+        ids = {i for i in listed if i in self.row_of}
+        if len(ids) == len(self.ids):
+            return self.every_member()
+        mask = np.zeros(len(self.ids), dtype=bool)
+        mask[[self.row_of[i] for i in ids]] = True
         found = Members(packed, ids, mask)
         self._last_members = found
         return found
+
+    def every_member(self) -> Members:
+        """Every item the entry holds, as members."""
+        return Members(None, self.row_of.keys(), None)
 
     def posting(self, term: str) -> tuple[np.ndarray, np.ndarray]:
         """``(rows, frequencies)`` of ``term`` over every item under the prefix."""
@@ -416,60 +428,98 @@ class ScopeCache:
         between that search's instants and these, those members are this search's too:
         one small statement. Otherwise one statement for the members and the counters;
         one more for the terms and one for the vectors when the entry is missing or
-        stale. None when the prefix holds more items than the cache may keep.
+        stale. None when the search's items are more than the cache may keep.
+
+        The members' ids are sent only when they are not simply every item of the cached
+        entry: at the entry's version the prefix holds exactly its items, and the members
+        are some of them, so as many members as items are all of them (the usual case: a
+        search of a namespace's current memories), and a large namespace costs no list.
+
+        Where each statement reads its own snapshot (PostgreSQL's READ COMMITTED), a load
+        may see changes committed after the members were read. The entry is labelled with
+        the counter read with its items, so it is never older than its label (its vectors,
+        read later still, only newer: that costs a reload). The members are then narrowed
+        to the items loaded, so the data covers every member it is asked about, and they
+        are remembered only when read at the entry's own version.
         """
-        under, under_params = self._under("prefix", prefix)
         remembers = instants is not None and self.dialect.counts_membership_changes
-        counters = f"(SELECT coalesce(sum(changes), 0) FROM {SCOPE_CHANGES} WHERE {under})"
+        under, under_params = self._under("prefix", prefix)
+        counters = f"(SELECT {self._counter_sql('changes', under)})"
         counter_params = list(under_params)
         if remembers:
-            counters += f", (SELECT coalesce(sum(moves), 0) FROM {SCOPE_CHANGES} WHERE {under})"
+            counters += f", (SELECT {self._counter_sql('moves', under)})"
             counter_params += under_params
         else:
             counters += ", 0"
         with self._lock:
-            cached = self._entries.get(prefix)
-        remembered = (
-            cached.remembered(key, instants)
-            if cached is not None and instants is not None and remembers
-            else None
-        )
-        if cached is not None and remembered is not None:
-            rows = yield Sql(f"SELECT {counters}", counter_params)
-            if int(rows[0][0]) == cached.version and int(rows[0][1]) == remembered.moves:
-                with self._lock:
-                    if prefix in self._entries:
-                        self._entries.move_to_end(prefix)
-                return cached, remembered.members
+            known = self._entries.get(prefix)
+        if known is not None and instants is not None and remembers:
+            remembered = known.remembered(key, instants)
+            if remembered is not None:
+                rows = yield Sql(f"SELECT {counters}", counter_params)
+                if int(rows[0][0]) == known.version and int(rows[0][1]) == remembered.moves:
+                    self._touch(prefix, known)
+                    return known, remembered.members
         horizon, horizon_params = "NULL", list[Any]()
         if instants is not None and remembers:
             horizon, horizon_params = self._horizon(prefix, min(instants))
+        size = len(known.ids) if known is not None else -1
+        # The ids only when the cache may use them: a namespace too large to keep would
+        # send every id at every search for nothing.
         rows = yield Sql(
-            f"SELECT (SELECT {self.dialect.packed_sql('i.id')} FROM {ITEMS} i WHERE {where}),"
-            f" {counters}, {horizon}",
-            [*params, *counter_params, *horizon_params],
+            f"SELECT m.ids, m.n, {counters}, {horizon} FROM"
+            f" (SELECT CASE WHEN count(*) <= ? AND count(*) <> ?"
+            f" THEN {self.dialect.packed_sql('i.id')} END AS ids,"
+            f" count(*) AS n FROM {ITEMS} i WHERE {where}) m",
+            [*counter_params, *horizon_params, self.max_items, size, *params],
         )
-        packed, changes, moves, next_time = rows[0]
-        packed = packed or ""
+        packed, count, changes, moves, next_time = rows[0]
         version = int(changes)
-        if cached is None or cached.version != version:
-            if packed.count(PACKED_SEPARATOR) >= self.max_items:
-                return None
-            cached = yield from self._load_flow(version, prefix)
-            if len(cached.ids) > self.max_items:
-                return cached, cached.members(packed)  # used once, never kept
+        if count > self.max_items:
+            return None
+        everything = packed is None and count == size and count > 0
+        if known is not None and known.version == version:
+            data = known
+            members = data.every_member() if everything else data.members(packed or "")
+            self._touch(prefix, known)
+        else:
+            data = yield from self._load_flow(prefix)
+            if everything and data.version == version and count == len(data.ids):
+                members = data.every_member()
+            elif everything:
+                # The ids were withheld and the new entry does not tell them: asked for (in
+                # a newer snapshot, so narrowed to the entry's items like any newer read).
+                found = yield Sql(
+                    f"SELECT {self.dialect.packed_sql('i.id')} FROM {ITEMS} i WHERE {where}",
+                    params,
+                )
+                members = data.members(found[0][0] or "")
+            else:
+                members = data.members(packed or "")
+            if len(data.ids) > self.max_items:
+                return data, members  # used once, never kept
             with self._lock:
-                self._entries[prefix] = cached
+                self._entries[prefix] = data
                 self._entries.move_to_end(prefix)
                 total = sum(len(d.ids) for d in self._entries.values())
                 while total > self.max_items and len(self._entries) > 1:
                     _, gone = self._entries.popitem(last=False)
                     total -= len(gone.ids)
-        members = cached.members(packed)
-        if instants is not None and remembers:
+        if instants is not None and remembers and data.version == version:
             horizon_at = self.dialect.ts_value(next_time) if next_time is not None else None
-            cached.remember(key, RememberedMembers(members, int(moves), instants, horizon_at))
-        return cached, members
+            data.remember(key, RememberedMembers(members, int(moves), instants, horizon_at))
+        return data, members
+
+    def _touch(self, prefix: str, data: ScopeData) -> None:
+        """``data`` was used: the last to leave."""
+        with self._lock:
+            if self._entries.get(prefix) is data:
+                self._entries.move_to_end(prefix)
+
+    @staticmethod
+    def _counter_sql(column: str, under: str) -> str:
+        """The sum of a counter over the namespaces matching ``under``."""
+        return f"CAST(coalesce(sum({column}), 0) AS BIGINT) FROM {SCOPE_CHANGES} WHERE {under}"
 
     def _horizon(self, prefix: str, since: datetime) -> tuple[str, list[Any]]:
         """A subquery: the earliest time of an item under ``prefix`` after ``since``
@@ -489,27 +539,32 @@ class ScopeCache:
         """Rows whose namespace ``column`` is ``prefix`` or below it (all rows for ``""``)."""
         return self.dialect.under_namespace_sql(column, prefix) if prefix else ("1 = 1", [])
 
-    def _load_flow(self, version: int, prefix: str) -> Flow[ScopeData]:
+    def _load_flow(self, prefix: str) -> Flow[ScopeData]:
         under, under_params = self._under("i.prefix", prefix)
+        counted, counted_params = self._under("prefix", prefix)
         # One row per item, its terms packed (bm25.pack_terms): a namespace of a thousand
         # items has tens of thousands of term rows, each a Python tuple if read one by one.
+        # The counter comes in the same statement (a row without an id), so it is the
+        # version of exactly these rows.
         rows = yield Sql(
-            f"SELECT i.id, i.doc_len, i.terms FROM {ITEMS} i WHERE {under}", under_params
+            f"SELECT NULL, (SELECT {self._counter_sql('changes', counted)}), NULL UNION ALL"
+            f" SELECT i.id, i.doc_len, i.terms FROM {ITEMS} i WHERE {under}",
+            [*counted_params, *under_params],
         )
+        version = 0
         doc_len: dict[str, int] = {}
         item_terms: dict[str, dict[str, int]] = {}
         for item, length, packed in rows:
+            if item is None:
+                version = int(length)
+                continue
             doc_len[item] = length
             if packed:
                 item_terms[item] = unpack_terms(packed)
-        vector_under, vector_params = self._under("prefix", prefix)
-        vectors = yield Sql(
-            f"SELECT item_id, embedding FROM {VECTORS} WHERE {vector_under}", vector_params
-        )
-        kept = [r for r in vectors if r[0] in doc_len]
-        matrix = (
-            np.frombuffer(b"".join(r[1] for r in kept), dtype="<f4").reshape(len(kept), -1)
-            if kept
-            else np.zeros((0, 0), dtype=np.float32)
-        )
-        return ScopeData(version, doc_len, item_terms, [r[0] for r in kept], matrix)
+        vector_under, vector_params = self._under("v.prefix", prefix)
+        ids, matrix = yield from self.dialect.vector_matrix_flow(vector_under, vector_params)
+        if any(i not in doc_len for i in ids):
+            # Items written after the items' read: not members of this version.
+            rows_kept = [r for r, i in enumerate(ids) if i in doc_len]
+            ids, matrix = [ids[r] for r in rows_kept], matrix[rows_kept]
+        return ScopeData(version, doc_len, item_terms, ids, matrix)
