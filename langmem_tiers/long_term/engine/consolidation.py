@@ -221,9 +221,12 @@ def _write_group(
     ids = [e.id for e in group]
     in_ids, ids_params = d.in_list("i.id", ids)
     path_sql, path_params = d.json_extract(["consolidated_into_id"])
+    # Rows are locked in id order: two runs over overlapping episodes wait for each other
+    # instead of each holding some the other needs.
     rows = yield Sql(
         f"SELECT i.id FROM {ITEMS} i WHERE {in_ids} AND i.status = 'active'"
-        f" AND i.consolidated_into_id IS NULL AND {path_sql} IS NULL{d.for_update}",
+        f" AND i.consolidated_into_id IS NULL AND {path_sql} IS NULL"
+        f" ORDER BY i.id{d.for_update}",
         [*ids_params, *path_params],
     )
     if len(rows) != len(ids):

@@ -448,7 +448,8 @@ def _compress(
     ids = [m.id for m in targets]
     in_ids, params = d.in_list("id", ids)
     rows = yield Sql(
-        f"SELECT id, status, version FROM {ITEMS} WHERE {in_ids}{d.for_update}", params
+        f"SELECT id, status, version FROM {ITEMS} WHERE {in_ids} ORDER BY id{d.for_update}",
+        params,
     )
     now_state = {r[0]: (r[1], int(r[2])) for r in rows}
     for m in targets:

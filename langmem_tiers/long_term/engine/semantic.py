@@ -160,7 +160,9 @@ def _check_unchanged_flow(core: StoreCore, memories: Sequence[Memory]) -> Flow[N
     ids = sorted({m.id for m in memories})
     in_ids, params = core.dialect.in_list("id", ids)
     rows = yield Sql(
-        f"SELECT id, status, version FROM {ITEMS} WHERE {in_ids}{core.dialect.for_update}", params
+        f"SELECT id, status, version FROM {ITEMS} WHERE {in_ids}"
+        f" ORDER BY id{core.dialect.for_update}",  # locked in id order: no deadlock
+        params,
     )
     now = {r[0]: (r[1], int(r[2])) for r in rows}
     for m in memories:

@@ -126,8 +126,8 @@ class ScopeData:
     """
 
     __slots__ = (
-        "_complete",
         "_last_members",
+        "_lists",
         "_postings",
         "_remembered",
         "_statistics",
@@ -163,7 +163,8 @@ class ScopeData:
         )
         self._vector_row_of = {item: row for row, item in enumerate(vector_ids)}
         self._postings: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-        self._complete = False  # whether _postings holds every term
+        # Every term's postings as lists, once LAZY_TERMS terms were asked for.
+        self._lists: dict[str, tuple[list[int], list[int]]] | None = None
         self._last_members: Members | None = None
         self._remembered: OrderedDict[tuple[Any, ...], RememberedMembers] = OrderedDict()
         self.document_frequency = Counter(chain.from_iterable(item_terms.values()))
@@ -218,9 +219,9 @@ class ScopeData:
         found = postings.get(term)
         if found is not None:
             return found
-        if self._complete:
-            return _EMPTY_POSTING
-        if len(postings) >= LAZY_TERMS:
+        if self._lists is None and len(postings) >= LAZY_TERMS:
+            # Every term's list in one pass over the items; each becomes arrays when first
+            # scored (most of a namespace's terms never are).
             lists: dict[str, tuple[list[int], list[int]]] = {}
             row_of = self.row_of
             for item, frequencies in self.item_terms.items():
@@ -231,9 +232,12 @@ class ScopeData:
                         lists[word] = entry = ([], [])
                     entry[0].append(row)
                     entry[1].append(n)
-            self._postings = {word: _arrays(r, n) for word, (r, n) in lists.items()}
-            self._complete = True
-            return self._postings.get(term, _EMPTY_POSTING)
+            self._lists = lists
+        if self._lists is not None:
+            listed = self._lists.get(term)
+            found = _arrays(*listed) if listed is not None else _EMPTY_POSTING
+            postings[term] = found
+            return found
         rows: list[int] = []
         counts: list[int] = []
         row_of = self.row_of
