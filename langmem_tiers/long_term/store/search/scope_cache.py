@@ -458,7 +458,8 @@ class ScopeCache:
         with self._lock:
             known = self._entries.get(prefix)
         if known is not None and instants is not None and remembers:
-            remembered = known.remembered(key, instants)
+            with self._lock:  # searches of several threads share the entry
+                remembered = known.remembered(key, instants)
             if remembered is not None:
                 rows = yield Sql(f"SELECT {counters}", counter_params)
                 if int(rows[0][0]) == known.version and int(rows[0][1]) == remembered.moves:
@@ -511,7 +512,9 @@ class ScopeCache:
                     total -= len(gone.ids)
         if instants is not None and remembers and data.version == version:
             horizon_at = self.dialect.ts_value(next_time) if next_time is not None else None
-            data.remember(key, RememberedMembers(members, int(moves), instants, horizon_at))
+            entry = RememberedMembers(members, int(moves), instants, horizon_at)
+            with self._lock:
+                data.remember(key, entry)
         return data, members
 
     def _touch(self, prefix: str, data: ScopeData) -> None:
