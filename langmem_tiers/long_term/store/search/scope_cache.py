@@ -119,7 +119,8 @@ class ScopeData:
     those of a few dozen terms, while building them all for a large namespace costs more
     than the search itself. Once :data:`LAZY_TERMS` lists were built one by one (a
     namespace searched again and again, each search bringing new feedback terms), all are
-    built in one pass, which then costs less than the scans it saves. Two threads building
+    listed in one pass, which then costs less than the scans it saves, and each list
+    becomes arrays when its term is first scored. Two threads building
     one term's list build the same one. Document frequencies are counted at load, so the
     feedback step, which weighs dozens of candidate terms by how many items hold them,
     builds the lists of the few it keeps only.
@@ -294,10 +295,6 @@ class ScopeData:
             norm = 1.0 - b + b * self.lengths[rows] / avgdl
             scores[rows] += idf_weight * counts * (k1 + 1.0) / (counts + k1 * norm)
         return ArrayScores(self, scores)
-
-    def terms_of(self, items: Iterable[str]) -> set[str]:
-        """Every term of ``items``."""
-        return {term for item in items for term in self.item_terms.get(item, ())}
 
     def dense(
         self,
