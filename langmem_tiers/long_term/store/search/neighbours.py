@@ -19,9 +19,9 @@ belong to the same conversation as far as the store can tell: the same ``session
 were written) at most :data:`NEIGHBOUR_MAX_GAP` apart.
 
 Only the best hits need their neighbours: a lifted memory never passes the memory that lifts
-it, so a memory ranked below the page cannot lift anything onto it. One statement reads the
-neighbours of all of them, through the event log's indexes (by memory, by scope and
-sequence), and only among the items the search may return that are indexed at all (an item
+it, so a memory ranked below the page cannot lift anything onto it. The statement that reads
+the candidates' rows reads the neighbours of all of them too (and their rows), through the
+event log's indexes (by memory, by scope and sequence), and only among the items the search may return that are indexed at all (an item
 put with ``index=False`` is never found by a query, so not through a neighbour either).
 """
 
@@ -32,13 +32,12 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from langmem_tiers.sql.dialect import EVENTS, ITEMS, Dialect
-from langmem_tiers.sql.flow import Flow, Sql
 
 __all__ = [
     "NEIGHBOUR_MAX_GAP",
     "NEIGHBOUR_SPAN",
     "conversation_neighbours",
-    "write_neighbours_flow",
+    "rows_with_neighbours_sql",
 ]
 
 #: Two memories further apart in event time than this are not one conversation: a pause that
@@ -52,15 +51,28 @@ NEIGHBOUR_SPAN = 64
 _CREATED = "memory.created"
 
 
-def write_neighbours_flow(
-    dialect: Dialect, anchors: Sequence[str], where: str, params: Sequence[Any]
-) -> Flow[dict[str, tuple[str | None, str | None]]]:
-    """For each of ``anchors``, the item created just before and just after it in its
-    namespace, among the indexed items matching ``where`` (alias ``i``, ``?`` bound to
-    ``params``); None where there is none within :data:`NEIGHBOUR_SPAN` events."""
+def rows_with_neighbours_sql(
+    dialect: Dialect,
+    columns: str,
+    ids: Sequence[str],
+    anchors: Sequence[str],
+    where: str,
+    params: Sequence[Any],
+) -> tuple[str, list[Any]]:
+    """One statement: the rows of ``ids`` and of the anchors' neighbours that match
+    ``where`` (alias ``i``, ``?`` bound to ``params``), each with ``columns`` and two more,
+    which on an anchor's row are the items created just before and just after it in its
+    namespace, among the indexed items matching ``where`` (None where there is none
+    within :data:`NEIGHBOUR_SPAN` events; None on other rows). The neighbours come with
+    the rows they need, so a search reads both in one round trip.
+    """
+    in_ids, id_params = dialect.in_list("i.id", ids)
     if not anchors:
-        return {}
-    in_ids, id_params = dialect.in_list("e.memory_id", anchors)
+        return (
+            f"SELECT {columns}, NULL, NULL FROM {ITEMS} i WHERE {in_ids} AND {where}",
+            [*id_params, *params],
+        )
+    in_anchors, anchor_params = dialect.in_list("e.memory_id", anchors)
 
     def side(compare: str, order: str) -> str:
         return (
@@ -72,17 +84,19 @@ def write_neighbours_flow(
             f" AND i.doc_len > 0 AND {where} ORDER BY e.seq {order} LIMIT 1)"
         )
 
-    rows = yield Sql(
+    return (
         # The anchor's latest creation: an item deleted and written again sits where it
         # was written last.
         f"WITH a AS (SELECT e.memory_id AS id, e.scope, e.prefix, max(e.seq) AS seq"
-        f" FROM {EVENTS} e WHERE {in_ids} AND e.type = '{_CREATED}' AND e.kind = 'episodic'"
-        " GROUP BY e.memory_id, e.scope, e.prefix)"
-        f" SELECT a.id, {side('< a.seq AND e.seq >= a.seq - ?', 'DESC')},"
-        f" {side('> a.seq AND e.seq <= a.seq + ?', 'ASC')} FROM a",
-        [*id_params, NEIGHBOUR_SPAN, *params, NEIGHBOUR_SPAN, *params],
+        f" FROM {EVENTS} e WHERE {in_anchors} AND e.type = '{_CREATED}' AND e.kind = 'episodic'"
+        " GROUP BY e.memory_id, e.scope, e.prefix),"
+        f" p AS (SELECT a.id, {side('< a.seq AND e.seq >= a.seq - ?', 'DESC')} AS before,"
+        f" {side('> a.seq AND e.seq <= a.seq + ?', 'ASC')} AS after FROM a)"
+        f" SELECT {columns}, p.before, p.after FROM {ITEMS} i LEFT JOIN p ON p.id = i.id"
+        f" WHERE ({in_ids} OR i.id IN (SELECT p.before FROM p)"
+        f" OR i.id IN (SELECT p.after FROM p)) AND {where}",
+        [*anchor_params, NEIGHBOUR_SPAN, *params, NEIGHBOUR_SPAN, *params, *id_params, *params],
     )
-    return {row[0]: (row[1], row[2]) for row in rows}
 
 
 def conversation_neighbours(

@@ -8,7 +8,8 @@ hybrid ranking.
    postings, one more for pseudo-relevance feedback);
 2. dense candidates from the vector index, which also scores the lexical candidates;
 3. fusion of both into one relevance; the best candidates lift the memories written next to
-   them in the same conversation (one round trip, ``neighbours.py``);
+   them in the same conversation (``neighbours.py``, read with the candidates' rows in one
+   round trip);
 4. the hybrid rank with recency, frequency (access counts, buffered ones included) and
    confidence.
 """
@@ -36,7 +37,7 @@ from langmem_tiers.long_term.store.search import bm25
 from langmem_tiers.long_term.store.search.fusion import smooth_neighbours
 from langmem_tiers.long_term.store.search.neighbours import (
     conversation_neighbours,
-    write_neighbours_flow,
+    rows_with_neighbours_sql,
 )
 from langmem_tiers.long_term.store.search.options import SearchOptions, split_options
 from langmem_tiers.long_term.store.search.ranking import Candidate, rank
@@ -657,27 +658,30 @@ class StoreSearch:
         relevance = absolute_relevance(
             dense, lex, idf_mass=mass, weight=self.dense_weight, curve=self.cosine_curve
         )
-        pairs: dict[str, tuple[str | None, str | None]] = {}
         neighbour_weight = self.settings.neighbour_weight
-        if neighbour_weight > 0:
-            anchors = [i for i, _ in heapq.nsmallest(want, relevance.items(), key=_best_first)]
-            pairs = yield from write_neighbours_flow(
-                self.dialect, anchors, search.where, search.params
-            )
-        wanted = set(ids).union(n for sides in pairs.values() for n in sides if n is not None)
-        in_ids, id_params = self.dialect.in_list("i.id", sorted(wanted))
-        rows = yield Sql(
-            f"SELECT {ITEM_COLS}, i.event_at, i.access_count, i.confidence, i.ttl_minutes,"
-            f" i.session_id FROM {ITEMS} i WHERE {in_ids} AND {search.where}",
-            [*id_params, *search.params],
+        anchors = (
+            [i for i, _ in heapq.nsmallest(want, relevance.items(), key=_best_first)]
+            if neighbour_weight > 0
+            else []
         )
+        text, params = rows_with_neighbours_sql(
+            self.dialect,
+            f"{ITEM_COLS}, i.event_at, i.access_count, i.confidence, i.ttl_minutes, i.session_id",
+            ids,
+            anchors,
+            search.where,
+            search.params,
+        )
+        rows = yield Sql(text, params)
         by_id = {row[5]: row for row in rows}
+        anchored = set(anchors)
+        pairs = {row[5]: (row[11], row[12]) for row in rows if row[5] in anchored}
         # A memory's time: its event time, else its last update.
         when: dict[str, datetime] = {
             i: self.dialect.ts_value(row[6]) or self.dialect.ts_value(row[4])  # type: ignore[misc]
             for i, row in by_id.items()
         }
-        if pairs:
+        if anchors:
             neighbours = conversation_neighbours(
                 pairs, when, {i: row[10] for i, row in by_id.items()}
             )
