@@ -21,7 +21,13 @@ import pytest
 from langmem_tiers import TieredMemoryStore
 from langmem_tiers.long_term.store.search.scope_cache import ScopeCache
 from langmem_tiers.sql import migrations as schema
-from langmem_tiers.sql.dialect import PACKED_SEPARATOR, Dialect, PostgresDialect, SqliteDialect
+from langmem_tiers.sql.dialect import (
+    PACKED_SEPARATOR,
+    VECTORS,
+    Dialect,
+    PostgresDialect,
+    SqliteDialect,
+)
 
 from .fakes import default_index
 
@@ -397,32 +403,46 @@ def _as_dict(data: Any, term: str) -> dict[str, int]:
     return {data.ids[r]: int(n) for r, n in zip(rows.tolist(), counts.tolist(), strict=True)}
 
 
-def _lists_members(store: Any, run: Callable[[], Any]) -> bool:
-    """Whether ``run`` had the database list a search's members."""
-    dialect = _cache(store).dialect
-    listed: list[str] = []
-    packed_sql = dialect.packed_sql
+def _statements(run: Callable[[], Any]) -> list[str]:
+    """The SQL statements ``run`` had the database execute."""
+    from langmem_tiers.sql import backends
 
-    def counting(column: str) -> str:
-        listed.append(column)
-        return packed_sql(column)
+    executed: list[str] = []
+    saved = [(cls, cls.__dict__["sql"]) for cls in (backends.SqliteIO, backends._PgConnIO)]
 
-    dialect.packed_sql = counting  # type: ignore[method-assign]
+    def recording(original: Callable[..., Any]) -> Callable[..., Any]:
+        def sql(io: Any, request: Any) -> Any:
+            executed.append(request.text)
+            return original(io, request)
+
+        return sql
+
     try:
+        for cls, original in saved:
+            cls.sql = recording(original)  # type: ignore[method-assign]
         run()
     finally:
-        del dialect.packed_sql
-    return bool(listed)
+        for cls, original in saved:
+            cls.sql = original  # type: ignore[method-assign]
+    return executed
+
+
+def _lists_members(store: Any, run: Callable[[], Any]) -> bool:
+    """Whether ``run`` had the database list a search's members (their ids, or the
+    namespace's items each marked member or not)."""
+    listing = _cache(store).dialect.packed_sql("i.id")
+    return any(listing in s or VECTORS in s for s in _statements(run))
 
 
 def test_an_unchanged_namespace_is_not_listed_again(db: str, store: Any) -> None:
     """A search of a namespace nothing changed in reads two counters, not its members,
-    where the database counts membership changes (SQLite; PostgreSQL lists them)."""
+    where the database counts membership changes (SQLite; PostgreSQL lists them). A
+    namespace not cached yet is read with its members in one statement, then the rows."""
     remembers = _cache(store).dialect.counts_membership_changes
     assert remembers == db.startswith("sqlite")
     expected = _fresh(store, "apple fruit")
     _cache(store).clear()
-    assert _lists_members(store, lambda: _answer(store, "apple fruit"))
+    assert len(_statements(lambda: _answer(store, "apple fruit"))) == 2
     assert _lists_members(store, lambda: _answer(store, "music paris")) != remembers
     assert _answer(store, "apple fruit") == expected
 
