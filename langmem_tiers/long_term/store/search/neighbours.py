@@ -54,13 +54,15 @@ _CREATED = "memory.created"
 def rows_with_neighbours_sql(
     dialect: Dialect,
     columns: str,
+    column_params: Sequence[Any],
     ids: Sequence[str],
     anchors: Sequence[str],
     where: str,
     params: Sequence[Any],
 ) -> tuple[str, list[Any]]:
     """One statement: the rows of ``ids`` and of the anchors' neighbours that match
-    ``where`` (alias ``i``, ``?`` bound to ``params``), each with ``columns`` and two more,
+    ``where`` (alias ``i``, ``?`` bound to ``params``), each with ``columns`` (``?`` bound to
+    ``column_params``) and two more,
     which on an anchor's row are the items created just before and just after it in its
     namespace, among the indexed items matching ``where`` (None where there is none
     within :data:`NEIGHBOUR_SPAN` events; None on other rows). The neighbours come with
@@ -70,7 +72,7 @@ def rows_with_neighbours_sql(
     if not anchors:
         return (
             f"SELECT {columns}, NULL, NULL FROM {ITEMS} i WHERE {in_ids} AND {where}",
-            [*id_params, *params],
+            [*column_params, *id_params, *params],
         )
     in_anchors, anchor_params = dialect.in_list("e.memory_id", anchors)
 
@@ -95,7 +97,16 @@ def rows_with_neighbours_sql(
         f" SELECT {columns}, p.before, p.after FROM {ITEMS} i LEFT JOIN p ON p.id = i.id"
         f" WHERE ({in_ids} OR i.id IN (SELECT p.before FROM p)"
         f" OR i.id IN (SELECT p.after FROM p)) AND {where}",
-        [*anchor_params, NEIGHBOUR_SPAN, *params, NEIGHBOUR_SPAN, *params, *id_params, *params],
+        [
+            *anchor_params,
+            NEIGHBOUR_SPAN,
+            *params,
+            NEIGHBOUR_SPAN,
+            *params,
+            *column_params,
+            *id_params,
+            *params,
+        ],
     )
 
 

@@ -48,6 +48,7 @@ from langmem_tiers.long_term.store.search.relevance import (
 )
 from langmem_tiers.long_term.store.search.scope_cache import (
     ArrayScores,
+    Guess,
     Members,
     ScopeCache,
     ScopeData,
@@ -600,29 +601,16 @@ class StoreSearch:
         )
         return found.score(expanded), found
 
-    def ranked_flow(
+    def relevance_flow(
         self,
         search: PreparedSearch,
         vector: list[float],
-        now: datetime,
-        with_ttl: list[str] | None = None,
-    ) -> Flow[tuple[list[SearchItem], list[str]]]:
-        """The ranked page and its item ids; ids of its items with a TTL go to ``with_ttl``."""
+        scope: tuple[ScopeData, Members] | None,
+        pool: int,
+    ) -> Flow[dict[str, float]]:
+        """The fused relevance of the lexical and dense candidates (``pool`` of each), read
+        from ``scope`` when given (a cached namespace and the search's members)."""
         assert search.query is not None
-        want = search.offset + search.limit
-        if want == 0:
-            return [], []
-        pool = want * self.settings.candidate_multiplier
-        now = search.reference or now
-        scope: tuple[ScopeData, Members] | None = None
-        if self.scope_cache is not None:
-            scope = yield from self.scope_cache.members_flow(
-                join_namespace(search.prefix),
-                search.where,
-                search.params,
-                key=search.members_key,
-                instants=search.instants,
-            )
         scores, found = yield from self.lexical_flow(
             search.query, search, scope, None if scope is not None else vector
         )
@@ -652,30 +640,79 @@ class StoreSearch:
                 members=found.members,
             )
         lex.update((i, scores[i]) for i in dense if i in scores)
-        ids = sorted(set(dense) | set(lex))
-        if not ids:
-            return [], []
-        relevance = absolute_relevance(
+        if not dense and not lex:
+            return {}
+        return absolute_relevance(
             dense, lex, idf_mass=mass, weight=self.dense_weight, curve=self.cosine_curve
         )
+
+    def ranked_flow(
+        self,
+        search: PreparedSearch,
+        vector: list[float],
+        now: datetime,
+        with_ttl: list[str] | None = None,
+    ) -> Flow[tuple[list[SearchItem], list[str]]]:
+        """The ranked page and its item ids; ids of its items with a TTL go to ``with_ttl``."""
+        assert search.query is not None
+        want = search.offset + search.limit
+        if want == 0:
+            return [], []
+        pool = want * self.settings.candidate_multiplier
+        now = search.reference or now
+        prefix = join_namespace(search.prefix)
+        scope: tuple[ScopeData, Members] | None = None
+        guess: Guess | None = None
+        if self.scope_cache is not None:
+            guess = self.scope_cache.guess(prefix, search.where, search.params, search.members_key)
+            if guess is not None:
+                scope = guess.data, guess.members
+            else:
+                scope = yield from self.scope_cache.members_flow(
+                    prefix,
+                    search.where,
+                    search.params,
+                    key=search.members_key,
+                    instants=search.instants,
+                )
         neighbour_weight = self.settings.neighbour_weight
-        anchors = (
-            [i for i, _ in heapq.nsmallest(want, relevance.items(), key=_best_first)]
-            if neighbour_weight > 0
-            else []
-        )
-        text, params = rows_with_neighbours_sql(
-            self.dialect,
-            f"{ITEM_COLS}, i.event_at, i.access_count, i.confidence, i.ttl_minutes, i.session_id",
-            ids,
-            anchors,
-            search.where,
-            search.params,
-        )
-        rows = yield Sql(text, params)
+        while True:
+            relevance = yield from self.relevance_flow(search, vector, scope, pool)
+            if relevance:
+                anchors = (
+                    [i for i, _ in heapq.nsmallest(want, relevance.items(), key=_best_first)]
+                    if neighbour_weight > 0
+                    else []
+                )
+                text, params = rows_with_neighbours_sql(
+                    self.dialect,
+                    f"{ITEM_COLS}, i.event_at, i.access_count, i.confidence, i.ttl_minutes,"
+                    f" i.session_id, {guess.check if guess is not None else '1'}",
+                    guess.params if guess is not None else [],
+                    sorted(relevance),
+                    anchors,
+                    search.where,
+                    search.params,
+                )
+                rows = yield Sql(text, params)
+                # Every row carries the guess's check; a right guess has candidates' rows.
+                if guess is None or (rows and rows[0][11]):
+                    break
+            elif guess is None:
+                return [], []
+            # The members taken from the cache were not this search's: ask the database.
+            assert self.scope_cache is not None
+            guess = None
+            scope = yield from self.scope_cache.members_flow(
+                prefix,
+                search.where,
+                search.params,
+                key=search.members_key,
+                instants=search.instants,
+            )
         by_id = {row[5]: row for row in rows}
         anchored = set(anchors)
-        pairs = {row[5]: (row[11], row[12]) for row in rows if row[5] in anchored}
+        pairs = {row[5]: (row[12], row[13]) for row in rows if row[5] in anchored}
         # A memory's time: its event time, else its last update.
         when: dict[str, datetime] = {
             i: self.dialect.ts_value(row[6]) or self.dialect.ts_value(row[4])  # type: ignore[misc]

@@ -23,7 +23,10 @@ Members: where the database also counts the updates that may change membership
 remembers the members of recent searches with their counters and the next time of any of
 its items after the search's instants. A later search with the same condition, at
 instants no earlier and before that time, while neither counter moved, selects exactly
-those items: it reads the two counters and nothing else.
+those items: it reads the two counters and nothing else. Where it does not (PostgreSQL),
+an entry keeps the members of recent searches too, and a later search with the same
+condition takes them at once and has the statement that reads its result rows check them
+against the database (:meth:`ScopeCache.guess`): one statement in all while they hold.
 
 Example::
 
@@ -62,6 +65,7 @@ __all__ = [
     "LAZY_TERMS",
     "MAX_CACHED_ITEMS",
     "ArrayScores",
+    "Guess",
     "Members",
     "ScopeCache",
     "ScopeData",
@@ -201,6 +205,14 @@ class ScopeData:
         self._remembered.move_to_end(key)
         while len(self._remembered) > REMEMBERED_SEARCHES:
             self._remembered.popitem(last=False)
+
+    def last_members(self, key: tuple[Any, ...]) -> Members | None:
+        """The members the last search with ``key`` read at this entry's version, if any."""
+        try:
+            found = self._remembered.get(key)
+        except TypeError:
+            return None
+        return found.members if found is not None else None
 
     def members(self, packed: str) -> Members:
         """The members listed in ``packed`` (ids joined by the separator), less any item
@@ -411,6 +423,17 @@ def _best_per_item(
     return top
 
 
+class Guess(NamedTuple):
+    """Members a search takes from the cache without asking the database first, and the
+    proof it must ask for in the statement that reads its rows: ``check`` (bound to
+    ``params``) is 1 when they are exactly the search's members at the entry's version."""
+
+    data: ScopeData
+    members: Members
+    check: str
+    params: list[Any]
+
+
 class ScopeCache:
     """:class:`ScopeData` per namespace prefix, bounded by ``max_items`` (thread-safe)."""
 
@@ -423,6 +446,50 @@ class ScopeCache:
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
+
+    def guess(
+        self, prefix: str, where: str, params: Sequence[Any], key: tuple[Any, ...]
+    ) -> Guess | None:
+        """The members of the last search with ``key`` (``where`` and ``params`` less its
+        instants) read at the entry's version, for a search to confirm in its own rows
+        statement; None when there are none, or where the database counts membership
+        changes (:meth:`members_flow` then asks two counters, no scan of the items).
+
+        The check evaluates the search's full condition in the statement's snapshot, so it
+        holds whatever changed and however (the counters, triggers or the time): the
+        counter sum under the prefix is the entry's version, so the prefix holds exactly
+        the entry's items, and the members are some of them; as many matched as the guess
+        holds, and none outside it (or all inside it, whichever list is shorter to send),
+        is the guess. A wrong guess costs the search one more statement, never an answer.
+        """
+        if self.dialect.counts_membership_changes:
+            return None
+        with self._lock:
+            data = self._entries.get(prefix)
+            members = data.last_members(key) if data is not None else None
+        if data is None or members is None:
+            return None
+        under, under_params = self._under("prefix", prefix)
+        listed, listed_params = "", list[Any]()
+        if members.mask is not None:
+            outside = len(data.ids) - len(members)
+            if outside <= len(members):
+                ids = [i for i in data.ids if i not in members.ids]
+                expected = 0
+            else:
+                ids, expected = sorted(members.ids), len(members)
+            in_ids, id_params = self.dialect.in_list("i.id", ids)
+            listed = f" AND count(CASE WHEN {in_ids} THEN 1 END) = ?"
+            listed_params = [*id_params, expected]
+        self._touch(prefix, data)
+        return Guess(
+            data,
+            members,
+            f"(SELECT CASE WHEN count(*) = ?{listed}"
+            f" AND (SELECT {self._counter_sql('changes', under)}) = ? THEN 1 ELSE 0 END"
+            f" FROM {ITEMS} i WHERE {where})",
+            [len(members), *listed_params, *under_params, data.version, *params],
+        )
 
     def members_flow(
         self,
@@ -453,7 +520,8 @@ class ScopeCache:
         Where each statement reads its own snapshot (PostgreSQL's READ COMMITTED), a load
         may see changes committed after the members were read: it reads the members again,
         with the items, the vectors and the counter, in its own snapshot. The members of a
-        search are remembered only when read at the entry's own version.
+        search are kept with the entry (:meth:`guess`), and remembered where membership
+        changes are counted, only when read at the entry's own version.
         """
         remembers = instants is not None and self.dialect.counts_membership_changes
         under, under_params = self._under("prefix", prefix)
