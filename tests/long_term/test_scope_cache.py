@@ -522,3 +522,33 @@ def test_access_counts_keep_the_members(store: Any) -> None:
         _answer(store, "apple")
     store.db.run(store.core.flush_flow())  # the buffered access counts are written
     assert not _lists_members(store, lambda: _answer(store, "apple"))
+
+
+def test_reads_on_postgres_open_no_transaction_block(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch that only reads runs its statements outside a transaction block (in READ
+    COMMITTED each has its own snapshot either way): no BEGIN and COMMIT round trips. A
+    batch that writes, and the buffered access counts, still get their transaction."""
+    import psycopg
+
+    blocks: list[None] = []
+    opened = psycopg.Connection.transaction
+
+    def counted(conn: Any, *args: Any, **kwargs: Any) -> Any:
+        blocks.append(None)
+        return opened(conn, *args, **kwargs)
+
+    with _open(postgres_url) as store:
+        for key, text in TEXTS.items():
+            store.put(NS, key, {"content": text})
+        expected = _answer(store, "apple fruit")
+        store.db.run(store.core.flush_flow())  # no access count is due
+        monkeypatch.setattr(psycopg.Connection, "transaction", counted)
+        assert _answer(store, "apple fruit") == expected
+        assert store.get(NS, "m1", refresh_ttl=False) is not None
+        assert not blocks
+        store.db.run(store.core.flush_flow())  # the search's access counts
+        assert len(blocks) == 1
+        store.put(NS, "m7", {"content": "apple crumble"})
+        assert len(blocks) == 2
