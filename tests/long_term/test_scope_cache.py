@@ -552,3 +552,26 @@ def test_reads_on_postgres_open_no_transaction_block(
         assert len(blocks) == 1
         store.put(NS, "m7", {"content": "apple crumble"})
         assert len(blocks) == 2
+
+
+def test_only_episodic_memories_have_their_neighbours_looked_up(store: Any) -> None:
+    """Conversational neighbours are episodic memories' only: a search of a namespace of
+    other memories reads no event (each item's kind is cached with it)."""
+    events = "lmt_events"
+    for _ in range(2):
+        assert not any(events in s for s in _statements(lambda: _answer(store, "apple")))
+    episodic = ("u1", "episodic")
+    store.put(
+        episodic,
+        "q",
+        {"content": "did you bake the apple pie", "event_timestamp": "2024-05-01T10:00:00+00:00"},
+    )
+    store.put(
+        episodic,
+        "a",
+        {"content": "yes with cinnamon", "event_timestamp": "2024-05-01T10:01:00+00:00"},
+    )
+    for _ in range(2):
+        found = _statements(lambda: store.search(episodic, query="apple pie", limit=2))
+        assert any(events in s for s in found)
+    assert [h.key for h in store.search(episodic, query="apple pie", limit=2)] == ["q", "a"]

@@ -34,6 +34,7 @@ from typing import Any
 from langmem_tiers.sql.dialect import EVENTS, ITEMS, Dialect
 
 __all__ = [
+    "NEIGHBOUR_KIND",
     "NEIGHBOUR_MAX_GAP",
     "NEIGHBOUR_SPAN",
     "conversation_neighbours",
@@ -49,6 +50,9 @@ NEIGHBOUR_MAX_GAP = timedelta(hours=1)
 NEIGHBOUR_SPAN = 64
 
 _CREATED = "memory.created"
+#: The kind of memory that has neighbours (a memory's kind is its namespace's, recorded with
+#: the item and with its creation event alike): a search needs no neighbours of the others.
+NEIGHBOUR_KIND = "episodic"
 
 
 def rows_with_neighbours_sql(
@@ -80,7 +84,7 @@ def rows_with_neighbours_sql(
         return (
             f"(SELECT e.memory_id FROM {EVENTS} e JOIN {ITEMS} i ON i.id = e.memory_id"
             f" WHERE e.scope = a.scope AND e.seq {compare}"
-            f" AND e.prefix = a.prefix AND e.type = '{_CREATED}' AND e.kind = 'episodic'"
+            f" AND e.prefix = a.prefix AND e.type = '{_CREATED}' AND e.kind = '{NEIGHBOUR_KIND}'"
             " AND e.memory_id <> a.id"
             # Put with index=False (no terms): never found by a query, nor through another.
             f" AND i.doc_len > 0 AND {where} ORDER BY e.seq {order} LIMIT 1)"
@@ -90,7 +94,7 @@ def rows_with_neighbours_sql(
         # The anchor's latest creation: an item deleted and written again sits where it
         # was written last.
         f"WITH a AS (SELECT e.memory_id AS id, e.scope, e.prefix, max(e.seq) AS seq"
-        f" FROM {EVENTS} e WHERE {in_anchors} AND e.type = '{_CREATED}' AND e.kind = 'episodic'"
+        f" FROM {EVENTS} e WHERE {in_anchors} AND e.type = '{_CREATED}' AND e.kind = '{NEIGHBOUR_KIND}'"
         " GROUP BY e.memory_id, e.scope, e.prefix),"
         f" p AS (SELECT a.id, {side('< a.seq AND e.seq >= a.seq - ?', 'DESC')} AS before,"
         f" {side('> a.seq AND e.seq <= a.seq + ?', 'ASC')} AS after FROM a)"

@@ -684,6 +684,9 @@ class StoreSearch:
                     if neighbour_weight > 0
                     else []
                 )
+                if scope is not None:
+                    # Memories of other kinds have no neighbours: none to look for.
+                    anchors = [i for i in anchors if i in scope[0].episodic]
                 text, params = rows_with_neighbours_sql(
                     self.dialect,
                     f"{ITEM_COLS}, i.event_at, i.access_count, i.confidence, i.ttl_minutes,"

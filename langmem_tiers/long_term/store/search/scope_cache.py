@@ -50,6 +50,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from langmem_tiers.long_term.store.search.bm25 import BM25_B, BM25_K1, unpack_terms
+from langmem_tiers.long_term.store.search.neighbours import NEIGHBOUR_KIND
 from langmem_tiers.long_term.store.vectors import similarities
 from langmem_tiers.sql.dialect import (
     ITEMS,
@@ -147,6 +148,7 @@ class ScopeData:
         "_vector_item_rows",
         "_vector_row_of",
         "document_frequency",
+        "episodic",
         "ids",
         "item_terms",
         "lengths",
@@ -163,6 +165,7 @@ class ScopeData:
         item_terms: dict[str, dict[str, int]],
         vector_ids: list[str],
         matrix: np.ndarray,
+        episodic: AbstractSet[str] = frozenset(),
     ) -> None:
         self.version = version
         self.ids = list(doc_len)  # every item under the prefix, by row
@@ -171,6 +174,7 @@ class ScopeData:
         self.item_terms = item_terms  # item -> term -> frequency (items with terms)
         self.vector_ids = vector_ids  # the item of each row of ``matrix``
         self.matrix = matrix  # unit float32 vectors
+        self.episodic = episodic  # the items of the kind that has neighbours
         self._vector_item_rows = np.fromiter(
             (self.row_of[i] for i in vector_ids), dtype=np.int64, count=len(vector_ids)
         )
@@ -640,8 +644,8 @@ class ScopeCache:
 
         One statement, so one snapshot: a header row (the state and the members' number),
         a row per item with its terms packed (bm25.pack_terms; a namespace of a thousand
-        items has tens of thousands of term rows, each a Python tuple if read one by one)
-        and whether it is a member, and a row per vector (its bytes; the binary result
+        items has tens of thousands of term rows, each a Python tuple if read one by one),
+        whether it is a member and whether it may have neighbours, and a row per vector (its bytes; the binary result
         format carries them as they are). Nothing but the header when the members are too
         many: the items are then not read at all.
         """
@@ -653,11 +657,12 @@ class ScopeCache:
         # branches (PostgreSQL resolves a UNION's types from the left).
         rows = yield Sql(
             f"WITH m AS MATERIALIZED (SELECT count(*) AS n FROM {ITEMS} i WHERE {where})"
-            f" SELECT NULL, m.n, NULL, 0, {state}, NULL FROM m UNION ALL"
-            f" SELECT v.item_id, NULL, NULL, NULL, NULL, NULL, NULL,"
+            f" SELECT NULL, m.n, NULL, 0, 0, {state}, NULL FROM m UNION ALL"
+            f" SELECT v.item_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL,"
             f" {d.vector_bytes_sql('v.embedding')} FROM {VECTORS} v"
             f" WHERE {vector_under} AND {fits} UNION ALL"
             f" SELECT i.id, i.doc_len, i.terms, CASE WHEN {where} THEN 1 ELSE 0 END,"
+            f" CASE WHEN i.kind = '{NEIGHBOUR_KIND}' THEN 1 ELSE 0 END,"
             f" NULL, NULL, NULL, NULL FROM {ITEMS} i WHERE {under} AND {fits}",
             [
                 *params,
@@ -674,9 +679,10 @@ class ScopeCache:
         doc_len: dict[str, int] = {}
         item_terms: dict[str, dict[str, int]] = {}
         listed: set[str] = set()
+        episodic: set[str] = set()
         vector_ids: list[str] = []
         vectors: list[bytes] = []
-        for item, length, packed, member, *rest in rows:
+        for item, length, packed, member, has_neighbours, *rest in rows:
             if item is None:
                 count, (version, moves, next_time, _) = int(length), rest
             elif length is None:  # a vector: only items have a length
@@ -688,6 +694,8 @@ class ScopeCache:
                     item_terms[item] = unpack_terms(packed)
                 if member:
                     listed.add(item)
+                if has_neighbours:
+                    episodic.add(item)
         if count > self.max_items:
             return None
         if any(i not in doc_len for i in vector_ids):
@@ -699,5 +707,5 @@ class ScopeCache:
             matrix = matrix.astype(np.float32, copy=False).reshape(len(vectors), -1)
         else:
             matrix = np.zeros((0, 0), dtype=np.float32)
-        data = ScopeData(int(version), doc_len, item_terms, vector_ids, matrix)
+        data = ScopeData(int(version), doc_len, item_terms, vector_ids, matrix, episodic)
         return data, data.members_of(listed), moves, next_time
