@@ -76,6 +76,10 @@ _MAX_PAGE = 2**31  # what every database here can bind as a LIMIT/OFFSET
 #: The item columns every read selects, in the order :func:`item_from_row` expects.
 ITEM_COLS = "i.prefix, i.key, i.value, i.created_at, i.updated_at, i.id"
 
+#: :data:`ITEM_COLS` with the value as JSON text: of a search's candidates only the page's
+#: values are decoded.
+_CANDIDATE_COLS = ITEM_COLS.replace("i.value", "CAST(i.value AS TEXT)")
+
 #: The condition (one ``?``: now) an item must meet to be read: it has not expired.
 LIVE_SQL = "(i.expires_at IS NULL OR i.expires_at > ?)"
 
@@ -689,7 +693,7 @@ class StoreSearch:
                     anchors = [i for i in anchors if i in scope[0].episodic]
                 text, params = rows_with_neighbours_sql(
                     self.dialect,
-                    f"{ITEM_COLS}, i.event_at, i.access_count, i.confidence, i.ttl_minutes,"
+                    f"{_CANDIDATE_COLS}, i.event_at, i.access_count, i.confidence, i.ttl_minutes,"
                     f" i.session_id, {guess.check if guess is not None else '1'}",
                     guess.params if guess is not None else [],
                     sorted(relevance),
