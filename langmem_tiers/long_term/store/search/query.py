@@ -76,9 +76,16 @@ _MAX_PAGE = 2**31  # what every database here can bind as a LIMIT/OFFSET
 #: The item columns every read selects, in the order :func:`item_from_row` expects.
 ITEM_COLS = "i.prefix, i.key, i.value, i.created_at, i.updated_at, i.id"
 
-#: :data:`ITEM_COLS` with the value as JSON text: of a search's candidates only the page's
-#: values are decoded.
-_CANDIDATE_COLS = ITEM_COLS.replace("i.value", "CAST(i.value AS TEXT)")
+#: What a search reads of its candidates: :data:`ITEM_COLS` (the value as JSON text: only
+#: the page's values are decoded), then what ranking needs.
+_CANDIDATE_COLUMNS = (
+    *ITEM_COLS.replace("i.value", "CAST(i.value AS TEXT)").split(", "),
+    "i.event_at",
+    "i.access_count",
+    "i.confidence",
+    "i.ttl_minutes",
+    "i.session_id",
+)
 
 #: The condition (one ``?``: now) an item must meet to be read: it has not expired.
 LIVE_SQL = "(i.expires_at IS NULL OR i.expires_at > ?)"
@@ -667,6 +674,8 @@ class StoreSearch:
         prefix = join_namespace(search.prefix)
         scope: tuple[ScopeData, Members] | None = None
         guess: Guess | None = None
+        # The members' rows, when the namespace was read for this search.
+        loaded: dict[str, Sequence[Any]] = {}
         if self.scope_cache is not None:
             guess = self.scope_cache.guess(prefix, search.where, search.params, search.members_key)
             if guess is not None:
@@ -678,6 +687,8 @@ class StoreSearch:
                     search.params,
                     key=search.members_key,
                     instants=search.instants,
+                    columns=_CANDIDATE_COLUMNS,
+                    member_rows=loaded,
                 )
         neighbour_weight = self.settings.neighbour_weight
         while True:
@@ -691,10 +702,13 @@ class StoreSearch:
                 if scope is not None:
                     # Memories of other kinds have no neighbours: none to look for.
                     anchors = [i for i in anchors if i in scope[0].episodic]
+                if loaded and not anchors:
+                    # Read with the namespace, in the members' own snapshot.
+                    rows = [loaded[i] for i in sorted(relevance) if i in loaded]
+                    break
                 text, params = rows_with_neighbours_sql(
                     self.dialect,
-                    f"{_CANDIDATE_COLS}, i.event_at, i.access_count, i.confidence, i.ttl_minutes,"
-                    f" i.session_id, {guess.check if guess is not None else '1'}",
+                    f"{', '.join(_CANDIDATE_COLUMNS)}, {guess.check if guess is not None else '1'}",
                     guess.params if guess is not None else [],
                     sorted(relevance),
                     anchors,
@@ -716,6 +730,8 @@ class StoreSearch:
                 search.params,
                 key=search.members_key,
                 instants=search.instants,
+                columns=_CANDIDATE_COLUMNS,
+                member_rows=loaded,
             )
         by_id = {row[5]: row for row in rows}
         anchored = set(anchors)

@@ -503,8 +503,14 @@ class ScopeCache:
         *,
         key: tuple[Any, ...] = (),
         instants: tuple[datetime, datetime] | None = None,
+        columns: Sequence[str] = (),
+        member_rows: dict[str, Sequence[Any]] | None = None,
     ) -> Flow[tuple[ScopeData, Members] | None]:
         """The prefix's data and the items matching ``where`` (alias ``i``; within ``prefix``).
+
+        When the namespace is read (missing or stale), the ``columns`` (expressions on
+        ``i``) of every member come with it, in ``member_rows`` by item: what a search
+        would read of its candidates next, in the same snapshot as the members.
 
         ``key`` is ``where`` and ``params`` less the ``instants`` it compares times with
         (the search's time, the clock). When the entry holds members of a search with that
@@ -568,7 +574,9 @@ class ScopeCache:
                 self._touch(prefix, known)
                 self._note(known, key, instants, members, moved, next_time)
                 return known, members
-        loaded = yield from self._load_flow(prefix, where, params, state, state_params)
+        loaded = yield from self._load_flow(
+            prefix, where, params, state, state_params, columns, member_rows
+        )
         if loaded is None:
             return None
         data, members, moved, next_time = loaded
@@ -637,41 +645,49 @@ class ScopeCache:
         params: Sequence[Any],
         state: str,
         state_params: Sequence[Any],
+        columns: Sequence[str],
+        member_rows: dict[str, Sequence[Any]] | None,
     ) -> Flow[tuple[ScopeData, Members, Any, Any] | None]:
         """The entry of ``prefix`` as the database holds it, the items matching ``where``
         among it, and the ``state`` read with them (the counters, the next time of an item:
-        three values); None when those items are more than the cache may keep.
+        three values); None when those items are more than the cache may keep. The
+        ``columns`` of each member go to ``member_rows``.
 
-        One statement, so one snapshot: a header row (the state and the members' number),
-        a row per item with its terms packed (bm25.pack_terms; a namespace of a thousand
-        items has tens of thousands of term rows, each a Python tuple if read one by one),
-        whether it is a member and whether it may have neighbours, and a row per vector (its bytes; the binary result
-        format carries them as they are). Nothing but the header when the members are too
-        many: the items are then not read at all.
+        One statement, so one snapshot: a row per item with its terms packed
+        (bm25.pack_terms; a namespace of a thousand items has tens of thousands of term
+        rows, each a Python tuple if read one by one), whether it is a member, whether it
+        may have neighbours, and its ``columns``; a row per vector (its bytes; the binary
+        result format carries them as they are); a last row with the state and the
+        members' number. Nothing but that row when the members are too many: the items are
+        then not read at all.
         """
         d = self.dialect
         under, under_params = self._under("i.prefix", prefix)
         vector_under, vector_params = self._under("v.prefix", prefix)
         fits = "(SELECT m.n FROM m) <= ?"
-        # In this order, so that each column's type is known before its first all-NULL
-        # branches (PostgreSQL resolves a UNION's types from the left).
+        extra = "".join(f", {c}" for c in columns)
+        nulls = ", NULL" * len(columns)
+        # The items first, so that PostgreSQL, which resolves a UNION's types from the
+        # left, knows the type of every column before it meets a branch's NULLs. (The
+        # next time of an item is NULL on PostgreSQL, which does not remember members.)
         rows = yield Sql(
             f"WITH m AS MATERIALIZED (SELECT count(*) AS n FROM {ITEMS} i WHERE {where})"
-            f" SELECT NULL, m.n, NULL, 0, 0, {state}, NULL FROM m UNION ALL"
-            f" SELECT v.item_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL,"
-            f" {d.vector_bytes_sql('v.embedding')} FROM {VECTORS} v"
-            f" WHERE {vector_under} AND {fits} UNION ALL"
             f" SELECT i.id, i.doc_len, i.terms, CASE WHEN {where} THEN 1 ELSE 0 END,"
             f" CASE WHEN i.kind = '{NEIGHBOUR_KIND}' THEN 1 ELSE 0 END,"
-            f" NULL, NULL, NULL, NULL FROM {ITEMS} i WHERE {under} AND {fits}",
+            f" CAST(NULL AS BIGINT), CAST(NULL AS BIGINT), NULL, NULL{extra}"
+            f" FROM {ITEMS} i WHERE {under} AND {fits} UNION ALL"
+            f" SELECT v.item_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL,"
+            f" {d.vector_bytes_sql('v.embedding')}{nulls} FROM {VECTORS} v"
+            f" WHERE {vector_under} AND {fits} UNION ALL"
+            f" SELECT NULL, m.n, NULL, 0, 0, {state}, NULL{nulls} FROM m",
             [
                 *params,
-                *state_params,
-                *vector_params,
-                self.max_items,
                 *params,
                 *under_params,
                 self.max_items,
+                *vector_params,
+                self.max_items,
+                *state_params,
             ],
             binary=True,
         )
@@ -684,7 +700,7 @@ class ScopeCache:
         vectors: list[bytes] = []
         for item, length, packed, member, has_neighbours, *rest in rows:
             if item is None:
-                count, (version, moves, next_time, _) = int(length), rest
+                count, (version, moves, next_time) = int(length), rest[:3]
             elif length is None:  # a vector: only items have a length
                 vector_ids.append(item)
                 vectors.append(rest[3])
@@ -694,6 +710,8 @@ class ScopeCache:
                     item_terms[item] = unpack_terms(packed)
                 if member:
                     listed.add(item)
+                    if member_rows is not None:
+                        member_rows[item] = rest[4:]
                 if has_neighbours:
                     episodic.add(item)
         if count > self.max_items:
