@@ -86,6 +86,9 @@ _CANDIDATE_COLUMNS = (
     "i.ttl_minutes",
     "i.session_id",
 )
+#: Where the rows statement of a search puts the check of its guessed members (1 when they
+#: held), and after it the candidate's neighbours (see ``rows_with_neighbours_sql``).
+_CHECK = len(_CANDIDATE_COLUMNS)
 
 #: The condition (one ``?``: now) an item must meet to be read: it has not expired.
 LIVE_SQL = "(i.expires_at IS NULL OR i.expires_at > ?)"
@@ -717,7 +720,7 @@ class StoreSearch:
                 )
                 rows = yield Sql(text, params)
                 # Every row carries the guess's check; a right guess has candidates' rows.
-                if guess is None or (rows and rows[0][11]):
+                if guess is None or (rows and rows[0][_CHECK]):
                     break
             elif guess is None:
                 return [], []
@@ -735,7 +738,7 @@ class StoreSearch:
             )
         by_id = {row[5]: row for row in rows}
         anchored = set(anchors)
-        pairs = {row[5]: (row[12], row[13]) for row in rows if row[5] in anchored}
+        pairs = {row[5]: (row[_CHECK + 1], row[_CHECK + 2]) for row in rows if row[5] in anchored}
         # A memory's time: its event time, else its last update.
         when: dict[str, datetime] = {
             i: self.dialect.ts_value(row[6]) or self.dialect.ts_value(row[4])  # type: ignore[misc]
