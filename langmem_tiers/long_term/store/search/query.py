@@ -657,7 +657,7 @@ class StoreSearch:
         relevance = absolute_relevance(
             dense, lex, idf_mass=mass, weight=self.dense_weight, curve=self.cosine_curve
         )
-        pairs: dict[str, tuple[str | None, str | None]] = {}
+        pairs: dict[str, tuple[str | None, ...]] = {}
         neighbour_weight = self.settings.neighbour_weight
         if neighbour_weight > 0:
             anchors = [i for i, _ in heapq.nsmallest(want, relevance.items(), key=_best_first)]
