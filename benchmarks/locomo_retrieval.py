@@ -45,6 +45,7 @@ from benchmarks.locomo import CATEGORY_NAMES, Conversation, load_locomo, retriev
 from langmem_tiers.embeddings import OfflineEmbeddings
 from langmem_tiers.long_term.store.search import bm25 as lexical
 from langmem_tiers.long_term.store.search import fusion
+from langmem_tiers.long_term.store.search.neighbours import NEIGHBOUR_TURNS
 
 RESULTS = Path(__file__).resolve().parent / "results"
 CACHE = RESULTS / ".cache"
@@ -351,17 +352,19 @@ def memo(fn: ScoreFn) -> ScoreFn:
 
 
 def smoothed(fn: ScoreFn) -> ScoreFn:
-    """``fusion.smooth_neighbours`` over the scored turns; neighbours = adjacent turns of a session."""
+    """``fusion.smooth_neighbours`` over the scored turns; neighbours = the turns of a
+    session at most ``NEIGHBOUR_TURNS`` away, as the store finds them."""
 
     def out(c: ConvData, qi: int) -> Scores:
         scores = fn(c, qi)
         turns = c.conv.turns
         rel = {i: float(v) for i, v in enumerate(scores) if v >= 0}
+        near = [d for n in range(1, NEIGHBOUR_TURNS + 1) for d in (-n, n)]
         neighbours = {
             i: [
-                j
-                for j in (i - 1, i + 1)
-                if 0 <= j < len(turns) and turns[j].session == turns[i].session
+                i + d
+                for d in near
+                if 0 <= i + d < len(turns) and turns[i + d].session == turns[i].session
             ]
             for i in rel
         }

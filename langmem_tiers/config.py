@@ -139,8 +139,9 @@ class Settings:
     candidate_multiplier: int = field(default=3, metadata=_env("CANDIDATE_MULTIPLIER"))
     """Candidates fetched from each index per result asked for (top k x this)."""
     neighbour_weight: float = field(default=0.7, metadata=_env("NEIGHBOUR_WEIGHT"))
-    """How far an episodic memory moves towards the relevance of the memory written just
-    before or after it in the same conversation (0: neighbours are ignored; 1: as far as it)."""
+    """How far an episodic memory moves towards the relevance of a memory written up to two
+    places before or after it in the same conversation (0: neighbours are ignored; 1: as far
+    as it)."""
 
     # -- limits -------------------------------------------------------------------
     max_content_chars: int = field(default=1_000_000, metadata=_env("MAX_CONTENT_CHARS"))

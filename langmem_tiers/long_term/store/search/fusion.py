@@ -151,7 +151,7 @@ def smooth_neighbours(
     and values stay in [0, 1]. (Mixing in the neighbour's score unconditionally raised
     recall as much but let the neighbours of the best match overtake it: MRR fell.)
 
-    ``neighbours`` maps an item to the items just before and after it in the same session
+    ``neighbours`` maps an item to the items near it (before and after) in the same session
     or thread (the store decides; items of other sessions are never neighbours). A
     neighbour missing from ``relevance`` (not a candidate) counts as 0; an item without
     an entry keeps its relevance.

@@ -738,7 +738,7 @@ class StoreSearch:
             )
         by_id = {row[5]: row for row in rows}
         anchored = set(anchors)
-        pairs = {row[5]: (row[_CHECK + 1], row[_CHECK + 2]) for row in rows if row[5] in anchored}
+        pairs = {row[5]: tuple(row[_CHECK + 1 :]) for row in rows if row[5] in anchored}
         # A memory's time: its event time, else its last update.
         when: dict[str, datetime] = {
             i: self.dialect.ts_value(row[6]) or self.dialect.ts_value(row[4])  # type: ignore[misc]
