@@ -10,7 +10,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -575,3 +575,64 @@ def test_only_episodic_memories_have_their_neighbours_looked_up(store: Any) -> N
         found = _statements(lambda: store.search(episodic, query="apple pie", limit=2))
         assert any(events in s for s in found)
     assert [h.key for h in store.search(episodic, query="apple pie", limit=2)] == ["q", "a"]
+
+
+def test_searches_beside_writers_of_membership_on_postgres(postgres_url: str) -> None:
+    """Searches of one namespace on their own connections while others change which items
+    they may return (statuses by plain SQL, puts, deletes): every search completes, and
+    once the writers stop, each searcher's warm cache answers as the database does, after
+    one more change of membership too."""
+    import psycopg
+
+    rounds = 12
+    with _open(postgres_url) as setup:
+        for key, text in TEXTS.items():
+            setup.put(NS, key, {"content": text})
+    errors: list[BaseException] = []
+    with ExitStack() as stack:
+        searchers = [stack.enter_context(_open(postgres_url)) for _ in range(3)]
+
+        def search(mine: Any) -> None:
+            try:
+                for n in range(rounds * 2):
+                    _answer(mine, QUERIES[n % len(QUERIES)])
+            except BaseException as err:  # reported by the main thread
+                errors.append(err)
+
+        def write(n_thread: int) -> None:
+            try:
+                with (
+                    _open(postgres_url) as mine,
+                    psycopg.connect(postgres_url, autocommit=True) as plain,
+                ):
+                    for n in range(rounds):
+                        plain.execute(
+                            "UPDATE lmt_items SET status = %s WHERE key = %s",
+                            [
+                                "superseded" if (n + n_thread) % 2 else "active",
+                                f"m{1 + (n + n_thread) % 6}",
+                            ],
+                        )
+                        mine.put(NS, f"w{n_thread}", {"content": f"apple note {n}"})
+                        if n % 3 == 2:
+                            mine.delete(NS, f"w{n_thread}")
+            except BaseException as err:
+                errors.append(err)
+
+        threads = [threading.Thread(target=search, args=(s,)) for s in searchers]
+        threads += [threading.Thread(target=write, args=(n,)) for n in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=120)
+        assert not errors, errors
+        for searcher in searchers:
+            _answer(searcher, "apple fruit")  # its members kept with the namespace
+        with _plain_sql(postgres_url) as run:  # moves no counter of PostgreSQL's
+            run(
+                "UPDATE lmt_items SET status = CASE status WHEN 'active' THEN 'superseded'"
+                " ELSE 'active' END WHERE key = 'm5'"
+            )
+        for searcher in searchers:
+            warm = {q: _answer(searcher, q) for q in ["apple fruit", *QUERIES]}
+            assert warm == {q: _fresh(searcher, q) for q in ["apple fruit", *QUERIES]}
