@@ -17,6 +17,7 @@ hybrid ranking.
 from __future__ import annotations
 
 import heapq
+import json
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple, Protocol
@@ -76,8 +77,8 @@ _MAX_PAGE = 2**31  # what every database here can bind as a LIMIT/OFFSET
 #: The item columns every read selects, in the order :func:`item_from_row` expects.
 ITEM_COLS = "i.prefix, i.key, i.value, i.created_at, i.updated_at, i.id"
 
-#: What a search reads of its candidates: :data:`ITEM_COLS` (the value as JSON text: only
-#: the page's values are decoded), then what ranking needs.
+#: What a search reads of its candidates: :data:`ITEM_COLS` (the value as JSON text on every
+#: backend: only the page's values are decoded), then what ranking needs.
 _CANDIDATE_COLUMNS = (
     *ITEM_COLS.replace("i.value", "CAST(i.value AS TEXT)").split(", "),
     "i.event_at",
@@ -789,7 +790,7 @@ class StoreSearch:
                 RankedItem(
                     item.namespace,
                     item.key,
-                    item.value,
+                    json.loads(by_id[r.id][2]),  # JSON text on every backend (see above)
                     item.created_at,
                     item.updated_at,
                     r.score,
