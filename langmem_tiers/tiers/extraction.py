@@ -494,6 +494,9 @@ def _extract_numbers(text: str, facts: _FactList, taken: list[tuple[int, int]]) 
                 value = f"{value} {noun.lower()}"
             key = "number"
         facts.add(_GROUP_NUMBER, key, value)
+    lowered = text.lower()
+    if text.isascii() and not any(word in lowered for word in NUMBER_WORDS):
+        return  # no number word in any case (outside ASCII, case has more forms: search)
     for m in NUMBER_WORD.finditer(text):
         if _overlaps((m.start(), m.end()), taken):
             continue

@@ -312,6 +312,12 @@ def test_dates_are_found_in_any_case_and_outside_ascii() -> None:
     ]
 
 
+def test_number_words_are_counted_in_any_case_and_outside_ascii() -> None:
+    assert extract_facts("We adopted THREE cats.")[0] == Fact("cats", "3")
+    assert extract_facts("Zoë adopted three cats.")[0] == Fact("cats", "3")
+    assert extract_facts("We often adopt cats.") == []
+
+
 @pytest.mark.parametrize("module", [offline, extraction])
 def test_module_doctests(module: object) -> None:
     result = doctest.testmod(module)  # type: ignore[arg-type]
