@@ -41,6 +41,8 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import islice
+from operator import is_
 from typing import Any, get_args
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
@@ -172,9 +174,11 @@ class ContextBuilder:
         self.soft_budget = budget if soft_budget is None else min(soft_budget, budget)
         self.tier_note = tier_note
         self._costs: dict[tuple[str, int, int, bool], int] = {}
-        # What decides a record's cost besides its id (whose content never changes): an
-        # add plans over the whole window, so the common case must be one dict lookup.
+        # What decides a record's cost besides its id (whose content never changes).
         self._record_costs: dict[tuple[str, bool, int, str | None, str | None], int] = {}
+        # The last window planned over and its costs: every add plans over the whole
+        # window, which is the same record objects as last time plus the new ones.
+        self._last_costs: tuple[tuple[MessageRecord, ...], list[int]] = ((), [])
 
     def level_for(self, record: MessageRecord, *, recent: bool) -> int:
         """The least a record may be shown at: raw when recent, untiered view or tool use,
@@ -234,18 +238,26 @@ class ContextBuilder:
         cheapest form does not fit, whatever the context policy shows.
         """
         first_recent = len(records) - self.recent_raw
+        last_records, last_costs = self._last_costs
+        # Records are immutable, so the very objects planned over last time, none of them
+        # recent then or now, cost what they cost then.
+        same = min(first_recent, len(last_records) - self.recent_raw)
+        if same <= 0 or not all(map(is_, islice(last_records, same), islice(records, same))):
+            same = 0
         known = self._record_costs
         if len(known) > 50_000:  # bounded: a session only grows so far
             known.clear()
-        out: list[int] = []
-        for i, r in enumerate(records):
+        out = last_costs[:same]
+        for i in range(same, len(records)):
+            r = records[i]
             recent = i >= first_recent
             key = (r.id, recent, r.required_tier_level, r.tier1, r.tier2)
             cost = known.get(key)
             if cost is None:
                 cost = known[key] = self._cost(r, self.level_for(r, recent=recent))
             out.append(cost)
-        return out
+        self._last_costs = (tuple(records), out)
+        return list(out)
 
     def levels(self, records: Sequence[MessageRecord], reserved: int = 0) -> list[tuple[int, bool]]:
         """The tier each record is shown at and whether it is labelled, oldest first.

@@ -117,8 +117,7 @@ class _Cache:
 
     def copy(self) -> _Cache:
         other = _Cache(self.session_id)
-        other.state.records = dict(self.state.records)
-        other.state.last_seq = self.state.last_seq
+        other.state = self.state.copy()
         other.size, other.file_id, other.generation = self.size, self.file_id, self.generation
         other.lines, other.appended = self.lines, self.appended
         return other

@@ -220,13 +220,25 @@ class SessionState:
     file, through the same methods, so both answer identically.
     """
 
-    __slots__ = ("last_seq", "lease", "records")
+    __slots__ = ("_in_order", "_top_seq", "last_seq", "lease", "records")
 
     def __init__(self) -> None:
         self.records: dict[str, MessageRecord] = {}
         self.last_seq = 0
         self.lease: tuple[str, float] | None = None
         """The consolidation lease: (owner, expires at, as ``time.time()``)."""
+        # Whether ``records`` is in seq order (appends come in order), so the window
+        # need not be sorted on every read; ``_top_seq`` is the highest seq inserted.
+        self._in_order = True
+        self._top_seq = 0
+
+    def copy(self) -> SessionState:
+        """An independent copy of the messages and the id counter (not the lease)."""
+        other = SessionState()
+        other.records = dict(self.records)
+        other.last_seq = self.last_seq
+        other._in_order, other._top_seq = self._in_order, self._top_seq
+        return other
 
     def claim(self, owner: str, seconds: float) -> bool:
         """Take or renew the lease (see :class:`ClaimOp`)."""
@@ -251,7 +263,11 @@ class SessionState:
     def insert(self, records: Iterable[MessageRecord]) -> None:
         """Store records (already given ids)."""
         for record in records:
+            known = self.records.get(record.id)
+            if record.seq <= self._top_seq if known is None else record.seq != known.seq:
+                self._in_order = False
             self.records[record.id] = record
+            self._top_seq = max(self._top_seq, record.seq)
             self.last_seq = max(self.last_seq, record.seq)
 
     def remove(self, ids: Iterable[str]) -> list[str]:
@@ -282,7 +298,10 @@ class SessionState:
 
     def window(self, last: int | None) -> list[MessageRecord]:
         """Stored records oldest first; the ``last`` ones when given."""
-        records = sorted(self.records.values(), key=lambda r: r.seq)
+        if self._in_order:
+            records = list(self.records.values())
+        else:
+            records = sorted(self.records.values(), key=lambda r: r.seq)
         if last is not None:
             records = records[-last:] if last > 0 else []
         return records

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from operator import is_
 from typing import Any, Literal, NamedTuple
 
 from langchain_core.messages import BaseMessage
@@ -226,6 +227,8 @@ class ShortTermMemory:
         # A consolidation may have been persisted and not removed by an earlier process:
         # probe once before the first consolidation, and again after any failure.
         self._needs_recovery = True
+        self._tiered_head: tuple[MessageRecord, ...] = ()
+        """The window's leading records last seen tiered (see :meth:`_untiered`)."""
         if writer is None and store is not None:
             writer = memory_writer(store)
         self.writer = writer
@@ -428,7 +431,7 @@ class ShortTermMemory:
         )
         self.version += 1
         added_ids = {r.id for r in added}
-        pending = [r for r in records if not r.tiered and r.id not in added_ids]
+        pending = [r for r in self._untiered(records) if r.id not in added_ids]
         retiered: list[MessageRecord] = []
         if pending:
             retiered, records = yield from self._retier_flow(pending, records)
@@ -440,6 +443,25 @@ class ShortTermMemory:
                 logger.warning("session %s: storing user facts failed: %s", self.session_id, err)
         consolidated, error = yield from self._consolidation_flow(records)
         return AddResult([r.id for r in added], consolidated, error)
+
+    def _untiered(self, records: list[MessageRecord]) -> list[MessageRecord]:
+        """The records of the window whose tiering failed (to retry).
+
+        Records are immutable and a log answers the same objects for unchanged rows, so
+        the leading records found tiered by the last add are not looked at again.
+        """
+        checked = self._tiered_head
+        start = len(checked)
+        if start > len(records) or not all(map(is_, checked, records)):
+            start = 0
+        pending: list[MessageRecord] = []
+        end = len(records)
+        for index in range(start, len(records)):
+            if not records[index].tiered:
+                end = min(end, index)
+                pending.append(records[index])
+        self._tiered_head = tuple(records[:end])
+        return pending
 
     def _retier_flow(
         self, pending: list[MessageRecord], records: list[MessageRecord]

@@ -9,7 +9,9 @@ with the sync or async driver of the connection.
 Every add reads the whole window back (the policy plans over it), so a log keeps the
 windows it read last: the session row also counts changes other than appends, and while
 that count is unchanged only rows appended since are read. A change by any writer (this
-process or another) bumps the count, and the next read is a full one.
+process or another) bumps the count, and the next read is a full one. An add's own
+append answers the counters and its rows as stored, so when nothing else happened since
+the known window, reading it back takes no statement at all.
 
 Example:
     >>> from langchain_core.messages import HumanMessage
@@ -59,7 +61,7 @@ from langmem_tiers.sql.dialect import (
     STM_SESSIONS,
     Dialect,
 )
-from langmem_tiers.sql.flow import Flow, Sql, SqlMany, Transaction
+from langmem_tiers.sql.flow import Flow, Sql, Transaction
 from langmem_tiers.sql.migrations import migrate_flow
 
 __all__ = ["SqlMessageLog", "open_message_log"]
@@ -79,6 +81,19 @@ class _Window(NamedTuple):
 
 _Windows = dict[str, "_Window | None"]
 """Windows known before a batch (and, after it, what to remember: None forgets one)."""
+
+
+class _Appended(NamedTuple):
+    """What an append just did: the session's counters after it, and the rows it stored
+    as the database answers them (what reading them back would give)."""
+
+    session_id: str
+    last_seq: int
+    changes: int
+    records: tuple[MessageRecord, ...]
+
+
+_ROWS_PER_INSERT = 100  # 1,000 parameters a statement, far below every backend's limit
 
 
 class SqlMessageLog(MessageLog):
@@ -203,11 +218,17 @@ def _migrations(dialect: Dialect) -> Flow[None]:
 
 def _batch_flow(d: Dialect, ops: Sequence[LogOp], windows: _Windows) -> Flow[list[Any]]:
     results: list[Any] = []
+    appended: _Appended | None = None  # by the op just before, if it was an append
     for op in ops:
         if isinstance(op, ReadOp) and op.last is None:
-            results.append((yield from _window_flow(d, op.session_id, windows)))
+            results.append((yield from _window_flow(d, op.session_id, windows, appended)))
+            appended = None
+        elif isinstance(op, AppendOp):
+            records, appended = yield from _append_flow(d, op)
+            results.append(records)
         else:
             results.append((yield from _op_flow(d, op)))
+            appended = None
     return results
 
 
@@ -231,8 +252,27 @@ def _user_sessions_flow(d: Dialect, user_id: str, with_records: bool) -> Flow[Us
     return dict(sorted(found.items()))
 
 
-def _window_flow(d: Dialect, sid: str, windows: _Windows) -> Flow[list[MessageRecord]]:
-    """The whole window, reading only rows appended since the known one when it still holds."""
+def _window_flow(
+    d: Dialect, sid: str, windows: _Windows, appended: _Appended | None = None
+) -> Flow[list[MessageRecord]]:
+    """The whole window, reading only rows appended since the known one when it still holds.
+
+    Right after an append to the session, nothing is read when the known window still
+    holds and the append came right after it: the window is it plus the appended rows.
+    """
+    known = windows.get(sid)
+    if (
+        appended is not None
+        and appended.session_id == sid
+        and known is not None
+        and known.changes == appended.changes
+        and known.last_seq == appended.last_seq - len(appended.records)
+    ):
+        # The append's row lock (PostgreSQL) or the write transaction (SQLite) keeps
+        # other writers out since the counters were read.
+        records = known.records + appended.records
+        windows[sid] = _Window(appended.last_seq, appended.changes, records)
+        return list(records)
     # On PostgreSQL the row lock keeps writers of this session out until the transaction
     # ends, so the count and the rows read next are one state (SQLite is serial already).
     lock = d.for_update
@@ -243,7 +283,6 @@ def _window_flow(d: Dialect, sid: str, windows: _Windows) -> Flow[list[MessageRe
         windows[sid] = None
         return []
     last_seq, changes = int(rows[0][0]), int(rows[0][1])
-    known = windows.get(sid)
     if known is not None and known.changes == changes and known.last_seq <= last_seq:
         rows = yield Sql(
             f"SELECT {_COLUMNS} FROM {STM_MESSAGES} WHERE session_id = ? AND seq > ? ORDER BY seq",
@@ -279,40 +318,53 @@ def _record(d: Dialect, row: Sequence[Any]) -> MessageRecord:
     )
 
 
+def _append_flow(d: Dialect, op: AppendOp) -> Flow[tuple[list[MessageRecord], _Appended | None]]:
+    """Store the drafts as the session's next ids; answers the records and what was done."""
+    sid = op.session_id
+    n = len(op.messages)
+    if n == 0:
+        return [], None
+    rows = yield Sql(
+        f"INSERT INTO {STM_SESSIONS} (session_id, last_seq) VALUES (?, ?)"
+        f" ON CONFLICT (session_id) DO UPDATE"
+        f" SET last_seq = {STM_SESSIONS}.last_seq + excluded.last_seq"
+        " RETURNING last_seq, changes",
+        [sid, n],
+    )
+    last_seq, changes = int(rows[0][0]), int(rows[0][1])
+    first = last_seq - n + 1
+    records = [draft.to_record(first + i) for i, draft in enumerate(op.messages)]
+    params = [
+        (
+            sid,
+            r.seq,
+            r.role,
+            d.json_param(r.content),
+            r.tier1,
+            r.tier2,
+            r.required_tier_level,
+            r.created_at,
+            d.json_param(dict(r.extra)),
+            r.user_id,
+        )
+        for r in records
+    ]
+    stored: list[MessageRecord] = []
+    for start in range(0, n, _ROWS_PER_INSERT):
+        chunk = params[start : start + _ROWS_PER_INSERT]
+        values = ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"] * len(chunk))
+        rows = yield Sql(
+            f"INSERT INTO {STM_MESSAGES} (session_id, {_COLUMNS}) VALUES {values}"
+            f" RETURNING {_COLUMNS}",
+            [value for row in chunk for value in row],
+        )
+        stored.extend(_record(d, row) for row in rows)
+    stored.sort(key=lambda r: r.seq)  # RETURNING promises no order
+    return records, _Appended(sid, last_seq, changes, tuple(stored))
+
+
 def _op_flow(d: Dialect, op: LogOp) -> Flow[Any]:
     sid = op.session_id
-    if isinstance(op, AppendOp):
-        n = len(op.messages)
-        if n == 0:
-            return []
-        rows = yield Sql(
-            f"INSERT INTO {STM_SESSIONS} (session_id, last_seq) VALUES (?, ?)"
-            f" ON CONFLICT (session_id) DO UPDATE"
-            f" SET last_seq = {STM_SESSIONS}.last_seq + excluded.last_seq RETURNING last_seq",
-            [sid, n],
-        )
-        first = int(rows[0][0]) - n + 1
-        records = [draft.to_record(first + i) for i, draft in enumerate(op.messages)]
-        yield SqlMany(
-            f"INSERT INTO {STM_MESSAGES} (session_id, {_COLUMNS})"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [
-                (
-                    sid,
-                    r.seq,
-                    r.role,
-                    d.json_param(r.content),
-                    r.tier1,
-                    r.tier2,
-                    r.required_tier_level,
-                    r.created_at,
-                    d.json_param(dict(r.extra)),
-                    r.user_id,
-                )
-                for r in records
-            ],
-        )
-        return records
     if isinstance(op, ReadOp):
         if op.last is not None and op.last <= 0:
             return []

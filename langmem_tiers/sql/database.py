@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import select
 import sqlite3
 from pathlib import Path
 from typing import Any, TypeVar
@@ -195,6 +196,41 @@ async def _aconfigure_postgres(conn: Any) -> None:
     await conn.execute(_SESSION_SETUP)
 
 
+def _has_news(conn: Any) -> bool:
+    """Whether an idle pooled connection may be unusable: closed, or its socket has bytes to
+    read. A healthy idle PostgreSQL session sends nothing (the store never LISTENs); a server
+    that ends it (shutdown, ``pg_terminate_backend``, idle timeout) sends its reason, then
+    closes, both of which make the socket readable."""
+    if conn.closed:
+        return True
+    try:
+        readable, _, _ = select.select([conn.pgconn.socket], [], [], 0)
+    except Exception:  # any failure to look means: check it for real
+        return True
+    return bool(readable)
+
+
+def _pool_check(pool_cls: Any) -> Any:
+    """The pool's check on checkout: its own round trip only for a connection that may be
+    unusable, so a healthy one costs a local poll of its socket instead of a statement."""
+
+    def check(conn: Any) -> None:
+        if _has_news(conn):
+            pool_cls.check_connection(conn)
+
+    return check
+
+
+def _async_pool_check(pool_cls: Any) -> Any:
+    """Async twin of :func:`_pool_check`."""
+
+    async def check(conn: Any) -> None:
+        if _has_news(conn):
+            await pool_cls.check_connection(conn)
+
+    return check
+
+
 def open_connection(url: str | None, *, pool_size: int = 4) -> Any:
     """A blocking connection for ``url``: an sqlite3 connection or a psycopg pool (owned by the caller)."""
     kind, target = parse_url(url)
@@ -208,7 +244,7 @@ def open_connection(url: str | None, *, pool_size: int = 4) -> Any:
         max_size=pool_size,
         kwargs={"autocommit": True},
         open=True,
-        check=pool_cls.check_connection,
+        check=_pool_check(pool_cls),
         configure=_configure_postgres,
     )
 
@@ -226,7 +262,7 @@ async def open_async_connection(url: str | None, *, pool_size: int = 4) -> Any:
         max_size=pool_size,
         kwargs={"autocommit": True},
         open=False,
-        check=pool_cls.check_connection,
+        check=_async_pool_check(pool_cls),
         configure=_aconfigure_postgres,
     )
     await pool.open()

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable
+from functools import lru_cache
 from typing import NamedTuple
 
 from langchain_core.messages import BaseMessage
@@ -35,6 +36,7 @@ from langmem_tiers.tiers.lexicon import (
     DATE_LEAD,
     DATE_PATTERNS,
     DECISION,
+    DIGIT,
     FAVORITE,
     GREETINGS,
     I_FORMS,
@@ -62,6 +64,7 @@ from langmem_tiers.tiers.lexicon import (
     STOP_WORDS,
     VALUE_JUNK,
     WORD,
+    DatePattern,
 )
 
 __all__ = [
@@ -142,9 +145,14 @@ def split_sentences(text: str) -> list[str]:
     >>> split_sentences("Hi Dr. Lee! We met on Friday.\\n- bring the slides")
     ['Hi Dr. Lee!', 'We met on Friday.', 'bring the slides']
     """
+    return _split_normalized(normalize_text(text))
+
+
+def _split_normalized(text: str) -> list[str]:
+    """:func:`split_sentences` of a text :func:`normalize_text` already gave."""
     sentences: list[str] = []
     pending = ""
-    for piece in SENTENCE_END.split(normalize_text(text)):
+    for piece in SENTENCE_END.split(text):
         piece = BULLET.sub("", piece).strip()
         if not piece:
             continue
@@ -161,6 +169,8 @@ def split_sentences(text: str) -> list[str]:
     return sentences
 
 
+# Words repeat across sentences and messages: their verdicts are cached (bounded).
+@lru_cache(maxsize=1 << 16)
 def _is_capitalised(word: str) -> bool:
     first = word[0]
     if first.isupper():
@@ -202,9 +212,23 @@ def _looks_common_noun(word: str) -> bool:
     return lower.endswith(("ing", "ed", "ly", "ness", "tion", "ment", "s")) or len(lower) <= 2
 
 
-def _sentence_entities(sentence: str, capitalised_elsewhere: set[str]) -> list[_Entity]:
-    """Runs of capitalised words that are names, places or other proper nouns."""
-    tokens = [(m.group(), m.start(), m.end()) for m in WORD.finditer(sentence)]
+_Token = tuple[str, int, int]
+"""A word of a sentence, with where it starts and ends."""
+
+
+def _tokens(sentence: str) -> list[_Token]:
+    return [(m[0], m.start(), m.end()) for m in WORD.finditer(sentence)]
+
+
+def _sentence_entities(
+    sentence: str, capitalised_elsewhere: set[str], tokens: list[_Token] | None = None
+) -> list[_Entity]:
+    """Runs of capitalised words that are names, places or other proper nouns.
+
+    ``tokens``: the sentence's :func:`_tokens`, when the caller has them already.
+    """
+    if tokens is None:
+        tokens = _tokens(sentence)
     entities: list[_Entity] = []
     i = 0
     while i < len(tokens):
@@ -291,12 +315,21 @@ def content_words(text: str) -> list[str]:
     >>> content_words("Wow, I really love the new garden!")
     ['garden']
     """
-    words = []
-    for m in WORD.finditer(text):
-        w = _strip_possessive(m.group()).lower()
-        if len(w) >= 3 and w.isalpha() and w not in STOP_WORDS and w not in CHAT_WORDS:
-            words.append(w)
-    return words
+    return _content_words(WORD.findall(text))
+
+
+def _content_words(words: Iterable[str]) -> list[str]:
+    """:func:`content_words` of words ``WORD`` found."""
+    return [w for w in map(_content_word, words) if w]
+
+
+@lru_cache(maxsize=1 << 16)
+def _content_word(word: str) -> str:
+    """The word lower-cased when it carries meaning, else ``""``."""
+    w = _strip_possessive(word).lower()
+    if len(w) >= 3 and w.isalpha() and w not in STOP_WORDS and w not in CHAT_WORDS:
+        return w
+    return ""
 
 
 def sentence_score(sentence: str) -> float:
@@ -309,15 +342,17 @@ def sentence_score(sentence: str) -> float:
     >>> sentence_score("Thanks!") < sentence_score("Jordan moved to Lisbon in 2021.")
     True
     """
-    words = WORD.findall(sentence)
-    if not words:
+    tokens = _tokens(sentence)
+    if not tokens:
         return 0.0
+    words = [t[0] for t in tokens]
     capitalised_elsewhere = {w for w in words[1:] if _is_capitalised(w)}
     entities = sum(
-        1 for ent in _sentence_entities(sentence, capitalised_elsewhere) if not ent.vocative
+        1 for ent in _sentence_entities(sentence, capitalised_elsewhere, tokens) if not ent.vocative
     )
-    numbers = sum(1 for w in words if any(c.isdigit() for c in w))
-    content = len(content_words(sentence))
+    # No character is both a letter and a digit, so only non-alphabetic words are looked into.
+    numbers = sum(1 for w in words if not w.isalpha() and any(c.isdigit() for c in w))
+    content = len(_content_words(words))
     return (2.0 * entities + 2.0 * numbers + content) / math.sqrt(max(len(words), 8))
 
 
@@ -379,13 +414,27 @@ def _self_name_key(role: str) -> str:
     return f"{role}_name" if role in {"user", "assistant"} else "name"
 
 
+def _has_needs(date: DatePattern, text: str, lowered: str | None) -> bool:
+    """Whether ``text`` may hold a match of ``date`` (``lowered``: it lower-cased, if ASCII)."""
+    if not date.needs:
+        return True
+    if not date.needs_any_case:
+        return any(need in text for need in date.needs)
+    # Outside ASCII, case-insensitive matching has more equivalents than lower(): search.
+    return lowered is None or any(need in lowered for need in date.needs)
+
+
 def _extract_dates(text: str, facts: _FactList, taken: list[tuple[int, int]]) -> None:
-    if DATE_HINT.search(text) is None:
+    # A digit is one of the hint's alternatives, and the cheapest to look for.
+    if DIGIT.search(text) is None and DATE_HINT.search(text) is None:
         return
+    lowered = text.lower() if text.isascii() else None
     found: list[tuple[int, int, str]] = []
-    for kind, pattern in DATE_PATTERNS:
-        for m in pattern.finditer(text):
-            found.append((m.start(), m.end(), kind))
+    for date in DATE_PATTERNS:
+        if not _has_needs(date, text, lowered):
+            continue
+        for m in date.pattern.finditer(text):
+            found.append((m.start(), m.end(), date.kind))
     # Longest match first where matches overlap ("8 May, 2023" beats "2023").
     found.sort(key=lambda f: (f[0], -(f[1] - f[0])))
     for start, end, kind in found:
@@ -445,6 +494,9 @@ def _extract_numbers(text: str, facts: _FactList, taken: list[tuple[int, int]]) 
                 value = f"{value} {noun.lower()}"
             key = "number"
         facts.add(_GROUP_NUMBER, key, value)
+    lowered = text.lower()
+    if text.isascii() and not any(word in lowered for word in NUMBER_WORDS):
+        return  # no number word in any case (outside ASCII, case has more forms: search)
     for m in NUMBER_WORD.finditer(text):
         if _overlaps((m.start(), m.end()), taken):
             continue
@@ -513,13 +565,14 @@ def _extract_entities(text: str, role: str, facts: _FactList) -> None:
         title = VALUE_JUNK.sub(" ", (m.group(1) or m.group(2))).strip(" .!?")
         if title and len(title.split()) <= 8 and title.lower() not in PRONOUN_VALUES:
             facts.add(_GROUP_TITLE, "title", title)
-    sentences = split_sentences(text)
+    sentences = [(sentence, _tokens(sentence)) for sentence in _split_normalized(text)]
     capitalised_elsewhere: set[str] = set()
-    for sentence in sentences:
-        words = WORD.findall(sentence)
-        capitalised_elsewhere.update(_strip_possessive(w) for w in words[1:] if _is_capitalised(w))
-    for sentence in sentences:
-        for ent in _sentence_entities(sentence, capitalised_elsewhere):
+    for _, tokens in sentences:
+        capitalised_elsewhere.update(
+            _strip_possessive(t[0]) for t in tokens[1:] if _is_capitalised(t[0])
+        )
+    for sentence, tokens in sentences:
+        for ent in _sentence_entities(sentence, capitalised_elsewhere, tokens):
             lower = ent.text.lower()
             if lower in facts.values or any(lower in v.split(";") for v in facts.values):
                 continue

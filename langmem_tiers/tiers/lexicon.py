@@ -8,6 +8,7 @@ frozen sets of lower-case words and compiled regular expressions.
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 
 __all__ = [
     "ABBREVIATIONS",
@@ -24,6 +25,7 @@ __all__ = [
     "DATE_PATTERNS",
     "DECISION",
     "DETERMINERS",
+    "DIGIT",
     "FAVORITE",
     "FILLER_WORDS",
     "GREETINGS",
@@ -57,6 +59,7 @@ __all__ = [
     "VALUE_JUNK",
     "WEEKDAY",
     "WORD",
+    "DatePattern",
 ]
 
 
@@ -227,42 +230,74 @@ ORDINAL = r"(?:st|nd|rd|th)"
 SMALL_NUMBER = (
     r"(?:\d+|a|an|two|three|four|five|six|seven|eight|nine|ten|a\s+few|a\s+couple(?:\s+of)?)"
 )
-DATE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("date", re.compile(r"\b\d{4}-\d{1,2}-\d{1,2}\b")),
-    ("date", re.compile(r"\b\d{1,2}/\d{1,2}/(?:\d{4}|\d{2})\b")),
-    (
+
+
+class DatePattern(NamedTuple):
+    """A date or time pattern, and literal text every one of its matches contains."""
+
+    kind: str
+    """The fact's key when no cue word names it (``date``, ``time``)."""
+    pattern: re.Pattern[str]
+    needs: tuple[str, ...] = ()
+    """Every match contains one of these (none: no such text), so a text without any
+    of them is not searched."""
+    needs_any_case: bool = False
+    """``needs`` are lower-case and matched in any case (the pattern ignores case there)."""
+
+
+# Month names and abbreviations all start with one of these (and weekdays likewise).
+_MONTH_STARTS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+_WEEKDAY_STARTS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+DATE_PATTERNS: tuple[DatePattern, ...] = (
+    DatePattern("date", re.compile(r"\b\d{4}-\d{1,2}-\d{1,2}\b"), ("-",)),
+    DatePattern("date", re.compile(r"\b\d{1,2}/\d{1,2}/(?:\d{4}|\d{2})\b"), ("/",)),
+    DatePattern(
         "date",
         re.compile(rf"\b\d{{1,2}}{ORDINAL}?\s+(?:of\s+)?{MONTH}(?![\w])(?:,?\s+\d{{4}}\b)?"),
+        _MONTH_STARTS,
     ),
-    ("date", re.compile(rf"\b{MONTH}\s+\d{{1,2}}{ORDINAL}?(?!\d)\b(?:,?\s+\d{{4}}\b)?")),
-    ("date", re.compile(rf"\b{MONTH},?\s+\d{{4}}\b")),
-    (
+    DatePattern(
+        "date",
+        re.compile(rf"\b{MONTH}\s+\d{{1,2}}{ORDINAL}?(?!\d)\b(?:,?\s+\d{{4}}\b)?"),
+        _MONTH_STARTS,
+    ),
+    DatePattern("date", re.compile(rf"\b{MONTH},?\s+\d{{4}}\b"), _MONTH_STARTS),
+    DatePattern(
         "date",
         re.compile(
             rf"(?i:\b(?:in|since|until|till|by|during|through|of|early|late|mid|last|next"
             rf"|this)\s+)(?:(?i:early|late|mid)-?\s*)?{MONTH}\b"
         ),
+        _MONTH_STARTS,
     ),
-    ("date", re.compile(rf"\b(?:(?i:last|next|this|every)\s+)?{WEEKDAY}s?\b")),
-    (
+    DatePattern(
+        "date", re.compile(rf"\b(?:(?i:last|next|this|every)\s+)?{WEEKDAY}s?\b"), _WEEKDAY_STARTS
+    ),
+    DatePattern(
         "date",
         re.compile(
             r"(?i:\b(?:last|next|this|on)\s+)(?:Mon|Tues?|Wed|Thu(?:rs?)?|Fri|Sat|Sun)\b\.?"
         ),
+        _WEEKDAY_STARTS,
     ),
-    (
+    DatePattern(
         "date",
         re.compile(
             r"(?i:\b(?:yesterday|today|tonight|tomorrow|(?:last|next|this)\s+(?:week|weekend"
             r"|month|year|summer|winter|spring|fall|autumn|night|morning|afternoon|evening)"
             rf"|{SMALL_NUMBER}\s+(?:day|week|month|year)s?\s+ago)\b)"
         ),
+        ("yesterday", "today", "tonight", "tomorrow", "last", "next", "this", "ago"),
+        needs_any_case=True,
     ),
-    ("date", re.compile(r"\b(?:19|20)\d{2}s?\b(?!\s*(?:%|percent))")),
-    ("time", re.compile(r"(?i:\b\d{1,2}(?::\d{2})?\s*(?:am|pm|a\.m\.|p\.m\.)(?!\w))")),
-    ("time", re.compile(r"\b\d{1,2}:\d{2}\b")),
-    ("time", re.compile(r"(?i:\b(?:noon|midnight)\b)")),
+    DatePattern("date", re.compile(r"\b(?:19|20)\d{2}s?\b(?!\s*(?:%|percent))")),
+    DatePattern("time", re.compile(r"(?i:\b\d{1,2}(?::\d{2})?\s*(?:am|pm|a\.m\.|p\.m\.)(?!\w))")),
+    DatePattern("time", re.compile(r"\b\d{1,2}:\d{2}\b"), (":",)),
+    DatePattern(
+        "time", re.compile(r"(?i:\b(?:noon|midnight)\b)"), ("noon", "midnight"), needs_any_case=True
+    ),
 )
+DIGIT = re.compile(r"\d")
 # Every date pattern needs one of these; most messages have none and skip the patterns.
 DATE_HINT = re.compile(
     rf"\d|{MONTH}|{WEEKDAY}|\b(?:Mon|Tues?|Wed|Thu|Fri|Sat|Sun)\b"

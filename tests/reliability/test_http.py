@@ -255,11 +255,13 @@ def test_agents_never_retrieve_each_others_memories_over_http(live: LiveServer) 
 
 
 def _terminate(url: str, application: str, *, waiting: bool) -> int:
+    # Between requests the call returns once the sessions have ended (connections closed).
     condition = " AND wait_event_type = 'Lock'" if waiting else ""
+    wait = "" if waiting else ", 10000"
     with psycopg.connect(url, autocommit=True) as admin:
         return len(
             admin.execute(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                f"SELECT pg_terminate_backend(pid{wait}) FROM pg_stat_activity"
                 f" WHERE application_name = %s AND pid <> pg_backend_pid(){condition}",
                 [application],
             ).fetchall()

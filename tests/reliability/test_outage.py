@@ -67,11 +67,14 @@ def _admin(url: str) -> psycopg.Connection[Any]:
 
 
 def _terminate(url: str, application: str, *, waiting_on_lock: bool = False) -> int:
-    """Terminate the server connections of ``application``; answers how many."""
+    """Terminate the server connections of ``application``; answers how many. Between
+    operations the call returns once the sessions have ended (their connections closed);
+    a session waiting on a lock is only signalled."""
     condition = " AND wait_event_type = 'Lock'" if waiting_on_lock else ""
+    wait = "" if waiting_on_lock else ", 10000"
     with _admin(url) as admin:
         rows = admin.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+            f"SELECT pg_terminate_backend(pid{wait}) FROM pg_stat_activity"
             f" WHERE application_name = %s AND pid <> pg_backend_pid(){condition}",
             [application],
         ).fetchall()

@@ -221,3 +221,19 @@ def test_the_history_explains_tiers_only_when_it_shows_them() -> None:
     assert [is_tiered_line(m) for m in view if m.type == "human"] == [False, *[True] * 5, False]
     assert not any(is_tiered_line(m) for m in view if m.type == "ai")
     assert count_message_tokens([note, *view]) < count_message_tokens(history.raw_messages())
+
+
+def test_window_costs_follow_the_window_as_it_grows_and_changes() -> None:
+    builder = ContextBuilder(recent_raw=2)
+    records = [record(n) for n in range(1, 9)]
+
+    def fresh(window: list[MessageRecord]) -> list[int]:
+        return ContextBuilder(recent_raw=2).costs(window)
+
+    assert builder.costs(records[:6]) == fresh(records[:6])
+    grown = builder.costs(records)  # m5 and m6 are no longer among the recent two
+    assert grown == fresh(records)
+    raised = [records[0].replace(required_tier_level=3), *records[1:]]
+    assert builder.costs(raised) == fresh(raised)
+    assert builder.costs(raised)[0] > grown[0]
+    assert builder.costs(records[3:]) == fresh(records[3:])

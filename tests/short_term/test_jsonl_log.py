@@ -265,6 +265,21 @@ def test_a_file_from_before_file_ids_is_read_and_given_one(tmp_path: Path) -> No
     assert texts(JsonlMessageLog(tmp_path)) == ["old message", "new"]
 
 
+def test_messages_written_out_of_order_are_read_in_id_order(tmp_path: Path) -> None:
+    records = [
+        d.to_record(seq=seq) for d, seq in zip(drafts("c", "a", "b"), (3, 1, 2), strict=True)
+    ]
+    header = {"op": "header", "format": jsonl_log.FORMAT, "version": 1,
+              "session_id": "s1", "last_seq": 0}  # fmt: skip
+    lines = [header, *({"op": "append", "messages": [r.to_json()]} for r in records)]
+    path = tmp_path / session_file_name("s1")
+    path.write_bytes(b"".join(json.dumps(e).encode() + b"\n" for e in lines))
+    log = JsonlMessageLog(tmp_path)
+    assert texts(log) == ["a", "b", "c"]
+    assert [r.id for r in log.append("s1", drafts("d"))] == ["m4"]
+    assert texts(log) == ["a", "b", "c", "d"]
+
+
 def test_each_compaction_gives_the_file_a_new_id_and_generation(tmp_path: Path) -> None:
     log = JsonlMessageLog(tmp_path)
     log.append("s1", drafts("a", "b"))

@@ -184,3 +184,44 @@ async def test_a_window_read_again_sees_what_another_log_object_changed(
     await writer.clear("s1")
     await writer.append("s1", drafts("e"))
     assert [r.id for r in await reader.read("s1")] == ["m5"]
+
+
+async def test_an_append_with_its_window_read_answers_what_a_fresh_read_gives(
+    make_log: LogFactory, twin_of: TwinOf, log_kind: str
+) -> None:
+    if log_kind == "memory":
+        pytest.skip("in-memory logs share nothing between objects")
+    adder, other = twin_of(make_log()), twin_of(make_log())
+
+    def add(text: str) -> list[object]:
+        # Content blocks and fields whose stored form may differ from the given one.
+        message = AIMessage(
+            [{"type": "text", "text": text, "b": 1, "a": [2.5, None]}],
+            additional_kwargs={"alpha": "1", "zeta": {"y": 1, "x": 2}},
+        )
+        draft = draft_from_message(message, index=0)
+        return [AppendOp("s1", (draft, draft)), ReadOp("s1")]
+
+    async def fresh() -> list[object]:
+        return list(await twin_of(make_log()).read("s1"))
+
+    for step in ("first", "second", "third"):
+        _, window = await adder.batch(add(step))
+        assert window == await fresh()
+        assert [list(r.extra["additional_kwargs"]) for r in window] == [
+            list(r.extra["additional_kwargs"]) for r in await fresh()
+        ]
+    await other.append("s1", drafts("meanwhile"))  # another writer between two adds
+    _, window = await adder.batch(add("fourth"))
+    assert [r.id for r in window] == [f"m{i}" for i in range(1, 10)]
+    assert window == await fresh()
+
+
+async def test_a_large_batch_is_stored_whole_and_in_order(
+    make_log: LogFactory, twin_of: TwinOf
+) -> None:
+    log = twin_of(make_log())
+    texts = [f"message {i}" for i in range(1, 251)]
+    added, window = await log.batch([AppendOp("s1", tuple(drafts(*texts))), ReadOp("s1")])
+    assert [r.id for r in added] == [r.id for r in window] == [f"m{i}" for i in range(1, 251)]
+    assert [r.text for r in window] == [r.text for r in await log.read("s1")] == texts

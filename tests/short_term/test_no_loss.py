@@ -22,7 +22,7 @@ from langmem_tiers.short_term.log import InMemoryMessageLog, MessageLog
 from langmem_tiers.short_term.memory import ShortTermMemory
 from langmem_tiers.short_term.policies import MovingWindow, ResetWindow, TokenBudget, WindowPolicy
 
-from .conftest import TwinOf
+from .conftest import LogFactory, TwinOf
 from .fakes import FlakyLog, FlakyStore, ScriptedSummarizer, ScriptedTierer
 
 
@@ -166,6 +166,27 @@ async def test_tiering_failure_stores_raw_and_is_retried_later(twin_of: TwinOf) 
     records = await memory.records()
     assert [r.tier1 for r in records] == ["words=first_message", "words=second_one", "words=third"]
     assert tierer.calls == 3
+
+
+async def test_messages_left_untiered_are_retried_until_tiered_on_every_log(
+    make_log: LogFactory, twin_of: TwinOf
+) -> None:
+    tierer = ScriptedTierer()
+    memory = twin_of(stm(MovingWindow(50), make_log(), FlakyStore(), tierer=tierer))
+    for text in ("one a", "two b", "three c"):
+        await memory.add_messages(human(text))
+    tierer.fail_times = 3  # m4, then m5 and the retry of m4
+    await memory.add_messages(human("four d"))
+    await memory.add_messages(human("five e"))
+    assert [r.tier1 for r in await memory.records()] == [
+        "words=one_a", "words=two_b", "words=three_c", None, None
+    ]  # fmt: skip
+    await memory.add_messages(human("six f"))
+    assert [r.tier1 for r in await memory.records()] == [
+        "words=one_a", "words=two_b", "words=three_c", "words=four_d", "words=five_e",
+        "words=six_f",
+    ]  # fmt: skip
+    assert tierer.calls == 8
 
 
 @pytest.mark.parametrize(

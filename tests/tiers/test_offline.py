@@ -8,7 +8,14 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
 from langmem_tiers.errors import InvalidContentError, ValidationError
-from langmem_tiers.tiers import MessageTiers, OfflineTierer, count_tokens, extraction, offline
+from langmem_tiers.tiers import (
+    MessageTiers,
+    OfflineTierer,
+    count_tokens,
+    extraction,
+    lexicon,
+    offline,
+)
 from langmem_tiers.tiers.extraction import (
     Fact,
     extract_facts,
@@ -271,6 +278,44 @@ def test_split_sentences_keeps_abbreviations_and_initials() -> None:
 def test_summarize_text_prefers_the_informative_sentence() -> None:
     text = "Wow, great! We moved to Lisbon in 2021. It's sunny."
     assert summarize_text(text, 8) == "We moved to Lisbon in 2021."
+
+
+DATED = [
+    "We met on 2024-03-05, then 5/3/24, and again on the 8th of May, 2023.",
+    "The launch moved from March 14th 2026 to Sept. 2026; in early-April we review.",
+    "See you next Friday or last Tues., not on Thurs at 10:30 or 9 pm or noon.",
+    "Yesterday, today, tonight and tomorrow; last summer, this WEEK, a couple of years ago.",
+    "In the 1990s, until MIDNIGHT, by Dec and since Jan. we met every Monday.",
+]
+
+
+def test_every_date_match_holds_one_of_its_patterns_needs() -> None:
+    # A pattern is only searched in texts holding one of its ``needs``: a match without
+    # them would be missed.
+    found = 0
+    for date in lexicon.DATE_PATTERNS:
+        for text in DATED:
+            for m in date.pattern.finditer(text):
+                found += 1
+                matched = m.group().lower() if date.needs_any_case else m.group()
+                assert not date.needs or any(need in matched for need in date.needs), m
+    assert found > 20
+
+
+def test_dates_are_found_in_any_case_and_outside_ascii() -> None:
+    assert extract_facts("We meet TOMORROW.") == [Fact("date", "TOMORROW")]
+    assert extract_facts("Café at noon, then Zoë at 3 pm.") == [
+        Fact("time", "noon"),
+        Fact("time", "3 pm"),
+        Fact("entity", "Café"),
+        Fact("entity", "Zoë"),
+    ]
+
+
+def test_number_words_are_counted_in_any_case_and_outside_ascii() -> None:
+    assert extract_facts("We adopted THREE cats.")[0] == Fact("cats", "3")
+    assert extract_facts("Zoë adopted three cats.")[0] == Fact("cats", "3")
+    assert extract_facts("We often adopt cats.") == []
 
 
 @pytest.mark.parametrize("module", [offline, extraction])

@@ -38,7 +38,7 @@ from langgraph.store.base import (
 from langmem_tiers.config import Settings
 from langmem_tiers.errors import DimensionMismatchError, InvalidNamespaceError, ValidationError
 from langmem_tiers.long_term.store.access import AccessBuffer
-from langmem_tiers.long_term.store.embedding import embed_flow
+from langmem_tiers.long_term.store.embedding import embed_flow, embed_matrix_flow
 from langmem_tiers.long_term.store.records import (
     as_namespace,
     item_id,
@@ -58,7 +58,7 @@ from langmem_tiers.long_term.store.search.query import (
     prepare_search,
 )
 from langmem_tiers.long_term.store.search.relevance import DEFAULT_COSINE_CURVE
-from langmem_tiers.long_term.store.vectors import VectorIndex, VectorRow
+from langmem_tiers.long_term.store.vectors import Vector, VectorIndex, VectorRow
 from langmem_tiers.long_term.store.writes import (
     ENGINE_COLUMNS,
     PreparedPut,
@@ -175,8 +175,11 @@ class StoreCore:
         texts = [text for p in puts.values() for _, text in p.texts]
         known = vectors or {}
         missing = sorted({t for t in texts if t not in known})
-        embedded = dict(zip(missing, (yield from self.embed_flow(missing)), strict=True))
-        vectors_by_text = [list(known[t]) if t in known else embedded[t] for t in texts]
+        matrix = yield from embed_matrix_flow(missing, dims=self.dims, query=False)
+        embedded = dict(zip(missing, matrix, strict=True))
+        vectors_by_text: list[Vector] = [
+            list(known[t]) if t in known else embedded[t] for t in texts
+        ]
         queries = sorted({s.query for s in searches.values() if s.query})
         query_vectors = yield from self.embed_flow(queries, query=True)
         query_vector = dict(zip(queries, query_vectors, strict=True))

@@ -11,7 +11,7 @@ import numpy as np
 from langmem_tiers.errors import DimensionMismatchError, EmbeddingError, ValidationError
 from langmem_tiers.sql.flow import Embed, Flow
 
-__all__ = ["embed_flow"]
+__all__ = ["embed_flow", "embed_matrix_flow"]
 
 
 def embed_flow(texts: Sequence[str], *, dims: int, query: bool) -> Flow[list[list[float]]]:
@@ -20,8 +20,15 @@ def embed_flow(texts: Sequence[str], *, dims: int, query: bool) -> Flow[list[lis
     Whatever the embedder does wrong (raises, returns the wrong count, type, length, NaN),
     the caller gets one clear error before anything is written.
     """
+    matrix = yield from embed_matrix_flow(texts, dims=dims, query=query)
+    return matrix.tolist()  # type: ignore[no-any-return]
+
+
+def embed_matrix_flow(texts: Sequence[str], *, dims: int, query: bool) -> Flow[np.ndarray]:
+    """:func:`embed_flow`'s vectors as the rows of one float64 array, converted once: what
+    a batch's puts normalise and store (lists of floats would be converted again there)."""
     if not texts:
-        return []
+        return np.zeros((0, dims), dtype=np.float64)
     try:
         vectors = yield Embed(list(texts), query=query)
     except ValidationError:
@@ -48,19 +55,21 @@ def embed_flow(texts: Sequence[str], *, dims: int, query: bool) -> Flow[list[lis
                 f"has dims={dims}; set index={{'dims': {len(vector)}, ...}} to match "
                 "the embedder."
             )
-    if vectors and not np.isfinite(np.asarray(vectors, dtype=np.float64)).all():
+    matrix = np.asarray(vectors, dtype=np.float64).reshape(len(vectors), dims)
+    if not np.isfinite(matrix).all():
         raise EmbeddingError("the embedder returned a vector with NaN or infinity.")
-    return vectors
+    return matrix
 
 
-def _floats(vector: Any) -> list[float]:
-    """``vector`` as a new list of floats; TypeError when an element is not a number.
+def _floats(vector: Any) -> Sequence[float]:
+    """``vector`` as floats; TypeError when an element is not a number.
 
-    A list of floats, what embedders return, is checked by type alone: the per-element
-    numeric check costs more than the rest of a put.
+    A list of floats, what embedders return, is checked by type alone (and not copied:
+    the array made of it is the copy): the per-element numeric check costs more than the
+    rest of a put.
     """
     if type(vector) is list and set(map(type, vector)) <= {float}:
-        return list(vector)
+        return vector
     return [_number(x) for x in vector]
 
 

@@ -30,6 +30,7 @@ __all__ = [
     "PgVectorIndex",
     "QdrantIndex",
     "SqliteVectorIndex",
+    "Vector",
     "VectorIndex",
     "VectorRow",
     "normalize",
@@ -38,21 +39,25 @@ __all__ = [
 ]
 
 
+#: One vector: a list of floats, or a row of an array of a batch's vectors.
+Vector = list[float] | np.ndarray
+
+
 class VectorRow(NamedTuple):
     item_id: str
     field: str
     prefix: str
-    vector: list[float]
+    vector: Vector
 
 
-def normalize(vector: Sequence[float]) -> list[float]:
+def normalize(vector: Sequence[float] | np.ndarray) -> list[float]:
     """The unit vector along ``vector`` (a zero vector stays zero)."""
     arr = np.asarray(vector, dtype=np.float64)
     norm = float(np.linalg.norm(arr))
     return (arr / norm).tolist() if norm > 0 else arr.tolist()  # type: ignore[no-any-return]
 
 
-def normalize_rows(vectors: Sequence[Sequence[float]]) -> np.ndarray:
+def normalize_rows(vectors: Sequence[Vector]) -> np.ndarray:
     """The unit vectors along each of ``vectors`` (float64 rows; zero rows stay zero).
 
     The same numbers as :func:`normalize` per row, in one array operation for a batch.
