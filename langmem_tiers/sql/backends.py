@@ -341,8 +341,21 @@ class PostgresIO(_SharedIO):
             _PgConnIO(conn, self.embeddings, self.qdrant_client).insert_rows(request)
 
     def transaction(self, flow: Flow[T], read_only: bool = False) -> T:
-        with self._connection() as conn, conn.transaction():
-            return run(flow, _PgConnIO(conn, self.embeddings, self.qdrant_client))
+        """One transaction on one connection; a read-only flow on an autocommit connection
+        runs outside any transaction block, on that connection.
+
+        In READ COMMITTED, PostgreSQL's default, each statement reads its own snapshot
+        inside a block as well, and a read takes no lock a block would keep: the block
+        would only cost two round trips (BEGIN, COMMIT), as many as a search's own
+        statements. A connection the caller keeps outside autocommit gets a transaction
+        (or a savepoint in the caller's) as before.
+        """
+        with self._connection() as conn:
+            io = _PgConnIO(conn, self.embeddings, self.qdrant_client)
+            if read_only and conn.autocommit:
+                return run(flow, io)
+            with conn.transaction():
+                return run(flow, io)
 
 
 class _AsyncShared:
@@ -436,5 +449,9 @@ class AsyncPostgresIO(_AsyncShared):
             await _AsyncPgConnIO(conn, self.embeddings, self.qdrant_client).insert_rows(request)
 
     async def transaction(self, flow: Flow[T], read_only: bool = False) -> T:
-        async with self._connection() as conn, conn.transaction():
-            return await arun(flow, _AsyncPgConnIO(conn, self.embeddings, self.qdrant_client))
+        async with self._connection() as conn:
+            io = _AsyncPgConnIO(conn, self.embeddings, self.qdrant_client)
+            if read_only and conn.autocommit:  # see PostgresIO.transaction
+                return await arun(flow, io)
+            async with conn.transaction():
+                return await arun(flow, io)

@@ -97,7 +97,8 @@ class Transaction(NamedTuple):
     The transaction commits when the flow returns and rolls back when it raises.
     ``read_only`` promises the flow writes nothing: SQLite then starts a deferred (read)
     transaction, so readers in other connections and processes do not queue behind it
-    for the write lock.
+    for the write lock, and PostgreSQL on an autocommit connection runs its statements
+    without a transaction block (each reads its own snapshot, as in READ COMMITTED).
     """
 
     flow: Flow[Any]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -21,7 +21,13 @@ import pytest
 from langmem_tiers import TieredMemoryStore
 from langmem_tiers.long_term.store.search.scope_cache import ScopeCache
 from langmem_tiers.sql import migrations as schema
-from langmem_tiers.sql.dialect import PACKED_SEPARATOR, Dialect, PostgresDialect, SqliteDialect
+from langmem_tiers.sql.dialect import (
+    PACKED_SEPARATOR,
+    VECTORS,
+    Dialect,
+    PostgresDialect,
+    SqliteDialect,
+)
 
 from .fakes import default_index
 
@@ -397,34 +403,78 @@ def _as_dict(data: Any, term: str) -> dict[str, int]:
     return {data.ids[r]: int(n) for r, n in zip(rows.tolist(), counts.tolist(), strict=True)}
 
 
-def _lists_members(store: Any, run: Callable[[], Any]) -> bool:
-    """Whether ``run`` had the database list a search's members."""
-    dialect = _cache(store).dialect
-    listed: list[str] = []
-    packed_sql = dialect.packed_sql
+def _statements(run: Callable[[], Any]) -> list[str]:
+    """The SQL statements ``run`` had the database execute."""
+    from langmem_tiers.sql import backends
 
-    def counting(column: str) -> str:
-        listed.append(column)
-        return packed_sql(column)
+    executed: list[str] = []
+    saved = [(cls, cls.__dict__["sql"]) for cls in (backends.SqliteIO, backends._PgConnIO)]
 
-    dialect.packed_sql = counting  # type: ignore[method-assign]
+    def recording(original: Callable[..., Any]) -> Callable[..., Any]:
+        def sql(io: Any, request: Any) -> Any:
+            executed.append(request.text)
+            return original(io, request)
+
+        return sql
+
     try:
+        for cls, original in saved:
+            cls.sql = recording(original)  # type: ignore[method-assign]
         run()
     finally:
-        del dialect.packed_sql
-    return bool(listed)
+        for cls, original in saved:
+            cls.sql = original  # type: ignore[method-assign]
+    return executed
+
+
+def _lists_members(store: Any, run: Callable[[], Any]) -> bool:
+    """Whether ``run`` had the database list a search's members (their ids, or the
+    namespace's items each marked member or not)."""
+    listing = _cache(store).dialect.packed_sql("i.id")
+    return any(listing in s or VECTORS in s for s in _statements(run))
 
 
 def test_an_unchanged_namespace_is_not_listed_again(db: str, store: Any) -> None:
-    """A search of a namespace nothing changed in reads two counters, not its members,
-    where the database counts membership changes (SQLite; PostgreSQL lists them)."""
+    """A search of a namespace nothing changed in lists no members: where the database
+    counts membership changes (SQLite) it reads two counters, then the rows; elsewhere
+    (PostgreSQL) the statement reading the rows checks the members of the last search
+    with the same condition, in one round trip. A namespace not cached yet is read with
+    its members and their rows in one statement."""
     remembers = _cache(store).dialect.counts_membership_changes
     assert remembers == db.startswith("sqlite")
     expected = _fresh(store, "apple fruit")
     _cache(store).clear()
-    assert _lists_members(store, lambda: _answer(store, "apple fruit"))
-    assert _lists_members(store, lambda: _answer(store, "music paris")) != remembers
+    assert len(_statements(lambda: _answer(store, "apple fruit"))) == 1
+    assert not _lists_members(store, lambda: _answer(store, "music paris"))
+    assert len(_statements(lambda: _answer(store, "music paris"))) == (2 if remembers else 1)
     assert _answer(store, "apple fruit") == expected
+
+
+@pytest.mark.parametrize("superseded", [1, 5])
+def test_members_swapped_without_a_change_of_their_number_are_seen(
+    db: str, store: Any, superseded: int
+) -> None:
+    """One member leaves and one item joins by SQL that moves no change counter of
+    PostgreSQL's (statuses): as many members as before, but not the same. The members the
+    last search had are checked by id (those left out, or those in, whichever are fewer)."""
+    hidden = [f"old{n}" for n in range(superseded)]
+    for key in hidden:
+        store.put(NS, key, {"content": "apple apple fruit salad", "status": "superseded"})
+    for key in ("m1", "m2", "m3", "m4", "m6")[: max(0, superseded - 1)]:
+        store.put(NS, key, {"content": TEXTS[key], "status": "superseded"})
+    before = _answer(store, "apple fruit")
+    assert _answer(store, "apple fruit") == before
+    assert "m5" in before
+    assert "old0" not in before
+    with _plain_sql(db) as run:
+        run(
+            "UPDATE lmt_items SET status = CASE key WHEN 'old0' THEN 'active'"
+            " ELSE 'superseded' END WHERE key IN ('old0', 'm5')"
+        )
+    after = _answer(store, "apple fruit")
+    assert "old0" in after
+    assert "m5" not in after
+    assert after == _fresh(store, "apple fruit")
 
 
 @pytest.mark.parametrize(
@@ -471,5 +521,118 @@ def test_access_counts_keep_the_members(store: Any) -> None:
     for _ in range(3):
         _answer(store, "apple")
     store.db.run(store.core.flush_flow())  # the buffered access counts are written
-    remembers = _cache(store).dialect.counts_membership_changes
-    assert _lists_members(store, lambda: _answer(store, "apple")) != remembers
+    assert not _lists_members(store, lambda: _answer(store, "apple"))
+
+
+def test_reads_on_postgres_open_no_transaction_block(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch that only reads runs its statements outside a transaction block (in READ
+    COMMITTED each has its own snapshot either way): no BEGIN and COMMIT round trips. A
+    batch that writes, and the buffered access counts, still get their transaction."""
+    import psycopg
+
+    blocks: list[None] = []
+    opened = psycopg.Connection.transaction
+
+    def counted(conn: Any, *args: Any, **kwargs: Any) -> Any:
+        blocks.append(None)
+        return opened(conn, *args, **kwargs)
+
+    with _open(postgres_url) as store:
+        for key, text in TEXTS.items():
+            store.put(NS, key, {"content": text})
+        expected = _answer(store, "apple fruit")
+        store.db.run(store.core.flush_flow())  # no access count is due
+        monkeypatch.setattr(psycopg.Connection, "transaction", counted)
+        assert _answer(store, "apple fruit") == expected
+        assert store.get(NS, "m1", refresh_ttl=False) is not None
+        assert not blocks
+        store.db.run(store.core.flush_flow())  # the search's access counts
+        assert len(blocks) == 1
+        store.put(NS, "m7", {"content": "apple crumble"})
+        assert len(blocks) == 2
+
+
+def test_only_episodic_memories_have_their_neighbours_looked_up(store: Any) -> None:
+    """Conversational neighbours are episodic memories' only: a search of a namespace of
+    other memories reads no event (each item's kind is cached with it)."""
+    events = "lmt_events"
+    for _ in range(2):
+        assert not any(events in s for s in _statements(lambda: _answer(store, "apple")))
+    episodic = ("u1", "episodic")
+    store.put(
+        episodic,
+        "q",
+        {"content": "did you bake the apple pie", "event_timestamp": "2024-05-01T10:00:00+00:00"},
+    )
+    store.put(
+        episodic,
+        "a",
+        {"content": "yes with cinnamon", "event_timestamp": "2024-05-01T10:01:00+00:00"},
+    )
+    for _ in range(2):
+        found = _statements(lambda: store.search(episodic, query="apple pie", limit=2))
+        assert any(events in s for s in found)
+    assert [h.key for h in store.search(episodic, query="apple pie", limit=2)] == ["q", "a"]
+
+
+def test_searches_beside_writers_of_membership_on_postgres(postgres_url: str) -> None:
+    """Searches of one namespace on their own connections while others change which items
+    they may return (statuses by plain SQL, puts, deletes): every search completes, and
+    once the writers stop, each searcher's warm cache answers as the database does, after
+    one more change of membership too."""
+    import psycopg
+
+    rounds = 12
+    with _open(postgres_url) as setup:
+        for key, text in TEXTS.items():
+            setup.put(NS, key, {"content": text})
+    errors: list[BaseException] = []
+    with ExitStack() as stack:
+        searchers = [stack.enter_context(_open(postgres_url)) for _ in range(3)]
+
+        def search(mine: Any) -> None:
+            try:
+                for n in range(rounds * 2):
+                    _answer(mine, QUERIES[n % len(QUERIES)])
+            except BaseException as err:  # reported by the main thread
+                errors.append(err)
+
+        def write(n_thread: int) -> None:
+            try:
+                with (
+                    _open(postgres_url) as mine,
+                    psycopg.connect(postgres_url, autocommit=True) as plain,
+                ):
+                    for n in range(rounds):
+                        plain.execute(
+                            "UPDATE lmt_items SET status = %s WHERE key = %s",
+                            [
+                                "superseded" if (n + n_thread) % 2 else "active",
+                                f"m{1 + (n + n_thread) % 6}",
+                            ],
+                        )
+                        mine.put(NS, f"w{n_thread}", {"content": f"apple note {n}"})
+                        if n % 3 == 2:
+                            mine.delete(NS, f"w{n_thread}")
+            except BaseException as err:
+                errors.append(err)
+
+        threads = [threading.Thread(target=search, args=(s,)) for s in searchers]
+        threads += [threading.Thread(target=write, args=(n,)) for n in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=120)
+        assert not errors, errors
+        for searcher in searchers:
+            _answer(searcher, "apple fruit")  # its members kept with the namespace
+        with _plain_sql(postgres_url) as run:  # moves no counter of PostgreSQL's
+            run(
+                "UPDATE lmt_items SET status = CASE status WHEN 'active' THEN 'superseded'"
+                " ELSE 'active' END WHERE key = 'm5'"
+            )
+        for searcher in searchers:
+            warm = {q: _answer(searcher, q) for q in ["apple fruit", *QUERIES]}
+            assert warm == {q: _fresh(searcher, q) for q in ["apple fruit", *QUERIES]}

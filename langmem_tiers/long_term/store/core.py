@@ -13,7 +13,8 @@ Order of a batch:
 3. write vectors to an external index (Qdrant) — orphans are harmless, missing ones not;
 4. in one transaction: reads (gets, searches, namespace listings, as LangGraph's
    PostgreSQL store does, reads see the state before the batch's writes), then writes
-   (items, terms, vectors) and the buffered access counts;
+   (items, terms, vectors) and the buffered access counts; a batch without writes reads
+   in a read transaction, then refreshes TTLs and writes access counts in another;
 5. delete vectors of deleted items from an external index.
 """
 
@@ -198,11 +199,22 @@ class StoreCore:
         if not self.index.in_database and puts:
             yield from self.index.write_flow(rows, written_ids)
 
-        results: list[Result] = yield Transaction(
-            self._transaction_flow(
-                ops, searches, query_vector, list(puts.values()), rows, now, notes or {}
+        if puts:
+            results: list[Result] = yield Transaction(
+                self._transaction_flow(
+                    ops, searches, query_vector, list(puts.values()), rows, now, notes or {}
+                )
             )
-        )
+        else:
+            # Reads only: a read transaction (on PostgreSQL no transaction block at all, on
+            # SQLite no write lock). The TTL refreshes and buffered access counts they call
+            # for are written after it, in a transaction of their own.
+            results, accessed, refresh = yield Transaction(
+                self._reads_flow(ops, searches, query_vector, now), read_only=True
+            )
+            if refresh or self.access.due(force=False):
+                yield Transaction(self._upkeep_flow(refresh, now, force=False))
+            self.access.record(accessed, now)
 
         if not self.index.in_database and deleted:
             yield from self.index.delete_flow([item_id(p.namespace, p.key) for p in deleted])
@@ -218,9 +230,24 @@ class StoreCore:
         now: datetime,
         notes: Mapping[str, WriteNote],
     ) -> Flow[list[Result]]:
+        results, accessed, refresh = yield from self._reads_flow(ops, searches, query_vector, now)
+        yield from self.writer.write_flow(puts, rows, now, notes)
+        yield from self._upkeep_flow(refresh, now, force=True)
+        self.access.record(accessed, now)
+        return results
+
+    def _reads_flow(
+        self,
+        ops: list[Op],
+        searches: dict[int, PreparedSearch],
+        query_vector: dict[str, list[float]],
+        now: datetime,
+    ) -> Flow[tuple[list[Result], list[str], list[str]]]:
+        """The results of the reads of ``ops``, the ids of the items they read, and the ids
+        of those read with ``refresh_ttl`` that have a TTL."""
         results: list[Result] = [None] * len(ops)
         accessed: list[str] = []
-        refresh: list[str] = []  # items read with refresh_ttl that have a TTL
+        refresh: list[str] = []
         gets = [(i, op) for i, op in enumerate(ops) if isinstance(op, GetOp)]
         if gets:
             found = yield from self._get_flow([op for _, op in gets], now)
@@ -243,15 +270,16 @@ class StoreCore:
         for i, op in enumerate(ops):
             if isinstance(op, ListNamespacesOp):
                 results[i] = yield from self._namespaces_flow(op, now)
-        if puts:
-            yield from self.writer.write_flow(puts, rows, now, notes)
+        return results, accessed, refresh
+
+    def _upkeep_flow(self, refresh: Sequence[str], now: datetime, *, force: bool) -> Flow[None]:
+        """Restart the TTL of the items in ``refresh``, then write the buffered access
+        counts when they are due (``force``: whenever there are some)."""
         if refresh:
             # After the writes: their item locks come first, as in every other writer.
             yield from self._refresh_flow(refresh, now)
-        if self.access.due(force=bool(puts)):
+        if self.access.due(force=force):
             yield from self.access.flush_flow(self.dialect)
-        self.access.record(accessed, now)
-        return results
 
     # -- searches with options the BaseStore API has no room for ---------------------------
     def search_flow(

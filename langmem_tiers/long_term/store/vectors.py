@@ -95,7 +95,7 @@ class VectorIndex:
 
     in_database = True
     #: The vectors are rows of the vectors table, which any statement may read (see
-    #: ``Dialect.vector_matrix_flow``).
+    #: ``ScopeCache``, which reads them with the items).
     in_vectors_table = True
     #: The index scores every item of the filtered set in process, so it is given the
     #: set's members when the caller has them (see :meth:`search_flow`).

@@ -19,10 +19,11 @@ belong to the same conversation as far as the store can tell: the same ``session
 were written) at most :data:`NEIGHBOUR_MAX_GAP` apart.
 
 Only the best hits need their neighbours: a lifted memory never passes the memory that lifts
-it, so a memory ranked below the page cannot lift anything onto it. One statement reads the
-neighbours of all of them, through the event log's indexes (by memory, by scope and
-sequence), and only among the items the search may return that are indexed at all (an item
-put with ``index=False`` is never found by a query, so not through a neighbour either).
+it, so a memory ranked below the page cannot lift anything onto it. The statement that reads
+the candidates' rows reads the neighbours of all of them too (and their rows), through the
+event log's indexes (by memory, by scope and sequence), and only among the items the search
+may return that are indexed at all (an item put with ``index=False`` is never found by a
+query, so not through a neighbour either).
 """
 
 from __future__ import annotations
@@ -32,14 +33,14 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from langmem_tiers.sql.dialect import EVENTS, ITEMS, Dialect
-from langmem_tiers.sql.flow import Flow, Sql
 
 __all__ = [
+    "NEIGHBOUR_KIND",
     "NEIGHBOUR_MAX_GAP",
     "NEIGHBOUR_SPAN",
     "NEIGHBOUR_TURNS",
     "conversation_neighbours",
-    "write_neighbours_flow",
+    "rows_with_neighbours_sql",
 ]
 
 #: Two memories further apart in event time than this are not one conversation: a pause that
@@ -57,24 +58,42 @@ NEIGHBOUR_TURNS = 2
 NEIGHBOUR_SPAN = 64
 
 _CREATED = "memory.created"
+#: The kind of memory that has neighbours (a memory's kind is its namespace's, recorded with
+#: the item and with its creation event alike): a search needs no neighbours of the others.
+NEIGHBOUR_KIND = "episodic"
 
 
-def write_neighbours_flow(
-    dialect: Dialect, anchors: Sequence[str], where: str, params: Sequence[Any]
-) -> Flow[dict[str, tuple[str | None, ...]]]:
-    """For each of ``anchors``, the :data:`NEIGHBOUR_TURNS` items created just before it
-    in its namespace, nearest first, then as many just after it, among the indexed items
-    matching ``where`` (alias ``i``, ``?`` bound to ``params``); None where there is none
-    within :data:`NEIGHBOUR_SPAN` events."""
+def rows_with_neighbours_sql(
+    dialect: Dialect,
+    columns: str,
+    column_params: Sequence[Any],
+    ids: Sequence[str],
+    anchors: Sequence[str],
+    where: str,
+    params: Sequence[Any],
+) -> tuple[str, list[Any]]:
+    """One statement: the rows of ``ids`` and of the anchors' neighbours that match
+    ``where`` (alias ``i``, ``?`` bound to ``params``), each with ``columns`` (``?`` bound to
+    ``column_params``) and ``2 x`` :data:`NEIGHBOUR_TURNS` more, which on an anchor's row
+    are the items created just before it in its namespace, nearest first, then as many just
+    after it, among the indexed items matching ``where`` (None where there is none within
+    :data:`NEIGHBOUR_SPAN` events; None on other rows). The neighbours come with the rows
+    they need, so a search reads both in one round trip.
+    """
+    in_ids, id_params = dialect.in_list("i.id", ids)
     if not anchors:
-        return {}
-    in_ids, id_params = dialect.in_list("e.memory_id", anchors)
+        return (
+            f"SELECT {columns}{', NULL' * 2 * NEIGHBOUR_TURNS} FROM {ITEMS} i"
+            f" WHERE {in_ids} AND {where}",
+            [*column_params, *id_params, *params],
+        )
+    in_anchors, anchor_params = dialect.in_list("e.memory_id", anchors)
 
     def side(compare: str, order: str, offset: int) -> str:
         return (
             f"(SELECT e.memory_id FROM {EVENTS} e JOIN {ITEMS} i ON i.id = e.memory_id"
             f" WHERE e.scope = a.scope AND e.seq {compare}"
-            f" AND e.prefix = a.prefix AND e.type = '{_CREATED}' AND e.kind = 'episodic'"
+            f" AND e.prefix = a.prefix AND e.type = '{_CREATED}' AND e.kind = '{NEIGHBOUR_KIND}'"
             " AND e.memory_id <> a.id"
             # Put with index=False (no terms): never found by a query, nor through another.
             f" AND i.doc_len > 0 AND {where} ORDER BY e.seq {order} LIMIT 1 OFFSET {offset})"
@@ -86,16 +105,27 @@ def write_neighbours_flow(
         *(("< a.seq AND e.seq >= a.seq - ?", "DESC", n) for n in range(NEIGHBOUR_TURNS)),
         *(("> a.seq AND e.seq <= a.seq + ?", "ASC", n) for n in range(NEIGHBOUR_TURNS)),
     ]
-    rows = yield Sql(
+    names = [f"n{n}" for n in range(len(sides))]
+    found = ", ".join(f"{side(*spec)} AS {name}" for spec, name in zip(sides, names, strict=True))
+    listed = " UNION ALL ".join(f"SELECT p.{name} FROM p" for name in names)
+    return (
         # The anchor's latest creation: an item deleted and written again sits where it
         # was written last.
         f"WITH a AS (SELECT e.memory_id AS id, e.scope, e.prefix, max(e.seq) AS seq"
-        f" FROM {EVENTS} e WHERE {in_ids} AND e.type = '{_CREATED}' AND e.kind = 'episodic'"
-        " GROUP BY e.memory_id, e.scope, e.prefix)"
-        f" SELECT a.id, {', '.join(side(*spec) for spec in sides)} FROM a",
-        [*id_params, *[p for _ in sides for p in (NEIGHBOUR_SPAN, *params)]],
+        f" FROM {EVENTS} e WHERE {in_anchors} AND e.type = '{_CREATED}'"
+        f" AND e.kind = '{NEIGHBOUR_KIND}' GROUP BY e.memory_id, e.scope, e.prefix),"
+        f" p AS (SELECT a.id, {found} FROM a)"
+        f" SELECT {columns}, {', '.join(f'p.{name}' for name in names)}"
+        f" FROM {ITEMS} i LEFT JOIN p ON p.id = i.id"
+        f" WHERE ({in_ids} OR i.id IN ({listed})) AND {where}",
+        [
+            *anchor_params,
+            *[p for _ in sides for p in (NEIGHBOUR_SPAN, *params)],
+            *column_params,
+            *id_params,
+            *params,
+        ],
     )
-    return {row[0]: tuple(row[1:]) for row in rows}
 
 
 def conversation_neighbours(

@@ -8,7 +8,8 @@ hybrid ranking.
    postings, one more for pseudo-relevance feedback);
 2. dense candidates from the vector index, which also scores the lexical candidates;
 3. fusion of both into one relevance; the best candidates lift the memories written next to
-   them in the same conversation (one round trip, ``neighbours.py``);
+   them in the same conversation (``neighbours.py``, read with the candidates' rows in one
+   round trip);
 4. the hybrid rank with recency, frequency (access counts, buffered ones included) and
    confidence.
 """
@@ -16,6 +17,7 @@ hybrid ranking.
 from __future__ import annotations
 
 import heapq
+import json
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple, Protocol
@@ -36,7 +38,7 @@ from langmem_tiers.long_term.store.search import bm25
 from langmem_tiers.long_term.store.search.fusion import smooth_neighbours
 from langmem_tiers.long_term.store.search.neighbours import (
     conversation_neighbours,
-    write_neighbours_flow,
+    rows_with_neighbours_sql,
 )
 from langmem_tiers.long_term.store.search.options import SearchOptions, split_options
 from langmem_tiers.long_term.store.search.ranking import Candidate, rank
@@ -47,6 +49,7 @@ from langmem_tiers.long_term.store.search.relevance import (
 )
 from langmem_tiers.long_term.store.search.scope_cache import (
     ArrayScores,
+    Guess,
     Members,
     ScopeCache,
     ScopeData,
@@ -73,6 +76,20 @@ _MAX_PAGE = 2**31  # what every database here can bind as a LIMIT/OFFSET
 
 #: The item columns every read selects, in the order :func:`item_from_row` expects.
 ITEM_COLS = "i.prefix, i.key, i.value, i.created_at, i.updated_at, i.id"
+
+#: What a search reads of its candidates: :data:`ITEM_COLS` (the value as JSON text on every
+#: backend: only the page's values are decoded), then what ranking needs.
+_CANDIDATE_COLUMNS = (
+    *ITEM_COLS.replace("i.value", "CAST(i.value AS TEXT)").split(", "),
+    "i.event_at",
+    "i.access_count",
+    "i.confidence",
+    "i.ttl_minutes",
+    "i.session_id",
+)
+#: Where the rows statement of a search puts the check of its guessed members (1 when they
+#: held), and after it the candidate's neighbours (see ``rows_with_neighbours_sql``).
+_CHECK = len(_CANDIDATE_COLUMNS)
 
 #: The condition (one ``?``: now) an item must meet to be read: it has not expired.
 LIVE_SQL = "(i.expires_at IS NULL OR i.expires_at > ?)"
@@ -599,29 +616,16 @@ class StoreSearch:
         )
         return found.score(expanded), found
 
-    def ranked_flow(
+    def relevance_flow(
         self,
         search: PreparedSearch,
         vector: list[float],
-        now: datetime,
-        with_ttl: list[str] | None = None,
-    ) -> Flow[tuple[list[SearchItem], list[str]]]:
-        """The ranked page and its item ids; ids of its items with a TTL go to ``with_ttl``."""
+        scope: tuple[ScopeData, Members] | None,
+        pool: int,
+    ) -> Flow[dict[str, float]]:
+        """The fused relevance of the lexical and dense candidates (``pool`` of each), read
+        from ``scope`` when given (a cached namespace and the search's members)."""
         assert search.query is not None
-        want = search.offset + search.limit
-        if want == 0:
-            return [], []
-        pool = want * self.settings.candidate_multiplier
-        now = search.reference or now
-        scope: tuple[ScopeData, Members] | None = None
-        if self.scope_cache is not None:
-            scope = yield from self.scope_cache.members_flow(
-                join_namespace(search.prefix),
-                search.where,
-                search.params,
-                key=search.members_key,
-                instants=search.instants,
-            )
         scores, found = yield from self.lexical_flow(
             search.query, search, scope, None if scope is not None else vector
         )
@@ -651,33 +655,97 @@ class StoreSearch:
                 members=found.members,
             )
         lex.update((i, scores[i]) for i in dense if i in scores)
-        ids = sorted(set(dense) | set(lex))
-        if not ids:
-            return [], []
-        relevance = absolute_relevance(
+        if not dense and not lex:
+            return {}
+        return absolute_relevance(
             dense, lex, idf_mass=mass, weight=self.dense_weight, curve=self.cosine_curve
         )
-        pairs: dict[str, tuple[str | None, ...]] = {}
+
+    def ranked_flow(
+        self,
+        search: PreparedSearch,
+        vector: list[float],
+        now: datetime,
+        with_ttl: list[str] | None = None,
+    ) -> Flow[tuple[list[SearchItem], list[str]]]:
+        """The ranked page and its item ids; ids of its items with a TTL go to ``with_ttl``."""
+        assert search.query is not None
+        want = search.offset + search.limit
+        if want == 0:
+            return [], []
+        pool = want * self.settings.candidate_multiplier
+        now = search.reference or now
+        prefix = join_namespace(search.prefix)
+        scope: tuple[ScopeData, Members] | None = None
+        guess: Guess | None = None
+        # The members' rows, when the namespace was read for this search.
+        loaded: dict[str, Sequence[Any]] = {}
+        if self.scope_cache is not None:
+            guess = self.scope_cache.guess(prefix, search.where, search.params, search.members_key)
+            if guess is not None:
+                scope = guess.data, guess.members
+            else:
+                scope = yield from self.scope_cache.members_flow(
+                    prefix,
+                    search.where,
+                    search.params,
+                    key=search.members_key,
+                    instants=search.instants,
+                    columns=_CANDIDATE_COLUMNS,
+                    member_rows=loaded,
+                )
         neighbour_weight = self.settings.neighbour_weight
-        if neighbour_weight > 0:
-            anchors = [i for i, _ in heapq.nsmallest(want, relevance.items(), key=_best_first)]
-            pairs = yield from write_neighbours_flow(
-                self.dialect, anchors, search.where, search.params
+        while True:
+            relevance = yield from self.relevance_flow(search, vector, scope, pool)
+            if relevance:
+                anchors = (
+                    [i for i, _ in heapq.nsmallest(want, relevance.items(), key=_best_first)]
+                    if neighbour_weight > 0
+                    else []
+                )
+                if scope is not None:
+                    # Memories of other kinds have no neighbours: none to look for.
+                    anchors = [i for i in anchors if i in scope[0].episodic]
+                if loaded and not anchors:
+                    # Read with the namespace, in the members' own snapshot.
+                    rows = [loaded[i] for i in sorted(relevance) if i in loaded]
+                    break
+                text, params = rows_with_neighbours_sql(
+                    self.dialect,
+                    f"{', '.join(_CANDIDATE_COLUMNS)}, {guess.check if guess is not None else '1'}",
+                    guess.params if guess is not None else [],
+                    sorted(relevance),
+                    anchors,
+                    search.where,
+                    search.params,
+                )
+                rows = yield Sql(text, params)
+                # Every row carries the guess's check; a right guess has candidates' rows.
+                if guess is None or (rows and rows[0][_CHECK]):
+                    break
+            elif guess is None:
+                return [], []
+            # The members taken from the cache were not this search's: ask the database.
+            assert self.scope_cache is not None
+            guess = None
+            scope = yield from self.scope_cache.members_flow(
+                prefix,
+                search.where,
+                search.params,
+                key=search.members_key,
+                instants=search.instants,
+                columns=_CANDIDATE_COLUMNS,
+                member_rows=loaded,
             )
-        wanted = set(ids).union(n for sides in pairs.values() for n in sides if n is not None)
-        in_ids, id_params = self.dialect.in_list("i.id", sorted(wanted))
-        rows = yield Sql(
-            f"SELECT {ITEM_COLS}, i.event_at, i.access_count, i.confidence, i.ttl_minutes,"
-            f" i.session_id FROM {ITEMS} i WHERE {in_ids} AND {search.where}",
-            [*id_params, *search.params],
-        )
         by_id = {row[5]: row for row in rows}
+        anchored = set(anchors)
+        pairs = {row[5]: tuple(row[_CHECK + 1 :]) for row in rows if row[5] in anchored}
         # A memory's time: its event time, else its last update.
         when: dict[str, datetime] = {
             i: self.dialect.ts_value(row[6]) or self.dialect.ts_value(row[4])  # type: ignore[misc]
             for i, row in by_id.items()
         }
-        if pairs:
+        if anchors:
             neighbours = conversation_neighbours(
                 pairs, when, {i: row[10] for i, row in by_id.items()}
             )
@@ -722,7 +790,7 @@ class StoreSearch:
                 RankedItem(
                     item.namespace,
                     item.key,
-                    item.value,
+                    json.loads(by_id[r.id][2]),  # JSON text on every backend (see above)
                     item.created_at,
                     item.updated_at,
                     r.score,

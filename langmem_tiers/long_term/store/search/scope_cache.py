@@ -23,7 +23,10 @@ Members: where the database also counts the updates that may change membership
 remembers the members of recent searches with their counters and the next time of any of
 its items after the search's instants. A later search with the same condition, at
 instants no earlier and before that time, while neither counter moved, selects exactly
-those items: it reads the two counters and nothing else.
+those items: it reads the two counters and nothing else. Where it does not (PostgreSQL),
+an entry keeps the members of recent searches too, and a later search with the same
+condition takes them at once and has the statement that reads its result rows check them
+against the database (:meth:`ScopeCache.guess`): one statement in all while they hold.
 
 Example::
 
@@ -47,17 +50,27 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from langmem_tiers.long_term.store.search.bm25 import BM25_B, BM25_K1, unpack_terms
+from langmem_tiers.long_term.store.search.neighbours import NEIGHBOUR_KIND
 from langmem_tiers.long_term.store.vectors import similarities
 from langmem_tiers.sql.dialect import (
     ITEMS,
     MEMBERSHIP_TIMES,
     PACKED_SEPARATOR,
     SCOPE_CHANGES,
+    VECTORS,
     Dialect,
 )
 from langmem_tiers.sql.flow import Flow, Sql
 
-__all__ = ["LAZY_TERMS", "MAX_CACHED_ITEMS", "ArrayScores", "Members", "ScopeCache", "ScopeData"]
+__all__ = [
+    "LAZY_TERMS",
+    "MAX_CACHED_ITEMS",
+    "ArrayScores",
+    "Guess",
+    "Members",
+    "ScopeCache",
+    "ScopeData",
+]
 
 #: Inverted lists built one term at a time before all are built at once.
 LAZY_TERMS = 32
@@ -135,6 +148,7 @@ class ScopeData:
         "_vector_item_rows",
         "_vector_row_of",
         "document_frequency",
+        "episodic",
         "ids",
         "item_terms",
         "lengths",
@@ -151,6 +165,7 @@ class ScopeData:
         item_terms: dict[str, dict[str, int]],
         vector_ids: list[str],
         matrix: np.ndarray,
+        episodic: AbstractSet[str] = frozenset(),
     ) -> None:
         self.version = version
         self.ids = list(doc_len)  # every item under the prefix, by row
@@ -159,6 +174,7 @@ class ScopeData:
         self.item_terms = item_terms  # item -> term -> frequency (items with terms)
         self.vector_ids = vector_ids  # the item of each row of ``matrix``
         self.matrix = matrix  # unit float32 vectors
+        self.episodic = episodic  # the items of the kind that has neighbours
         self._vector_item_rows = np.fromiter(
             (self.row_of[i] for i in vector_ids), dtype=np.int64, count=len(vector_ids)
         )
@@ -194,6 +210,14 @@ class ScopeData:
         while len(self._remembered) > REMEMBERED_SEARCHES:
             self._remembered.popitem(last=False)
 
+    def last_members(self, key: tuple[Any, ...]) -> Members | None:
+        """The members the last search with ``key`` read at this entry's version, if any."""
+        try:
+            found = self._remembered.get(key)
+        except TypeError:
+            return None
+        return found.members if found is not None else None
+
     def members(self, packed: str) -> Members:
         """The members listed in ``packed`` (ids joined by the separator), less any item
         the entry does not hold (written after it was read: not of its version)."""
@@ -201,14 +225,19 @@ class ScopeData:
         if last is not None and last.packed == packed:
             return last
         listed = set(packed.split(PACKED_SEPARATOR)) if packed else set()
+        found = self.members_of(listed, packed)
+        if found.mask is not None:
+            self._last_members = found
+        return found
+
+    def members_of(self, listed: AbstractSet[str], packed: str | None = None) -> Members:
+        """The members ``listed``, less any item the entry does not hold."""
         ids = {i for i in listed if i in self.row_of}
         if len(ids) == len(self.ids):
             return self.every_member()
         mask = np.zeros(len(self.ids), dtype=bool)
         mask[[self.row_of[i] for i in ids]] = True
-        found = Members(packed, ids, mask)
-        self._last_members = found
-        return found
+        return Members(packed, ids, mask)
 
     def every_member(self) -> Members:
         """Every item the entry holds, as members."""
@@ -398,6 +427,17 @@ def _best_per_item(
     return top
 
 
+class Guess(NamedTuple):
+    """Members a search takes from the cache without asking the database first, and the
+    proof it must ask for in the statement that reads its rows: ``check`` (bound to
+    ``params``) is 1 when they are exactly the search's members at the entry's version."""
+
+    data: ScopeData
+    members: Members
+    check: str
+    params: list[Any]
+
+
 class ScopeCache:
     """:class:`ScopeData` per namespace prefix, bounded by ``max_items`` (thread-safe)."""
 
@@ -411,6 +451,50 @@ class ScopeCache:
         with self._lock:
             self._entries.clear()
 
+    def guess(
+        self, prefix: str, where: str, params: Sequence[Any], key: tuple[Any, ...]
+    ) -> Guess | None:
+        """The members of the last search with ``key`` (``where`` and ``params`` less its
+        instants) read at the entry's version, for a search to confirm in its own rows
+        statement; None when there are none, or where the database counts membership
+        changes (:meth:`members_flow` then asks two counters, no scan of the items).
+
+        The check evaluates the search's full condition in the statement's snapshot, so it
+        holds whatever changed and however (the counters, triggers or the time): the
+        counter sum under the prefix is the entry's version, so the prefix holds exactly
+        the entry's items, and the members are some of them; as many matched as the guess
+        holds, and none outside it (or all inside it, whichever list is shorter to send),
+        is the guess. A wrong guess costs the search one more statement, never an answer.
+        """
+        if self.dialect.counts_membership_changes:
+            return None
+        with self._lock:
+            data = self._entries.get(prefix)
+            members = data.last_members(key) if data is not None else None
+        if data is None or members is None:
+            return None
+        under, under_params = self._under("prefix", prefix)
+        listed, listed_params = "", list[Any]()
+        if members.mask is not None:
+            outside = len(data.ids) - len(members)
+            if outside <= len(members):
+                ids = [i for i in data.ids if i not in members.ids]
+                expected = 0
+            else:
+                ids, expected = sorted(members.ids), len(members)
+            in_ids, id_params = self.dialect.in_list("i.id", ids)
+            listed = f" AND count(CASE WHEN {in_ids} THEN 1 END) = ?"
+            listed_params = [*id_params, expected]
+        self._touch(prefix, data)
+        return Guess(
+            data,
+            members,
+            f"(SELECT CASE WHEN count(*) = ?{listed}"
+            f" AND (SELECT {self._counter_sql('changes', under)}) = ? THEN 1 ELSE 0 END"
+            f" FROM {ITEMS} i WHERE {where})",
+            [len(members), *listed_params, *under_params, data.version, *params],
+        )
+
     def members_flow(
         self,
         prefix: str,
@@ -419,17 +503,24 @@ class ScopeCache:
         *,
         key: tuple[Any, ...] = (),
         instants: tuple[datetime, datetime] | None = None,
+        columns: Sequence[str] = (),
+        member_rows: dict[str, Sequence[Any]] | None = None,
     ) -> Flow[tuple[ScopeData, Members] | None]:
         """The prefix's data and the items matching ``where`` (alias ``i``; within ``prefix``).
+
+        When the namespace is read (missing or stale), the ``columns`` (expressions on
+        ``i``) of every member come with it, in ``member_rows`` by item: what a search
+        would read of its candidates next, in the same snapshot as the members.
 
         ``key`` is ``where`` and ``params`` less the ``instants`` it compares times with
         (the search's time, the clock). When the entry holds members of a search with that
         key, the database has counted no change of the prefix since (nor of the columns
         that decide membership: statuses, scopes, kinds, times), and no item's time lies
         between that search's instants and these, those members are this search's too:
-        one small statement. Otherwise one statement for the members and the counters;
-        one more for the terms and one for the vectors when the entry is missing or
-        stale. None when the search's items are more than the cache may keep.
+        one small statement. Otherwise one statement for the members and the counters,
+        and when the entry is missing or stale one statement that reads the items, their
+        vectors and which of them are members (a missing entry: that one only). None when
+        the search's items are more than the cache may keep.
 
         The members' ids are sent only when they are not simply every item of the cached
         entry: at the entry's version the prefix holds exactly its items, and the members
@@ -437,82 +528,86 @@ class ScopeCache:
         search of a namespace's current memories), and a large namespace costs no list.
 
         Where each statement reads its own snapshot (PostgreSQL's READ COMMITTED), a load
-        may see changes committed after the members were read. The entry is labelled with
-        the counter read with its items, so it is never older than its label (its vectors,
-        read later still, only newer: that costs a reload). The members are then narrowed
-        to the items loaded, so the data covers every member it is asked about, and they
-        are remembered only when read at the entry's own version.
+        may see changes committed after the members were read: it reads the members again,
+        with the items, the vectors and the counter, in its own snapshot. The members of a
+        search are kept with the entry (:meth:`guess`), and remembered where membership
+        changes are counted, only when read at the entry's own version.
         """
         remembers = instants is not None and self.dialect.counts_membership_changes
         under, under_params = self._under("prefix", prefix)
-        counters = f"(SELECT {self._counter_sql('changes', under)})"
-        counter_params = list(under_params)
+        changes = f"(SELECT {self._counter_sql('changes', under)})"
+        moves, moves_params = "0", list[Any]()
         if remembers:
-            counters += f", (SELECT {self._counter_sql('moves', under)})"
-            counter_params += under_params
-        else:
-            counters += ", 0"
+            moves, moves_params = f"(SELECT {self._counter_sql('moves', under)})", under_params
         with self._lock:
             known = self._entries.get(prefix)
         if known is not None and instants is not None and remembers:
             with self._lock:  # searches of several threads share the entry
                 remembered = known.remembered(key, instants)
             if remembered is not None:
-                rows = yield Sql(f"SELECT {counters}", counter_params)
+                rows = yield Sql(f"SELECT {changes}, {moves}", [*under_params, *moves_params])
                 if int(rows[0][0]) == known.version and int(rows[0][1]) == remembered.moves:
                     self._touch(prefix, known)
                     return known, remembered.members
         horizon, horizon_params = "NULL", list[Any]()
         if instants is not None and remembers:
             horizon, horizon_params = self._horizon(prefix, min(instants))
-        size = len(known.ids) if known is not None else -1
-        # The ids only when the cache may use them: a namespace too large to keep would
-        # send every id at every search for nothing.
-        rows = yield Sql(
-            f"SELECT m.ids, m.n, {counters}, {horizon} FROM"
-            f" (SELECT CASE WHEN count(*) <= ? AND count(*) <> ?"
-            f" THEN {self.dialect.packed_sql('i.id')} END AS ids,"
-            f" count(*) AS n FROM {ITEMS} i WHERE {where}) m",
-            [*counter_params, *horizon_params, self.max_items, size, *params],
+        state = f"{changes}, {moves}, {horizon}"
+        state_params = [*under_params, *moves_params, *horizon_params]
+        if known is not None:
+            size = len(known.ids)
+            # The ids only when the cache may use them: a namespace too large to keep would
+            # send every id at every search for nothing.
+            rows = yield Sql(
+                f"SELECT m.ids, m.n, {state} FROM"
+                f" (SELECT CASE WHEN count(*) <= ? AND count(*) <> ?"
+                f" THEN {self.dialect.packed_sql('i.id')} END AS ids,"
+                f" count(*) AS n FROM {ITEMS} i WHERE {where}) m",
+                [*state_params, self.max_items, size, *params],
+            )
+            packed, count, version, moved, next_time = rows[0]
+            if count > self.max_items:
+                return None
+            if known.version == int(version):
+                everything = packed is None and count == size and count > 0
+                members = known.every_member() if everything else known.members(packed or "")
+                self._touch(prefix, known)
+                self._note(known, key, instants, members, moved, next_time)
+                return known, members
+        loaded = yield from self._load_flow(
+            prefix, where, params, state, state_params, columns, member_rows
         )
-        packed, count, changes, moves, next_time = rows[0]
-        version = int(changes)
-        if count > self.max_items:
+        if loaded is None:
             return None
-        everything = packed is None and count == size and count > 0
-        if known is not None and known.version == version:
-            data = known
-            members = data.every_member() if everything else data.members(packed or "")
-            self._touch(prefix, known)
-        else:
-            data = yield from self._load_flow(prefix)
-            if everything and data.version == version and count == len(data.ids):
-                members = data.every_member()
-            elif everything:
-                # The ids were withheld and the new entry does not tell them: asked for (in
-                # a newer snapshot, so narrowed to the entry's items like any newer read).
-                found = yield Sql(
-                    f"SELECT {self.dialect.packed_sql('i.id')} FROM {ITEMS} i WHERE {where}",
-                    params,
-                )
-                members = data.members(found[0][0] or "")
-            else:
-                members = data.members(packed or "")
-            if len(data.ids) > self.max_items:
-                return data, members  # used once, never kept
-            with self._lock:
-                self._entries[prefix] = data
-                self._entries.move_to_end(prefix)
-                total = sum(len(d.ids) for d in self._entries.values())
-                while total > self.max_items and len(self._entries) > 1:
-                    _, gone = self._entries.popitem(last=False)
-                    total -= len(gone.ids)
-        if instants is not None and remembers and data.version == version:
-            horizon_at = self.dialect.ts_value(next_time) if next_time is not None else None
-            entry = RememberedMembers(members, int(moves), instants, horizon_at)
-            with self._lock:
-                data.remember(key, entry)
+        data, members, moved, next_time = loaded
+        if len(data.ids) > self.max_items:
+            return data, members  # used once, never kept
+        with self._lock:
+            self._entries[prefix] = data
+            self._entries.move_to_end(prefix)
+            total = sum(len(d.ids) for d in self._entries.values())
+            while total > self.max_items and len(self._entries) > 1:
+                _, gone = self._entries.popitem(last=False)
+                total -= len(gone.ids)
+        self._note(data, key, instants, members, moved, next_time)
         return data, members
+
+    def _note(
+        self,
+        data: ScopeData,
+        key: tuple[Any, ...],
+        instants: tuple[datetime, datetime] | None,
+        members: Members,
+        moves: Any,
+        next_time: Any,
+    ) -> None:
+        """Keep ``members``, read at ``data``'s version, as those of searches with ``key``."""
+        if instants is None:
+            return
+        horizon = self.dialect.ts_value(next_time) if next_time is not None else None
+        entry = RememberedMembers(members, int(moves), instants, horizon)
+        with self._lock:
+            data.remember(key, entry)
 
     def _touch(self, prefix: str, data: ScopeData) -> None:
         """``data`` was used: the last to leave."""
@@ -543,32 +638,92 @@ class ScopeCache:
         """Rows whose namespace ``column`` is ``prefix`` or below it (all rows for ``""``)."""
         return self.dialect.under_namespace_sql(column, prefix) if prefix else ("1 = 1", [])
 
-    def _load_flow(self, prefix: str) -> Flow[ScopeData]:
+    def _load_flow(
+        self,
+        prefix: str,
+        where: str,
+        params: Sequence[Any],
+        state: str,
+        state_params: Sequence[Any],
+        columns: Sequence[str],
+        member_rows: dict[str, Sequence[Any]] | None,
+    ) -> Flow[tuple[ScopeData, Members, Any, Any] | None]:
+        """The entry of ``prefix`` as the database holds it, the items matching ``where``
+        among it, and the ``state`` read with them (the counters, the next time of an item:
+        three values); None when those items are more than the cache may keep. The
+        ``columns`` of each member go to ``member_rows``.
+
+        One statement, so one snapshot: a row per item with its terms packed
+        (bm25.pack_terms; a namespace of a thousand items has tens of thousands of term
+        rows, each a Python tuple if read one by one), whether it is a member, whether it
+        may have neighbours, and its ``columns``; a row per vector (its bytes; the binary
+        result format carries them as they are); a last row with the state and the
+        members' number. Nothing but that row when the members are too many: the items are
+        then not read at all.
+        """
+        d = self.dialect
         under, under_params = self._under("i.prefix", prefix)
-        counted, counted_params = self._under("prefix", prefix)
-        # One row per item, its terms packed (bm25.pack_terms): a namespace of a thousand
-        # items has tens of thousands of term rows, each a Python tuple if read one by one.
-        # The counter comes in the same statement (a row without an id), so it is the
-        # version of exactly these rows.
+        vector_under, vector_params = self._under("v.prefix", prefix)
+        fits = "(SELECT m.n FROM m) <= ?"
+        extra = "".join(f", {c}" for c in columns)
+        nulls = ", NULL" * len(columns)
+        # The items first, so that PostgreSQL, which resolves a UNION's types from the
+        # left, knows the type of every column before it meets a branch's NULLs. (The
+        # next time of an item is NULL on PostgreSQL, which does not remember members.)
         rows = yield Sql(
-            f"SELECT NULL, (SELECT {self._counter_sql('changes', counted)}), NULL UNION ALL"
-            f" SELECT i.id, i.doc_len, i.terms FROM {ITEMS} i WHERE {under}",
-            [*counted_params, *under_params],
+            f"WITH m AS MATERIALIZED (SELECT count(*) AS n FROM {ITEMS} i WHERE {where})"
+            f" SELECT i.id, i.doc_len, i.terms, CASE WHEN {where} THEN 1 ELSE 0 END,"
+            f" CASE WHEN i.kind = '{NEIGHBOUR_KIND}' THEN 1 ELSE 0 END,"
+            f" CAST(NULL AS BIGINT), CAST(NULL AS BIGINT), NULL, NULL{extra}"
+            f" FROM {ITEMS} i WHERE {under} AND {fits} UNION ALL"
+            f" SELECT v.item_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL,"
+            f" {d.vector_bytes_sql('v.embedding')}{nulls} FROM {VECTORS} v"
+            f" WHERE {vector_under} AND {fits} UNION ALL"
+            f" SELECT NULL, m.n, NULL, 0, 0, {state}, NULL{nulls} FROM m",
+            [
+                *params,
+                *params,
+                *under_params,
+                self.max_items,
+                *vector_params,
+                self.max_items,
+                *state_params,
+            ],
+            binary=True,
         )
-        version = 0
+        count, version, moves, next_time = 0, 0, 0, None
         doc_len: dict[str, int] = {}
         item_terms: dict[str, dict[str, int]] = {}
-        for item, length, packed in rows:
+        listed: set[str] = set()
+        episodic: set[str] = set()
+        vector_ids: list[str] = []
+        vectors: list[bytes] = []
+        for item, length, packed, member, has_neighbours, *rest in rows:
             if item is None:
-                version = int(length)
-                continue
-            doc_len[item] = length
-            if packed:
-                item_terms[item] = unpack_terms(packed)
-        vector_under, vector_params = self._under("v.prefix", prefix)
-        ids, matrix = yield from self.dialect.vector_matrix_flow(vector_under, vector_params)
-        if any(i not in doc_len for i in ids):
-            # Items written after the items' read: not members of this version.
-            rows_kept = [r for r, i in enumerate(ids) if i in doc_len]
-            ids, matrix = [ids[r] for r in rows_kept], matrix[rows_kept]
-        return ScopeData(version, doc_len, item_terms, ids, matrix)
+                count, (version, moves, next_time) = int(length), rest[:3]
+            elif length is None:  # a vector: only items have a length
+                vector_ids.append(item)
+                vectors.append(rest[3])
+            else:
+                doc_len[item] = length
+                if packed:
+                    item_terms[item] = unpack_terms(packed)
+                if member:
+                    listed.add(item)
+                    if member_rows is not None:
+                        member_rows[item] = rest[4:]
+                if has_neighbours:
+                    episodic.add(item)
+        if count > self.max_items:
+            return None
+        if any(i not in doc_len for i in vector_ids):
+            # A vector left without its item (deleted by SQL where foreign keys are off).
+            kept = [r for r, i in enumerate(vector_ids) if i in doc_len]
+            vector_ids, vectors = [vector_ids[r] for r in kept], [vectors[r] for r in kept]
+        if vectors:
+            matrix = np.frombuffer(b"".join(vectors), dtype=d.vector_dtype)
+            matrix = matrix.astype(np.float32, copy=False).reshape(len(vectors), -1)
+        else:
+            matrix = np.zeros((0, 0), dtype=np.float32)
+        data = ScopeData(int(version), doc_len, item_terms, vector_ids, matrix, episodic)
+        return data, data.members_of(listed), moves, next_time
