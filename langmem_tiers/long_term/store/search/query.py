@@ -680,12 +680,11 @@ class StoreSearch:
         guess: Guess | None = None
         # The members' rows, when the namespace was read for this search.
         loaded: dict[str, Sequence[Any]] = {}
-        if self.scope_cache is not None:
-            guess = self.scope_cache.guess(prefix, search.where, search.params, search.members_key)
-            if guess is not None:
-                scope = guess.data, guess.members
-            else:
-                scope = yield from self.scope_cache.members_flow(
+
+        def read_members(cache: ScopeCache) -> Flow[tuple[ScopeData, Members] | None]:
+            # The database's members, and their rows when the namespace is (re)loaded.
+            return (
+                yield from cache.members_flow(
                     prefix,
                     search.where,
                     search.params,
@@ -694,6 +693,14 @@ class StoreSearch:
                     columns=_CANDIDATE_COLUMNS,
                     member_rows=loaded,
                 )
+            )
+
+        if self.scope_cache is not None:
+            guess = self.scope_cache.guess(prefix, search.where, search.params, search.members_key)
+            if guess is not None:
+                scope = guess.data, guess.members
+            else:
+                scope = yield from read_members(self.scope_cache)
         neighbour_weight = self.settings.neighbour_weight
         while True:
             relevance = yield from self.relevance_flow(search, vector, scope, pool)
@@ -728,15 +735,7 @@ class StoreSearch:
             # The members taken from the cache were not this search's: ask the database.
             assert self.scope_cache is not None
             guess = None
-            scope = yield from self.scope_cache.members_flow(
-                prefix,
-                search.where,
-                search.params,
-                key=search.members_key,
-                instants=search.instants,
-                columns=_CANDIDATE_COLUMNS,
-                member_rows=loaded,
-            )
+            scope = yield from read_members(self.scope_cache)
         by_id = {row[5]: row for row in rows}
         anchored = set(anchors)
         pairs = {row[5]: tuple(row[_CHECK + 1 :]) for row in rows if row[5] in anchored}
