@@ -244,6 +244,8 @@ def migrations(dialect: Dialect) -> list[list[MigrationStep]]:
         # Updates that may change a search's members counted per namespace, so a search
         # of an unchanged namespace reuses the members an earlier one read.
         dialect.membership_change_migration(),
+        # What a search reads of a namespace it loads, from one index alone.
+        dialect.namespace_load_index_migration(),
     ]
 
 

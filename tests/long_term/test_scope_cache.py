@@ -172,7 +172,7 @@ def test_compression_is_seen(db: str, store: Any) -> None:
     after = _answer(store, "engine oil")
     assert after == _fresh(store, "engine oil")
     entry = _cache(store)._entries["u1.semantic"]
-    assert not any("m2" in i for i in entry.item_terms)
+    assert not any("m2" in i for i in entry.packed_terms)
 
 
 def test_a_key_moved_to_another_namespace_is_seen(db: str, store: Any) -> None:
@@ -384,18 +384,28 @@ def test_dense_with_several_vectors_an_item_takes_each_items_best() -> None:
         assert list(got)[:6] == list(top)
 
 
-def test_inverted_lists_built_at_once_answer_as_those_built_per_term() -> None:
-    from langmem_tiers.long_term.store.search.scope_cache import LAZY_TERMS, ScopeData
+def test_inverted_index_answers_each_terms_postings_as_the_items_hold_them() -> None:
+    from langmem_tiers.long_term.store.search.bm25 import pack_terms
+    from langmem_tiers.long_term.store.search.scope_cache import ScopeData
 
     terms = {f"i{n}": {f"t{(n * k) % 97}": k for k in range(1, 6)} for n in range(50)}
-    data = ScopeData(1, dict.fromkeys(terms, 15), terms, [], np.zeros((0, 0), dtype=np.float32))
+    packed = {i: pack_terms(tf) for i, tf in terms.items() if i != "i7"}
+    lengths = {i: 0 if i == "i7" else 15 for i in terms}
+    data = ScopeData(1, lengths, packed, [], np.zeros((0, 0), dtype=np.float32))  # type: ignore[arg-type]
     expected = {
-        f"t{t}": {i: tf[f"t{t}"] for i, tf in terms.items() if f"t{t}" in tf} for t in range(98)
+        f"t{t}": {i: tf[f"t{t}"] for i, tf in terms.items() if f"t{t}" in tf and i != "i7"}
+        for t in range(98)
     }
-    got = {term: _as_dict(data, term) for term in expected}  # past LAZY_TERMS: all at once
-    assert len(expected) > LAZY_TERMS
-    assert got == expected
+    assert {term: _as_dict(data, term) for term in expected} == expected
+    assert {term: data.frequency(term) for term in expected} == {
+        term: len(found) for term, found in expected.items()
+    }
     assert _as_dict(data, "absent") == {}
+    assert data.frequency("absent") == 0
+    assert data.terms_of("i3") == terms["i3"]
+    assert data.terms_of("i7") == {}
+    rows, _ = data.posting("t0")
+    assert rows.tolist() == sorted(rows.tolist())
 
 
 def _as_dict(data: Any, term: str) -> dict[str, int]:
@@ -439,12 +449,15 @@ def test_an_unchanged_namespace_is_not_listed_again(db: str, store: Any) -> None
     counts membership changes (SQLite) it reads two counters, then the rows; elsewhere
     (PostgreSQL) the statement reading the rows checks the members of the last search
     with the same condition, in one round trip. A namespace not cached yet is read with
-    its members and their rows in one statement."""
+    its members in one statement, and with their rows where a statement is a round trip
+    (PostgreSQL); in process (SQLite) the candidates' rows are a statement of their own."""
     remembers = _cache(store).dialect.counts_membership_changes
     assert remembers == db.startswith("sqlite")
+    in_process = _cache(store).dialect.in_process
+    assert in_process == db.startswith("sqlite")
     expected = _fresh(store, "apple fruit")
     _cache(store).clear()
-    assert len(_statements(lambda: _answer(store, "apple fruit"))) == 1
+    assert len(_statements(lambda: _answer(store, "apple fruit"))) == (2 if in_process else 1)
     assert not _lists_members(store, lambda: _answer(store, "music paris"))
     assert len(_statements(lambda: _answer(store, "music paris"))) == (2 if remembers else 1)
     assert _answer(store, "apple fruit") == expected

@@ -365,7 +365,7 @@ class CachedSet:
         return self.data.bm25(weights, self.n_docs, self.avgdl, self._members)
 
     def feedback_flow(self, items: Sequence[str]) -> Flow[list[dict[str, int]]]:
-        return [dict(self.data.item_terms.get(i, {})) for i in items]
+        return [self.data.terms_of(i) for i in items]
         yield  # pragma: no cover - makes this a generator
 
 
@@ -678,8 +678,10 @@ class StoreSearch:
         prefix = join_namespace(search.prefix)
         scope: tuple[ScopeData, Members] | None = None
         guess: Guess | None = None
-        # The members' rows, when the namespace was read for this search.
+        # The members' rows, when the namespace was read for this search (not in process,
+        # where the candidates' own statement costs less than reading every member's row).
         loaded: dict[str, Sequence[Any]] = {}
+        in_process = self.dialect.in_process
 
         def read_members(cache: ScopeCache) -> Flow[tuple[ScopeData, Members] | None]:
             # The database's members, and their rows when the namespace is (re)loaded.
@@ -690,8 +692,8 @@ class StoreSearch:
                     search.params,
                     key=search.members_key,
                     instants=search.instants,
-                    columns=_CANDIDATE_COLUMNS,
-                    member_rows=loaded,
+                    columns=() if in_process else _CANDIDATE_COLUMNS,
+                    member_rows=None if in_process else loaded,
                 )
             )
 

@@ -40,11 +40,10 @@ from __future__ import annotations
 
 import math
 import threading
-from collections import Counter, OrderedDict
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from datetime import datetime
-from itertools import chain
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -63,7 +62,6 @@ from langmem_tiers.sql.dialect import (
 from langmem_tiers.sql.flow import Flow, Sql
 
 __all__ = [
-    "LAZY_TERMS",
     "MAX_CACHED_ITEMS",
     "ArrayScores",
     "Guess",
@@ -71,9 +69,6 @@ __all__ = [
     "ScopeCache",
     "ScopeData",
 ]
-
-#: Inverted lists built one term at a time before all are built at once.
-LAZY_TERMS = 32
 
 #: Items kept over all cached prefixes; the least recently searched prefixes leave first.
 MAX_CACHED_ITEMS = 200_000
@@ -126,33 +121,28 @@ class RememberedMembers(NamedTuple):
 class ScopeData:
     """The terms, lengths and vectors of every item under one namespace prefix.
 
-    Items are numbered rows; a term's postings are two arrays (rows and frequencies), so
-    BM25 over a namespace is a few vector operations per query term, not a Python step per
-    posting. The postings are built per term on first use, not at load: a search needs
-    those of a few dozen terms, while building them all for a large namespace costs more
-    than the search itself. Once :data:`LAZY_TERMS` lists were built one by one (a
-    namespace searched again and again, each search bringing new feedback terms), all are
-    listed in one pass, which then costs less than the scans it saves, and each list
-    becomes arrays when its term is first scored. Two threads building
-    one term's list build the same one. Document frequencies are counted at load, so the
-    feedback step, which weighs dozens of candidate terms by how many items hold them,
-    builds the lists of the few it keeps only.
+    Items are numbered rows. The terms are an inverted index built at load in one pass
+    over every item's packed terms (``bm25.pack_terms``): each term's postings (rows and
+    frequencies) are a slice of two arrays, so BM25 over a namespace is a few vector
+    operations per query term, and a term's document frequency is the length of its
+    slice. Nothing is built later, so threads share an entry without locks.
     """
 
     __slots__ = (
+        "_codes",
         "_last_members",
-        "_lists",
-        "_postings",
+        "_posting_counts",
+        "_posting_rows",
         "_remembered",
+        "_starts",
         "_statistics",
         "_vector_item_rows",
         "_vector_row_of",
-        "document_frequency",
         "episodic",
         "ids",
-        "item_terms",
         "lengths",
         "matrix",
+        "packed_terms",
         "row_of",
         "vector_ids",
         "version",
@@ -162,7 +152,7 @@ class ScopeData:
         self,
         version: int,
         doc_len: Mapping[str, int],
-        item_terms: dict[str, dict[str, int]],
+        packed_terms: Mapping[str, str],
         vector_ids: list[str],
         matrix: np.ndarray,
         episodic: AbstractSet[str] = frozenset(),
@@ -171,7 +161,7 @@ class ScopeData:
         self.ids = list(doc_len)  # every item under the prefix, by row
         self.row_of = {item: row for row, item in enumerate(self.ids)}
         self.lengths = np.fromiter(doc_len.values(), dtype=np.int64, count=len(self.ids))
-        self.item_terms = item_terms  # item -> term -> frequency (items with terms)
+        self.packed_terms = packed_terms  # item -> its packed terms (items with terms)
         self.vector_ids = vector_ids  # the item of each row of ``matrix``
         self.matrix = matrix  # unit float32 vectors
         self.episodic = episodic  # the items of the kind that has neighbours
@@ -179,12 +169,11 @@ class ScopeData:
             (self.row_of[i] for i in vector_ids), dtype=np.int64, count=len(vector_ids)
         )
         self._vector_row_of = {item: row for row, item in enumerate(vector_ids)}
-        self._postings: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-        # Every term's postings as lists, once LAZY_TERMS terms were asked for.
-        self._lists: dict[str, tuple[list[int], list[int]]] | None = None
+        self._codes, self._starts, self._posting_rows, self._posting_counts = _inverted_index(
+            self.row_of, packed_terms
+        )
         self._last_members: Members | None = None
         self._remembered: OrderedDict[tuple[Any, ...], RememberedMembers] = OrderedDict()
-        self.document_frequency = Counter(chain.from_iterable(item_terms.values()))
         positive = self.lengths[self.lengths > 0]
         self._statistics = (
             len(positive),
@@ -244,41 +233,23 @@ class ScopeData:
         return Members(None, self.row_of.keys(), None)
 
     def posting(self, term: str) -> tuple[np.ndarray, np.ndarray]:
-        """``(rows, frequencies)`` of ``term`` over every item under the prefix."""
-        postings = self._postings
-        found = postings.get(term)
-        if found is not None:
-            return found
-        if self._lists is None and len(postings) >= LAZY_TERMS:
-            # Every term's list in one pass over the items; each becomes arrays when first
-            # scored (most of a namespace's terms never are).
-            lists: dict[str, tuple[list[int], list[int]]] = {}
-            row_of = self.row_of
-            for item, frequencies in self.item_terms.items():
-                row = row_of[item]
-                for word, n in frequencies.items():
-                    entry = lists.get(word)
-                    if entry is None:
-                        lists[word] = entry = ([], [])
-                    entry[0].append(row)
-                    entry[1].append(n)
-            self._lists = lists
-        if self._lists is not None:
-            listed = self._lists.get(term)
-            found = _arrays(*listed) if listed is not None else _EMPTY_POSTING
-            postings[term] = found
-            return found
-        rows: list[int] = []
-        counts: list[int] = []
-        row_of = self.row_of
-        for item, frequencies in self.item_terms.items():
-            count = frequencies.get(term)
-            if count is not None:
-                rows.append(row_of[item])
-                counts.append(count)
-        found = _arrays(rows, counts)
-        postings[term] = found
-        return found
+        """``(rows, frequencies)`` of ``term`` over every item under the prefix, rows
+        ascending."""
+        code = self._codes.get(term)
+        if code is None:
+            return _EMPTY_POSTING
+        start, stop = self._starts[code], self._starts[code + 1]
+        return self._posting_rows[start:stop], self._posting_counts[start:stop]
+
+    def frequency(self, term: str) -> int:
+        """How many items under the prefix hold ``term``."""
+        code = self._codes.get(term)
+        return 0 if code is None else self._starts[code + 1] - self._starts[code]
+
+    def terms_of(self, item: str) -> dict[str, int]:
+        """The term frequencies of ``item`` (empty for an item without terms)."""
+        packed = self.packed_terms.get(item)
+        return unpack_terms(packed) if packed else {}
 
     def statistics(self, members: Members) -> tuple[int, float]:
         """The members' number of BM25 documents (items with terms) and mean length."""
@@ -291,11 +262,11 @@ class ScopeData:
     def document_frequencies(self, terms: Iterable[str], members: Members) -> dict[str, int]:
         """How many members hold each of ``terms``."""
         if members.mask is None:
-            return {term: self.document_frequency[term] for term in terms}
+            return {term: self.frequency(term) for term in terms}
         mask = members.mask
         out = {}
         for term in terms:
-            if self.document_frequency[term]:
+            if self.frequency(term):
                 out[term] = int(np.count_nonzero(mask[self.posting(term)[0]]))
             else:
                 out[term] = 0
@@ -311,7 +282,7 @@ class ScopeData:
         scores = np.zeros(len(self.ids), dtype=np.float64)
         mask = members.mask
         for term in sorted(weights):
-            if not self.document_frequency[term]:
+            if not self.frequency(term):
                 continue
             rows, counts = self.posting(term)
             if mask is not None:
@@ -361,8 +332,31 @@ class ScopeData:
 _EMPTY_POSTING = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64))
 
 
-def _arrays(rows: list[int], counts: list[int]) -> tuple[np.ndarray, np.ndarray]:
-    return np.array(rows, dtype=np.int64), np.array(counts, dtype=np.float64)
+def _inverted_index(
+    row_of: Mapping[str, int], packed_terms: Mapping[str, str]
+) -> tuple[dict[str, int], list[int], np.ndarray, np.ndarray]:
+    """Every term's postings over the items of ``packed_terms``: a code per term, and the
+    rows and frequencies of all postings sorted by code (rows ascending within one), code
+    ``c``'s between ``starts[c]`` and ``starts[c + 1]``.
+
+    The items' packed terms are joined and split once, so a namespace of a thousand items
+    is a few list and array operations over its postings, not a dictionary per item.
+    """
+    texts = list(packed_terms.values())
+    fields = PACKED_SEPARATOR.join(texts).split(PACKED_SEPARATOR) if texts else []
+    words = fields[0::2]
+    counts = np.array(list(map(int, fields[1::2])), dtype=np.float64)
+    # A packed text of n terms holds 2n - 1 separators.
+    rows = np.repeat(
+        np.fromiter((row_of[i] for i in packed_terms), dtype=np.int64, count=len(texts)),
+        [(text.count(PACKED_SEPARATOR) + 1) // 2 for text in texts],
+    )
+    codes: dict[str, int] = {}
+    coded = np.array([codes.setdefault(w, len(codes)) for w in words], dtype=np.int64)
+    order = np.argsort(coded, kind="stable")
+    starts = np.zeros(len(codes) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(coded, minlength=len(codes)), out=starts[1:])
+    return codes, starts.tolist(), rows[order], counts[order]
 
 
 def _top_rows(values: np.ndarray, k: int, rows: np.ndarray | None, ids: Sequence[str]) -> list[int]:
@@ -693,7 +687,7 @@ class ScopeCache:
         )
         count, version, moves, next_time = 0, 0, 0, None
         doc_len: dict[str, int] = {}
-        item_terms: dict[str, dict[str, int]] = {}
+        packed_terms: dict[str, str] = {}
         listed: set[str] = set()
         episodic: set[str] = set()
         vector_ids: list[str] = []
@@ -707,7 +701,7 @@ class ScopeCache:
             else:
                 doc_len[item] = length
                 if packed:
-                    item_terms[item] = unpack_terms(packed)
+                    packed_terms[item] = packed
                 if member:
                     listed.add(item)
                     if member_rows is not None:
@@ -725,5 +719,5 @@ class ScopeCache:
             matrix = matrix.astype(np.float32, copy=False).reshape(len(vectors), -1)
         else:
             matrix = np.zeros((0, 0), dtype=np.float32)
-        data = ScopeData(int(version), doc_len, item_terms, vector_ids, matrix, episodic)
+        data = ScopeData(int(version), doc_len, packed_terms, vector_ids, matrix, episodic)
         return data, data.members_of(listed), moves, next_time
