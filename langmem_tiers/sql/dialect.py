@@ -311,6 +311,21 @@ class Dialect:
         """
         return f"{column} IN (SELECT j.value FROM json_each(?) AS j)", [compact_json(list(values))]
 
+    def list_rows_sql(
+        self, values: Sequence[Any], *, sql_type: str = "text"
+    ) -> tuple[str, list[Any]]:
+        """A subquery whose rows are ``values``, bound as ONE parameter (see :meth:`in_list`),
+        to join with other rows in one ``IN (... UNION ALL ...)``: an ``OR`` of two ``IN``
+        conditions makes PostgreSQL's planner scan the whole table.
+
+        Example:
+            >>> SqliteDialect().list_rows_sql(["a", "b"])
+            ('SELECT j.value FROM json_each(?) AS j', ['["a","b"]'])
+            >>> PostgresDialect().list_rows_sql(["a"])
+            ('SELECT unnest(?::text[])', [['a']])
+        """
+        return "SELECT j.value FROM json_each(?) AS j", [compact_json(list(values))]
+
     def not_indexed(self, expr: str) -> str:
         """``expr`` as the planner may not look it up in an index.
 
@@ -756,6 +771,11 @@ class PostgresDialect(Dialect):
         self, column: str, values: Sequence[Any], *, sql_type: str = "text"
     ) -> tuple[str, list[Any]]:
         return f"{column} = ANY(?::{sql_type}[])", [list(values)]
+
+    def list_rows_sql(
+        self, values: Sequence[Any], *, sql_type: str = "text"
+    ) -> tuple[str, list[Any]]:
+        return f"SELECT unnest(?::{sql_type}[])", [list(values)]
 
     def bytewise(self, expr: str) -> str:
         # The prefix columns are "C" already (byte_order_migration); saying it here keeps the

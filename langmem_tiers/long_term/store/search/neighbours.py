@@ -88,6 +88,7 @@ def rows_with_neighbours_sql(
             [*column_params, *id_params, *params],
         )
     in_anchors, anchor_params = dialect.in_list("e.memory_id", anchors)
+    id_rows, id_rows_params = dialect.list_rows_sql(ids)
 
     def side(compare: str, order: str, offset: int) -> str:
         return (
@@ -117,12 +118,13 @@ def rows_with_neighbours_sql(
         f" p AS (SELECT a.id, {found} FROM a)"
         f" SELECT {columns}, {', '.join(f'p.{name}' for name in names)}"
         f" FROM {ITEMS} i LEFT JOIN p ON p.id = i.id"
-        f" WHERE ({in_ids} OR i.id IN ({listed})) AND {where}",
+        # One IN over both lists: an OR of two made PostgreSQL scan the whole table.
+        f" WHERE i.id IN ({id_rows} UNION ALL {listed}) AND {where}",
         [
             *anchor_params,
             *[p for _ in sides for p in (NEIGHBOUR_SPAN, *params)],
             *column_params,
-            *id_params,
+            *id_rows_params,
             *params,
         ],
     )
