@@ -309,7 +309,8 @@ class Dialect:
             >>> PostgresDialect().in_list("seq", [1, 2], sql_type="bigint")
             ('seq = ANY(?::bigint[])', [[1, 2]])
         """
-        return f"{column} IN (SELECT j.value FROM json_each(?) AS j)", [compact_json(list(values))]
+        rows, params = self.list_rows_sql(values, sql_type=sql_type)
+        return f"{column} IN ({rows})", params
 
     def list_rows_sql(
         self, values: Sequence[Any], *, sql_type: str = "text"

@@ -235,6 +235,8 @@ async def test_search_by_namespace_prefix_matches_whole_labels(twin: Twin) -> No
     await twin.put(("docs2",), "other1", {"v": 4})
     await twin.put(("doc",), "other2", {"v": 5})
     await twin.put(("other", "docs"), "other3", {"v": 6})
+    # Between "docs" and "docs." in byte order: the one band a prefix's range must leave out.
+    await twin.put(("docs-x",), "other4", {"v": 7})
 
     assert sorted(keys(await twin.search(("docs",)))) == ["a1", "b1", "deep1", "root"]
     assert sorted(keys(await twin.search(("docs", "a")))) == ["a1", "deep1"]
@@ -250,6 +252,7 @@ async def test_search_by_namespace_prefix_matches_whole_labels(twin: Twin) -> No
         "other1",
         "other2",
         "other3",
+        "other4",
         "root",
     ]
     by_key = {item.key: item for item in everything}

@@ -80,8 +80,8 @@ def rows_with_neighbours_sql(
     :data:`NEIGHBOUR_SPAN` events; None on other rows). The neighbours come with the rows
     they need, so a search reads both in one round trip.
     """
-    in_ids, id_params = dialect.in_list("i.id", ids)
     if not anchors:
+        in_ids, id_params = dialect.in_list("i.id", ids)
         return (
             f"SELECT {columns}{', NULL' * 2 * NEIGHBOUR_TURNS} FROM {ITEMS} i"
             f" WHERE {in_ids} AND {where}",
