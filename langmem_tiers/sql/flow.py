@@ -14,6 +14,8 @@ Example:
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from collections.abc import Generator, Sequence
 from typing import Any, NamedTuple, Protocol, TypeVar
 
@@ -25,12 +27,14 @@ __all__ = [
     "Embed",
     "Flow",
     "InsertRows",
+    "Latch",
     "QdrantCall",
     "Request",
     "Sql",
     "SqlMany",
     "SyncIO",
     "Transaction",
+    "WaitFor",
     "arun",
     "run",
 ]
@@ -105,7 +109,75 @@ class Transaction(NamedTuple):
     read_only: bool = False
 
 
-Request = Sql | SqlMany | InsertRows | Embed | QdrantCall | Transaction
+class Latch:
+    """A one-shot signal that threads wait for and event loops await alike.
+
+    A flow cannot block on a lock or an event itself: the same flow runs in a thread
+    (where blocking is how to wait) and on an event loop (where it would stall every
+    other task). It yields :class:`WaitFor` instead, and the driver waits its own way.
+
+    Example:
+        >>> latch = Latch()
+        >>> latch.wait(0.01)
+        False
+        >>> latch.open()
+        >>> latch.wait(0.01), asyncio.run(latch.await_open(0.01))
+        (True, True)
+    """
+
+    __slots__ = ("_event", "_guard", "_waiters")
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self._guard = threading.Lock()
+        self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
+
+    @property
+    def is_open(self) -> bool:
+        return self._event.is_set()
+
+    def open(self) -> None:
+        """Let every waiter go, now and later (from any thread)."""
+        with self._guard:
+            self._event.set()
+            waiters, self._waiters = self._waiters, []
+        for loop, future in waiters:
+            if not loop.is_closed():
+                loop.call_soon_threadsafe(_resolve, future)
+
+    def wait(self, timeout: float) -> bool:
+        """Block until the latch opens or ``timeout`` seconds pass; whether it opened."""
+        return self._event.wait(timeout)
+
+    async def await_open(self, timeout: float) -> bool:
+        """Async twin of :meth:`wait`: the loop runs other tasks meanwhile."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[None] = loop.create_future()
+        with self._guard:
+            if self._event.is_set():
+                return True
+            self._waiters.append((loop, future))
+        try:
+            await asyncio.wait_for(future, timeout)
+        except asyncio.TimeoutError:  # the builtin TimeoutError from Python 3.11
+            return False
+        return True
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+class WaitFor(NamedTuple):
+    """Wait until ``latch`` opens, at most ``timeout`` seconds; the result is whether it
+    opened. Nothing is held meanwhile but what the flow itself holds."""
+
+    latch: Latch
+    timeout: float
+
+
+Request = Sql | SqlMany | InsertRows | Embed | QdrantCall | Transaction | WaitFor
 Flow = Generator[Request, Any, T]
 
 
@@ -142,6 +214,7 @@ def run(flow: Flow[T], io: SyncIO) -> T:
             Embed: io.embed,
             QdrantCall: io.qdrant,
             Transaction: lambda request: io.transaction(request.flow, request.read_only),
+            WaitFor: lambda request: request.latch.wait(request.timeout),
         },
     )
 
@@ -157,5 +230,6 @@ async def arun(flow: Flow[T], io: AsyncIO) -> T:
             Embed: io.embed,
             QdrantCall: io.qdrant,
             Transaction: lambda request: io.transaction(request.flow, request.read_only),
+            WaitFor: lambda request: request.latch.await_open(request.timeout),
         },
     )

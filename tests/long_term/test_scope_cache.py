@@ -7,12 +7,15 @@ cleared before the search), or with the expected keys.
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -28,6 +31,7 @@ from langmem_tiers.sql.dialect import (
     PostgresDialect,
     SqliteDialect,
 )
+from langmem_tiers.sql.flow import Latch
 
 from .fakes import default_index
 
@@ -649,3 +653,170 @@ def test_searches_beside_writers_of_membership_on_postgres(postgres_url: str) ->
         for searcher in searchers:
             warm = {q: _answer(searcher, q) for q in ["apple fruit", *QUERIES]}
             assert warm == {q: _fresh(searcher, q) for q in ["apple fruit", *QUERIES]}
+
+
+def test_a_latch_lets_threads_and_event_loops_go_once_opened() -> None:
+    latch = Latch()
+    assert not latch.wait(0.01)
+    assert asyncio.run(latch.await_open(0.01)) is False
+    woken: list[bool] = []
+
+    async def waiter() -> None:
+        woken.append(await latch.await_open(10))
+
+    thread = threading.Thread(target=asyncio.run, args=(waiter(),))
+    thread.start()
+    blocked = threading.Thread(target=lambda: woken.append(latch.wait(10)))
+    blocked.start()
+    while not latch._waiters:  # the loop's waiter registered
+        time.sleep(0.001)
+    latch.open()  # from another thread than the loop's
+    thread.join(5)
+    blocked.join(5)
+    assert woken == [True, True]
+    assert latch.wait(0)
+    assert asyncio.run(latch.await_open(0))
+
+
+@contextmanager
+def _slow_loads(io_class: Any, *, fail_first: bool = False) -> Iterator[SimpleNamespace]:
+    """Loads of a namespace (the statement reading its vectors) held until ``release``
+    is set, the first one failing with ``fail_first``; ``loads`` counts them, and
+    ``waits`` counts searches waiting for another's load."""
+    from langmem_tiers.sql import flow
+
+    seen = SimpleNamespace(loads=0, waits=0, entered=threading.Event(), release=threading.Event())
+    original_sql, original_wait, original_await = (
+        io_class.__dict__["sql"],
+        Latch.wait,
+        Latch.await_open,
+    )
+
+    def is_load(request: Any) -> bool:
+        return f"FROM {VECTORS} v" in request.text
+
+    def sync_sql(io: Any, request: Any) -> Any:
+        if is_load(request):
+            seen.loads += 1
+            seen.entered.set()
+            assert seen.release.wait(10)
+            if fail_first and seen.loads == 1:
+                raise RuntimeError("the database went away during the load")
+        return original_sql(io, request)
+
+    async def async_sql(io: Any, request: Any) -> Any:
+        if is_load(request):
+            seen.loads += 1
+            seen.entered.set()
+            assert await asyncio.to_thread(seen.release.wait, 10)
+            if fail_first and seen.loads == 1:
+                raise RuntimeError("the database went away during the load")
+        return await original_sql(io, request)
+
+    def counted_wait(latch: Any, timeout: float) -> bool:
+        seen.waits += 1
+        return original_wait(latch, timeout)
+
+    async def counted_await(latch: Any, timeout: float) -> bool:
+        seen.waits += 1
+        return await original_await(latch, timeout)
+
+    is_async = asyncio.iscoroutinefunction(original_sql)
+    io_class.sql = async_sql if is_async else sync_sql
+    flow.Latch.wait = counted_wait  # type: ignore[method-assign]
+    flow.Latch.await_open = counted_await  # type: ignore[method-assign]
+    try:
+        yield seen
+    finally:
+        io_class.sql = original_sql
+        flow.Latch.wait = original_wait  # type: ignore[method-assign]
+        flow.Latch.await_open = original_await  # type: ignore[method-assign]
+
+
+def _until(condition: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + 10
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.002)
+
+
+@pytest.mark.parametrize("fail_first", [False, True])
+def test_searches_meeting_a_cold_namespace_share_one_load(
+    postgres_url: str, fail_first: bool
+) -> None:
+    """Threads searching a namespace another thread is reading wait for that load and use
+    its entry: one load, not one per thread. When that load fails, its search fails and
+    the waiters read the namespace themselves."""
+    from langmem_tiers.sql import backends
+
+    with _open(postgres_url) as store:
+        for key, text in TEXTS.items():
+            store.put(NS, key, {"content": text})
+        expected = _fresh(store, "apple fruit")
+        _cache(store).clear()
+        answers: list[Any] = []
+
+        def search() -> None:
+            try:
+                answers.append(_answer(store, "apple fruit"))
+            except Exception as err:  # the failed load's search
+                answers.append(err)
+
+        with _slow_loads(backends._PgConnIO, fail_first=fail_first) as seen:
+            first = threading.Thread(target=search)
+            first.start()
+            assert seen.entered.wait(10)
+            others = [threading.Thread(target=search) for _ in range(3)]
+            for thread in others:
+                thread.start()
+            _until(lambda: seen.waits == 3)
+            seen.release.set()
+            for thread in [first, *others]:
+                thread.join(10)
+        failed = [a for a in answers if isinstance(a, Exception)]
+        assert len(failed) == (1 if fail_first else 0)
+        assert [a for a in answers if not isinstance(a, Exception)] == [expected] * (
+            3 if fail_first else 4
+        )
+        if fail_first:  # the waiters read it again (how many times depends on timing)
+            assert 2 <= seen.loads <= 4
+        else:
+            assert seen.loads == 1
+        assert not _cache(store)._loads
+
+
+async def test_tasks_meeting_a_cold_namespace_share_one_load(postgres_url: str) -> None:
+    """The same on one event loop (concurrent ``abatch`` calls on an async pool): tasks
+    await the load of another while the loop runs on."""
+    from langgraph.store.base import SearchOp
+
+    from langmem_tiers.sql import backends
+
+    async with TieredMemoryStore.afrom_url(
+        postgres_url, index=default_index(fields=("content",))
+    ) as store:
+        for key, text in TEXTS.items():
+            await store.aput(NS, key, {"content": text})
+
+        async def answer() -> list[str]:
+            (hits,) = await store.abatch([SearchOp(NS, query="apple fruit", limit=4)])
+            return [h.key for h in hits]
+
+        expected = await answer()
+        _cache(store).clear()
+
+        async def until(condition: Callable[[], bool]) -> None:
+            deadline = time.monotonic() + 10
+            while not condition():
+                assert time.monotonic() < deadline, "timed out"
+                await asyncio.sleep(0.002)
+
+        with _slow_loads(backends._AsyncPgConnIO) as seen:
+            first = asyncio.create_task(answer())
+            await until(seen.entered.is_set)
+            others = [asyncio.create_task(answer()) for _ in range(3)]
+            await until(lambda: seen.waits == 3)
+            seen.release.set()
+            found = await asyncio.gather(first, *others)
+        assert found == [expected] * 4
+        assert seen.loads == 1

@@ -59,9 +59,10 @@ from langmem_tiers.sql.dialect import (
     VECTORS,
     Dialect,
 )
-from langmem_tiers.sql.flow import Flow, Sql
+from langmem_tiers.sql.flow import Flow, Latch, Sql, WaitFor
 
 __all__ = [
+    "LOAD_WAIT_SECONDS",
     "MAX_CACHED_ITEMS",
     "ArrayScores",
     "Guess",
@@ -72,6 +73,10 @@ __all__ = [
 
 #: Items kept over all cached prefixes; the least recently searched prefixes leave first.
 MAX_CACHED_ITEMS = 200_000
+
+#: How long a search waits for another's load of its namespace before reading it itself
+#: (a load of 20,000 items takes well under a second; this only bounds a stuck one).
+LOAD_WAIT_SECONDS = 10.0
 
 
 class Members:
@@ -439,6 +444,7 @@ class ScopeCache:
         self.dialect = dialect
         self.max_items = max_items
         self._entries: OrderedDict[str, ScopeData] = OrderedDict()
+        self._loads: dict[str, Latch] = {}  # prefixes being read, for searches to wait on
         self._lock = threading.Lock()
 
     def clear(self) -> None:
@@ -499,6 +505,7 @@ class ScopeCache:
         instants: tuple[datetime, datetime] | None = None,
         columns: Sequence[str] = (),
         member_rows: dict[str, Sequence[Any]] | None = None,
+        may_wait: bool = True,
     ) -> Flow[tuple[ScopeData, Members] | None]:
         """The prefix's data and the items matching ``where`` (alias ``i``; within ``prefix``).
 
@@ -526,6 +533,11 @@ class ScopeCache:
         with the items, the vectors and the counter, in its own snapshot. The members of a
         search are kept with the entry (:meth:`guess`), and remembered where membership
         changes are counted, only when read at the entry's own version.
+
+        One load per prefix at a time: a search that would read a namespace another
+        search of this cache is reading waits for that load (``may_wait``; at most
+        :data:`LOAD_WAIT_SECONDS`) and then checks the entry it left like any other, so
+        eight clients meeting a cold namespace cost one load, not eight competing ones.
         """
         remembers = instants is not None and self.dialect.counts_membership_changes
         under, under_params = self._under("prefix", prefix)
@@ -568,23 +580,48 @@ class ScopeCache:
                 self._touch(prefix, known)
                 self._note(known, key, instants, members, moved, next_time)
                 return known, members
-        loaded = yield from self._load_flow(
-            prefix, where, params, state, state_params, columns, member_rows
-        )
-        if loaded is None:
-            return None
-        data, members, moved, next_time = loaded
-        if len(data.ids) > self.max_items:
-            return data, members  # used once, never kept
         with self._lock:
-            self._entries[prefix] = data
-            self._entries.move_to_end(prefix)
-            total = sum(len(d.ids) for d in self._entries.values())
-            while total > self.max_items and len(self._entries) > 1:
-                _, gone = self._entries.popitem(last=False)
-                total -= len(gone.ids)
-        self._note(data, key, instants, members, moved, next_time)
-        return data, members
+            latch = self._loads.get(prefix)
+            mine = latch is None
+            if latch is None:
+                latch = self._loads[prefix] = Latch()
+        if not mine and may_wait:
+            yield WaitFor(latch, LOAD_WAIT_SECONDS)
+            return (
+                yield from self.members_flow(
+                    prefix,
+                    where,
+                    params,
+                    key=key,
+                    instants=instants,
+                    columns=columns,
+                    member_rows=member_rows,
+                    may_wait=False,
+                )
+            )
+        try:
+            loaded = yield from self._load_flow(
+                prefix, where, params, state, state_params, columns, member_rows
+            )
+            if loaded is None:
+                return None
+            data, members, moved, next_time = loaded
+            if len(data.ids) > self.max_items:
+                return data, members  # used once, never kept
+            with self._lock:
+                self._entries[prefix] = data
+                self._entries.move_to_end(prefix)
+                total = sum(len(d.ids) for d in self._entries.values())
+                while total > self.max_items and len(self._entries) > 1:
+                    _, gone = self._entries.popitem(last=False)
+                    total -= len(gone.ids)
+            self._note(data, key, instants, members, moved, next_time)
+            return data, members
+        finally:
+            if mine:
+                with self._lock:
+                    del self._loads[prefix]
+                latch.open()
 
     def _note(
         self,
