@@ -246,6 +246,14 @@ def migrations(dialect: Dialect) -> list[list[MigrationStep]]:
         dialect.membership_change_migration(),
         # What a search reads of a namespace it loads, from one index alone.
         dialect.namespace_load_index_migration(),
+        [
+            # A scope's episodes waiting for consolidation, counted at every add: an index
+            # of those alone (fewer than the threshold, once consolidation runs), not of
+            # every episode the scope ever had, nor of its semantic memories.
+            f"CREATE INDEX IF NOT EXISTS {ITEMS}_waiting_episodes"
+            f" ON {ITEMS} (scope, kind, status, consolidated_into_id)"
+            " WHERE kind = 'episodic' AND consolidated_into_id IS NULL",
+        ],
     ]
 
 

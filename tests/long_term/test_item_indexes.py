@@ -136,6 +136,7 @@ def test_the_index_migration_upgrades_in_place(
         indexes = _item_indexes(store, backend)
         assert f"{ITEMS}_prefix_updated" not in indexes
         assert f"{ITEMS}_unconsolidated" not in indexes
+        assert f"{ITEMS}_waiting_episodes" in indexes
         assert engine.stats("agent-1")["unconsolidated_episodes"] == 4
         assert engine.stats()["unconsolidated_episodes"] == 5
         assert [i.key for i in store.search(AGENT_1, limit=20)] == listed_before
@@ -153,7 +154,9 @@ def test_the_index_migration_upgrades_in_place(
                     ["agent-2"],
                 )
             )
-            assert plan.startswith("SEARCH i USING INDEX"), plan  # not a scan of every item
+            # Through the index of waiting episodes alone, not a scan of every episode.
+            assert plan.startswith("SEARCH i USING"), plan
+            assert f"INDEX {ITEMS}_waiting_episodes (" in plan, plan
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
