@@ -820,3 +820,32 @@ async def test_tasks_meeting_a_cold_namespace_share_one_load(postgres_url: str) 
             found = await asyncio.gather(first, *others)
         assert found == [expected] * 4
         assert seen.loads == 1
+
+
+def test_a_load_that_never_ends_is_waited_for_once(
+    store: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A load whose flow was left unfinished never opens its latch: the next search waits
+    at most ``LOAD_WAIT_SECONDS``, reads the namespace itself, and forgets that load, so
+    later searches do not wait again."""
+    from langmem_tiers.long_term.store.records import join_namespace
+    from langmem_tiers.long_term.store.search import scope_cache
+
+    expected = _fresh(store, "apple fruit")
+    _cache(store).clear()
+    monkeypatch.setattr(scope_cache, "LOAD_WAIT_SECONDS", 0.05)
+    waits: list[float] = []
+    original = Latch.wait
+
+    def counted(latch: Any, timeout: float) -> bool:
+        waits.append(timeout)
+        return original(latch, timeout)
+
+    monkeypatch.setattr(Latch, "wait", counted)
+    _cache(store)._loads[join_namespace(NS)] = Latch()  # a load that never ends
+    assert _answer(store, "apple fruit") == expected
+    assert waits == [0.05]
+    assert not _cache(store)._loads
+    _cache(store).clear()
+    assert _answer(store, "apple fruit") == expected
+    assert waits == [0.05]

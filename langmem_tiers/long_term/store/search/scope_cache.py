@@ -586,7 +586,11 @@ class ScopeCache:
             if latch is None:
                 latch = self._loads[prefix] = Latch()
         if not mine and may_wait:
-            yield WaitFor(latch, LOAD_WAIT_SECONDS)
+            opened = yield WaitFor(latch, LOAD_WAIT_SECONDS)
+            if not opened:
+                # A load that never ended (its flow left unfinished): searches no longer
+                # wait for it, and the next to load registers its own.
+                self._forget_load(prefix, latch)
             return (
                 yield from self.members_flow(
                     prefix,
@@ -619,9 +623,14 @@ class ScopeCache:
             return data, members
         finally:
             if mine:
-                with self._lock:
-                    del self._loads[prefix]
+                self._forget_load(prefix, latch)
                 latch.open()
+
+    def _forget_load(self, prefix: str, latch: Latch) -> None:
+        """``latch``'s load of ``prefix`` is no longer one to wait for."""
+        with self._lock:
+            if self._loads.get(prefix) is latch:
+                del self._loads[prefix]
 
     def _note(
         self,
