@@ -132,10 +132,6 @@ class Latch:
         self._guard = threading.Lock()
         self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
 
-    @property
-    def is_open(self) -> bool:
-        return self._event.is_set()
-
     def open(self) -> None:
         """Let every waiter go, now and later (from any thread)."""
         with self._guard:
@@ -160,6 +156,9 @@ class Latch:
         try:
             await asyncio.wait_for(future, timeout)
         except asyncio.TimeoutError:  # the builtin TimeoutError from Python 3.11
+            with self._guard:
+                if (loop, future) in self._waiters:
+                    self._waiters.remove((loop, future))
             return False
         return True
 

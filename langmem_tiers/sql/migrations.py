@@ -249,7 +249,9 @@ def migrations(dialect: Dialect) -> list[list[MigrationStep]]:
         [
             # A scope's episodes waiting for consolidation, counted at every add: an index
             # of those alone (fewer than the threshold, once consolidation runs), not of
-            # every episode the scope ever had, nor of its semantic memories.
+            # every episode the scope ever had, nor of its semantic memories. Its columns
+            # are the count's four equalities: SQLite, without statistics, takes the index
+            # that matches the most of them, and (scope, kind, status) matches three.
             f"CREATE INDEX IF NOT EXISTS {ITEMS}_waiting_episodes"
             f" ON {ITEMS} (scope, kind, status, consolidated_into_id)"
             " WHERE kind = 'episodic' AND consolidated_into_id IS NULL",

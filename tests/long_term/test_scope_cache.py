@@ -659,6 +659,7 @@ def test_a_latch_lets_threads_and_event_loops_go_once_opened() -> None:
     latch = Latch()
     assert not latch.wait(0.01)
     assert asyncio.run(latch.await_open(0.01)) is False
+    assert not latch._waiters  # a waiter that timed out is not kept
     woken: list[bool] = []
 
     async def waiter() -> None:
