@@ -45,6 +45,9 @@ EVENTS = "lmt_events"
 API_KEYS = "lmt_api_keys"
 VERSIONS = "lmt_versions"
 SCOPE_CHANGES = "lmt_scope_changes"
+#: PostgreSQL: one row per counted move not yet added to :data:`SCOPE_CHANGES` (see
+#: ``PostgresDialect.membership_change_upgrade_migration``).
+SCOPE_MOVES = "lmt_scope_moves"
 #: The item times a search compares with its instants (validity, existence, expiry).
 MEMBERSHIP_TIMES = ("valid_from", "valid_until", "expires_at", "event_at", "created_at")
 
@@ -174,6 +177,19 @@ class Dialect:
         """Statements that count membership changes per namespace (none: not counted)."""
         return []
 
+    def membership_change_upgrade_migration(self) -> list[MigrationStep]:
+        """Statements that count membership changes on a database whose dialect did not
+        count them then (none: SQLite has since :meth:`membership_change_migration`)."""
+        return []
+
+    def moves_sql(self, under: str, params: Sequence[Any]) -> tuple[str, list[Any]]:
+        """An expression: the membership changes counted under the namespaces matching
+        ``under`` (bound to ``params``; a condition on ``prefix``)."""
+        return (
+            f"(SELECT CAST(coalesce(sum(moves), 0) AS BIGINT) FROM {SCOPE_CHANGES} WHERE {under})",
+            list(params),
+        )
+
     def scope_change_upgrade_migration(self) -> list[MigrationStep]:
         """Statements that add :meth:`scope_change_migration`'s counter to a database whose
         dialect did not keep one then (none: SQLite has kept it since that migration)."""
@@ -185,8 +201,9 @@ class Dialect:
 
         The counters are locked as the triggers count, until the transaction ends; where
         writers run concurrently, two writing the same namespaces in another order could
-        otherwise each hold one counter the other waits for. None where transactions are
-        already serial.
+        otherwise each hold one counter the other waits for. Where moves are logged
+        (PostgreSQL), the statement then adds the log of those namespaces to their
+        counters. None where transactions are already serial.
         """
         return None
 
@@ -876,17 +893,62 @@ class PostgresDialect(Dialect):
             f" FOR EACH ROW EXECUTE FUNCTION {SCOPE_CHANGES}_row()",
         ]
 
-    # Membership changes are not counted here (``counts_membership_changes``): a row
-    # trigger on statuses and times would take a namespace's counter inside statements
-    # that lock item rows first (a TTL refresh, status changes), while the writer takes
-    # counters before its rows, an order two transactions could meet from both ends.
+    counts_membership_changes = True
+
+    def membership_change_upgrade_migration(self) -> list[MigrationStep]:
+        # The same moves as SQLite's trigger counts, logged rather than counted in place:
+        # a row trigger updating a namespace's counter would take it inside statements
+        # that lock item rows first (a TTL refresh, status changes), while the writer
+        # takes counters before its rows, an order two transactions could meet from both
+        # ends. An insert locks no row anyone else holds. Writers, holding the counters,
+        # fold the log into them; a search sums both in its snapshot.
+        changed = " OR ".join(
+            f"OLD.{c} IS DISTINCT FROM NEW.{c}"
+            for c in ("status", "scope", "kind", *MEMBERSHIP_TIMES)
+        )
+        return [
+            _scope_moves_column,
+            f'CREATE TABLE IF NOT EXISTS {SCOPE_MOVES} (prefix TEXT COLLATE "C" NOT NULL)',
+            # What a writer's one statement does (lock_scope_changes_sql): the counters in
+            # byte order, then, holding them, the fold. Each statement of the function
+            # has its own snapshot, so a fold sees what the one before it left, and rows
+            # logged by transactions still open stay for a later one.
+            f"CREATE OR REPLACE FUNCTION {SCOPE_CHANGES}_take(wanted text[]) RETURNS void"
+            " LANGUAGE plpgsql SET search_path FROM CURRENT AS $$ BEGIN"
+            f" {self._take_counters_sql('wanted')};"
+            f" WITH folded AS (DELETE FROM {SCOPE_MOVES} WHERE prefix = ANY(wanted)"
+            f" RETURNING prefix) UPDATE {SCOPE_CHANGES} s SET moves = s.moves + f.n"
+            " FROM (SELECT prefix, count(*) AS n FROM folded GROUP BY prefix) f"
+            " WHERE s.prefix = f.prefix; END $$",
+            f"CREATE INDEX IF NOT EXISTS {SCOPE_MOVES}_prefix ON {SCOPE_MOVES} (prefix)",
+            f"CREATE OR REPLACE FUNCTION {SCOPE_MOVES}_row() RETURNS trigger"
+            " LANGUAGE plpgsql SET search_path FROM CURRENT AS $$ BEGIN"
+            f" INSERT INTO {SCOPE_MOVES} (prefix) VALUES (NEW.prefix); RETURN NULL; END $$",
+            f"DROP TRIGGER IF EXISTS {SCOPE_MOVES}_update ON {ITEMS}",
+            f"CREATE TRIGGER {SCOPE_MOVES}_update"
+            f" AFTER UPDATE OF status, scope, kind, {', '.join(MEMBERSHIP_TIMES)} ON {ITEMS}"
+            f" FOR EACH ROW WHEN ({changed}) EXECUTE FUNCTION {SCOPE_MOVES}_row()",
+        ]
+
+    def moves_sql(self, under: str, params: Sequence[Any]) -> tuple[str, list[Any]]:
+        counted, counted_params = super().moves_sql(under, params)
+        return (
+            f"({counted} + (SELECT count(*) FROM {SCOPE_MOVES} WHERE {under}))",
+            [*counted_params, *params],
+        )
 
     def lock_scope_changes_sql(self) -> str | None:
+        if self.counts_membership_changes:  # and folds the moves logged under them
+            return f"SELECT {SCOPE_CHANGES}_take(?::text[])"
+        return self._take_counters_sql("?::text[]")
+
+    @staticmethod
+    def _take_counters_sql(wanted: str) -> str:
         # Creates the counters not there yet, so that a first write of a namespace is
         # ordered too (two inserts of one new key wait for each other like row locks).
         return (
             f"INSERT INTO {SCOPE_CHANGES} AS s (prefix, changes)"
-            ' SELECT p, 0 FROM (SELECT DISTINCT unnest(?::text[]) COLLATE "C" AS p) x'
+            f' SELECT p, 0 FROM (SELECT DISTINCT unnest({wanted}) COLLATE "C" AS p) x'
             " ORDER BY p ON CONFLICT (prefix) DO UPDATE SET changes = s.changes"
         )
 

@@ -256,6 +256,9 @@ def migrations(dialect: Dialect) -> list[list[MigrationStep]]:
             f" ON {ITEMS} (scope, kind, status, consolidated_into_id)"
             " WHERE kind = 'episodic' AND consolidated_into_id IS NULL",
         ],
+        # Membership changes counted where they were not (PostgreSQL), so a warm search
+        # there checks two counters instead of counting its members.
+        dialect.membership_change_upgrade_migration(),
     ]
 
 

@@ -118,6 +118,7 @@ def test_the_index_migration_upgrades_in_place(
         # Nor did PostgreSQL count changes then (a later migration); SQLite did.
         old.setattr(PostgresDialect, "counts_scope_changes", False)
         old.setattr(SqliteDialect, "counts_membership_changes", False)
+        old.setattr(PostgresDialect, "counts_membership_changes", False)
         with TieredMemoryStore.from_url(url) as store:
             engine = MemoryEngine(store, settings=store.settings)
             for n in range(4):

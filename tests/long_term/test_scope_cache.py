@@ -272,6 +272,7 @@ def test_a_database_from_before_the_counter_upgrades_in_place(
         old.setattr(PostgresDialect, "counts_scope_changes", False)
         # Nor did either count membership changes.
         old.setattr(SqliteDialect, "counts_membership_changes", False)
+        old.setattr(PostgresDialect, "counts_membership_changes", False)
         with _open(db) as before:
             for key, text in TEXTS.items():
                 before.put(NS, key, {"content": text})
@@ -449,21 +450,20 @@ def _lists_members(store: Any, run: Callable[[], Any]) -> bool:
 
 
 def test_an_unchanged_namespace_is_not_listed_again(db: str, store: Any) -> None:
-    """A search of a namespace nothing changed in lists no members: where the database
-    counts membership changes (SQLite) it reads two counters, then the rows; elsewhere
-    (PostgreSQL) the statement reading the rows checks the members of the last search
-    with the same condition, in one round trip. A namespace not cached yet is read with
-    its members in one statement, and with their rows where a statement is a round trip
+    """A search of a namespace nothing changed in lists no members: in process (SQLite)
+    it reads two counters, then the rows; over a connection (PostgreSQL) the statement
+    reading the rows checks those counters for the members of the last search with the
+    same condition, in one round trip. A namespace not cached yet is read with its
+    members in one statement, and with their rows where a statement is a round trip
     (PostgreSQL); in process (SQLite) the candidates' rows are a statement of their own."""
-    remembers = _cache(store).dialect.counts_membership_changes
-    assert remembers == db.startswith("sqlite")
+    assert _cache(store).dialect.counts_membership_changes
     in_process = _cache(store).dialect.in_process
     assert in_process == db.startswith("sqlite")
     expected = _fresh(store, "apple fruit")
     _cache(store).clear()
     assert len(_statements(lambda: _answer(store, "apple fruit"))) == (2 if in_process else 1)
     assert not _lists_members(store, lambda: _answer(store, "music paris"))
-    assert len(_statements(lambda: _answer(store, "music paris"))) == (2 if remembers else 1)
+    assert len(_statements(lambda: _answer(store, "music paris"))) == (2 if in_process else 1)
     assert _answer(store, "apple fruit") == expected
 
 
@@ -471,9 +471,9 @@ def test_an_unchanged_namespace_is_not_listed_again(db: str, store: Any) -> None
 def test_members_swapped_without_a_change_of_their_number_are_seen(
     db: str, store: Any, superseded: int
 ) -> None:
-    """One member leaves and one item joins by SQL that moves no change counter of
-    PostgreSQL's (statuses): as many members as before, but not the same. The members the
-    last search had are checked by id (those left out, or those in, whichever are fewer)."""
+    """One member leaves and one item joins by plain SQL that changes no value (statuses):
+    as many members as before, but not the same. The moves counted by the database's
+    triggers make the next search read its members again."""
     hidden = [f"old{n}" for n in range(superseded)]
     for key in hidden:
         store.put(NS, key, {"content": "apple apple fruit salad", "status": "superseded"})
@@ -850,3 +850,60 @@ def test_a_load_that_never_ends_is_waited_for_once(
     _cache(store).clear()
     assert _answer(store, "apple fruit") == expected
     assert waits == [0.05]
+
+
+def test_moves_on_postgres_are_logged_and_folded_by_writers(postgres_url: str) -> None:
+    """A status change logs a move (no counter row is taken); the next write of the
+    namespace, holding its counter, adds the log to it: the sum a search reads stays."""
+    import psycopg
+
+    def moves(pg: Any) -> tuple[int, int]:
+        counted = pg.execute(
+            "SELECT moves FROM lmt_scope_changes WHERE prefix = %s", [".".join(NS)]
+        ).fetchone()[0]
+        logged = pg.execute("SELECT count(*) FROM lmt_scope_moves").fetchone()[0]
+        return int(counted), int(logged)
+
+    with _open(postgres_url) as store, psycopg.connect(postgres_url, autocommit=True) as pg:
+        for key, text in TEXTS.items():
+            store.put(NS, key, {"content": text})
+        start = moves(pg)
+        assert start[1] == 0
+        pg.execute("UPDATE lmt_items SET status = 'superseded' WHERE key IN ('m1', 'm2')")
+        pg.execute("UPDATE lmt_items SET access_count = access_count + 1")  # no move
+        pg.execute("UPDATE lmt_items SET status = status")  # set, not changed: no move
+        assert moves(pg) == (start[0], 2)
+        assert "m1" not in _answer(store, "apple")
+        store.put(NS, "m7", {"content": "plum jam"})
+        assert moves(pg) == (start[0] + 2, 0)
+        assert _answer(store, "apple fruit") == _fresh(store, "apple fruit")
+
+
+def test_a_writer_on_postgres_does_not_wait_for_an_open_move(postgres_url: str) -> None:
+    """A transaction that changed an item's status and is still open holds that item's
+    row, and nothing of its namespace's counter: a put of another item of the namespace
+    commits meanwhile, and the move counts once the mover commits."""
+    import psycopg
+
+    with _open(postgres_url) as store:
+        for key, text in TEXTS.items():
+            store.put(NS, key, {"content": text})
+        assert "m5" in _answer(store, "apple fruit")
+        _answer(store, "apple fruit")  # remembered
+        with psycopg.connect(postgres_url) as mover:
+            mover.execute("UPDATE lmt_items SET status = 'superseded' WHERE key = 'm5'")
+            with _open(postgres_url) as writer:
+                put = threading.Thread(
+                    target=writer.put, args=(NS, "m8", {"content": "apple cider vinegar"})
+                )
+                put.start()
+                put.join(timeout=10)
+                waited = put.is_alive()
+                assert "m5" in _answer(store, "apple fruit")  # not committed yet
+                mover.commit()
+                put.join(timeout=30)
+            assert not waited, "the put waited for the open move"
+        after = _answer(store, "apple fruit")
+        assert "m5" not in after
+        assert "m8" in after
+        assert after == _fresh(store, "apple fruit")

@@ -698,7 +698,7 @@ class StoreSearch:
             )
 
         if self.scope_cache is not None:
-            guess = self.scope_cache.guess(prefix, search.where, search.params, search.members_key)
+            guess = self.scope_cache.guess(prefix, search.members_key, search.instants)
             if guess is not None:
                 scope = guess.data, guess.members
             else:

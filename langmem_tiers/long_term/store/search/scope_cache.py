@@ -18,15 +18,14 @@ vectors are only ever written together with such a change of their item (the sto
 writer, and compression, which zeroes the length). Access counts and the other usage
 columns do not move the counter: they are read with the result rows, never cached.
 
-Members: where the database also counts the updates that may change membership
-(``moves``: statuses, scopes, kinds and the times a search compares; SQLite), an entry
-remembers the members of recent searches with their counters and the next time of any of
-its items after the search's instants. A later search with the same condition, at
-instants no earlier and before that time, while neither counter moved, selects exactly
-those items: it reads the two counters and nothing else. Where it does not (PostgreSQL),
-an entry keeps the members of recent searches too, and a later search with the same
-condition takes them at once and has the statement that reads its result rows check them
-against the database (:meth:`ScopeCache.guess`): one statement in all while they hold.
+Members: the database also counts the updates that may change membership (``moves``:
+statuses, scopes, kinds and the times a search compares), so an entry remembers the
+members of recent searches with their counters and the next time of any of its items
+after the search's instants. A later search with the same condition, at instants no
+earlier and before that time, while neither counter moved, selects exactly those items.
+In process (SQLite) it reads the two counters and nothing else first; over a connection
+(PostgreSQL) it takes the members at once and has the statement that reads its result
+rows check the counters (:meth:`ScopeCache.guess`): one statement in all while they hold.
 
 Example::
 
@@ -203,14 +202,6 @@ class ScopeData:
         self._remembered.move_to_end(key)
         while len(self._remembered) > REMEMBERED_SEARCHES:
             self._remembered.popitem(last=False)
-
-    def last_members(self, key: tuple[Any, ...]) -> Members | None:
-        """The members the last search with ``key`` read at this entry's version, if any."""
-        try:
-            found = self._remembered.get(key)
-        except TypeError:
-            return None
-        return found.members if found is not None else None
 
     def members(self, packed: str) -> Members:
         """The members listed in ``packed`` (ids joined by the separator), less any item
@@ -452,47 +443,37 @@ class ScopeCache:
             self._entries.clear()
 
     def guess(
-        self, prefix: str, where: str, params: Sequence[Any], key: tuple[Any, ...]
+        self,
+        prefix: str,
+        key: tuple[Any, ...],
+        instants: tuple[datetime, datetime] | None,
     ) -> Guess | None:
-        """The members of the last search with ``key`` (``where`` and ``params`` less its
-        instants) read at the entry's version, for a search to confirm in its own rows
-        statement; None when there are none, or where the database counts membership
-        changes (:meth:`members_flow` then asks two counters, no scan of the items).
+        """The members remembered for a search with ``key`` at ``instants``, for the search
+        to confirm in its own rows statement; None when there are none that answer those
+        instants, or where statements cost no round trip (:meth:`members_flow` then asks
+        the two counters first).
 
-        The check evaluates the search's full condition in the statement's snapshot, so it
-        holds whatever changed and however (the counters, triggers or the time): the
-        counter sum under the prefix is the entry's version, so the prefix holds exactly
-        the entry's items, and the members are some of them; as many matched as the guess
-        holds, and none outside it (or all inside it, whichever list is shorter to send),
-        is the guess. A wrong guess costs the search one more statement, never an answer.
+        The check reads the counters in the statement's snapshot: while both are what
+        they were when the members were read, nothing under the prefix was written or
+        moved since, so the members are the search's (see :class:`RememberedMembers`).
+        A wrong guess costs the search one more statement, never an answer.
         """
-        if self.dialect.counts_membership_changes:
+        if self.dialect.in_process or instants is None:
             return None
         with self._lock:
             data = self._entries.get(prefix)
-            members = data.last_members(key) if data is not None else None
-        if data is None or members is None:
+            remembered = data.remembered(key, instants) if data is not None else None
+        if data is None or remembered is None:
             return None
         under, under_params = self._under("prefix", prefix)
-        listed, listed_params = "", list[Any]()
-        if members.mask is not None:
-            outside = len(data.ids) - len(members)
-            if outside <= len(members):
-                ids = [i for i in data.ids if i not in members.ids]
-                expected = 0
-            else:
-                ids, expected = sorted(members.ids), len(members)
-            in_ids, id_params = self.dialect.in_list("i.id", ids)
-            listed = f" AND count(CASE WHEN {in_ids} THEN 1 END) = ?"
-            listed_params = [*id_params, expected]
+        moves, moves_params = self.dialect.moves_sql(under, under_params)
         self._touch(prefix, data)
         return Guess(
             data,
-            members,
-            f"(SELECT CASE WHEN count(*) = ?{listed}"
-            f" AND (SELECT {self._counter_sql('changes', under)}) = ? THEN 1 ELSE 0 END"
-            f" FROM {ITEMS} i WHERE {where})",
-            [len(members), *listed_params, *under_params, data.version, *params],
+            remembered.members,
+            f"(SELECT CASE WHEN (SELECT {self._changes_sql(under)}) = ?"
+            f" AND {moves} = ? THEN 1 ELSE 0 END)",
+            [*under_params, data.version, *moves_params, remembered.moves],
         )
 
     def members_flow(
@@ -541,13 +522,14 @@ class ScopeCache:
         """
         remembers = instants is not None and self.dialect.counts_membership_changes
         under, under_params = self._under("prefix", prefix)
-        changes = f"(SELECT {self._counter_sql('changes', under)})"
+        changes = f"(SELECT {self._changes_sql(under)})"
         moves, moves_params = "0", list[Any]()
         if remembers:
-            moves, moves_params = f"(SELECT {self._counter_sql('moves', under)})", under_params
+            moves, moves_params = self.dialect.moves_sql(under, under_params)
         with self._lock:
             known = self._entries.get(prefix)
-        if known is not None and instants is not None and remembers:
+        # Out of process, :meth:`guess` has asked the counters already.
+        if known is not None and instants is not None and remembers and self.dialect.in_process:
             with self._lock:  # searches of several threads share the entry
                 remembered = known.remembered(key, instants)
             if remembered is not None:
@@ -656,9 +638,9 @@ class ScopeCache:
                 self._entries.move_to_end(prefix)
 
     @staticmethod
-    def _counter_sql(column: str, under: str) -> str:
-        """The sum of a counter over the namespaces matching ``under``."""
-        return f"CAST(coalesce(sum({column}), 0) AS BIGINT) FROM {SCOPE_CHANGES} WHERE {under}"
+    def _changes_sql(under: str) -> str:
+        """The sum of the change counters of the namespaces matching ``under``."""
+        return f"CAST(coalesce(sum(changes), 0) AS BIGINT) FROM {SCOPE_CHANGES} WHERE {under}"
 
     def _horizon(self, prefix: str, since: datetime) -> tuple[str, list[Any]]:
         """A subquery: the earliest time of an item under ``prefix`` after ``since``
@@ -708,13 +690,12 @@ class ScopeCache:
         extra = "".join(f", {c}" for c in columns)
         nulls = ", NULL" * len(columns)
         # The items first, so that PostgreSQL, which resolves a UNION's types from the
-        # left, knows the type of every column before it meets a branch's NULLs. (The
-        # next time of an item is NULL on PostgreSQL, which does not remember members.)
+        # left, knows the type of every column before it meets a branch's NULLs.
         rows = yield Sql(
             f"WITH m AS MATERIALIZED (SELECT count(*) AS n FROM {ITEMS} i WHERE {where})"
             f" SELECT i.id, i.doc_len, i.terms, CASE WHEN {where} THEN 1 ELSE 0 END,"
             f" CASE WHEN i.kind = '{NEIGHBOUR_KIND}' THEN 1 ELSE 0 END,"
-            f" CAST(NULL AS BIGINT), CAST(NULL AS BIGINT), NULL, NULL{extra}"
+            f" CAST(NULL AS BIGINT), CAST(NULL AS BIGINT), CAST(NULL AS {d.ts_type}), NULL{extra}"
             f" FROM {ITEMS} i WHERE {under} AND {fits} UNION ALL"
             f" SELECT v.item_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL,"
             f" {d.vector_bytes_sql('v.embedding')}{nulls} FROM {VECTORS} v"
