@@ -182,6 +182,18 @@ class Dialect:
         count them then (none: SQLite has since :meth:`membership_change_migration`)."""
         return []
 
+    def next_time_sql(self, under: str, params: Sequence[Any], since: Any) -> tuple[str, list[Any]]:
+        """A subquery: the earliest of the :data:`MEMBERSHIP_TIMES` after ``since`` (a
+        parameter) of the items matching ``under`` (alias ``i``, bound to ``params``),
+        NULL when there is none."""
+        branches = " UNION ALL ".join(
+            f"SELECT min(i.{column}) AS t FROM {ITEMS} i WHERE {under} AND i.{column} > ?"
+            for column in MEMBERSHIP_TIMES
+        )
+        return f"(SELECT min(t) FROM ({branches}) h)", [
+            p for _ in MEMBERSHIP_TIMES for p in (*params, since)
+        ]
+
     def moves_sql(self, under: str, params: Sequence[Any]) -> tuple[str, list[Any]]:
         """An expression: the membership changes counted under the namespaces matching
         ``under`` (bound to ``params``; a condition on ``prefix``)."""
@@ -929,6 +941,16 @@ class PostgresDialect(Dialect):
             f" AFTER UPDATE OF status, scope, kind, {', '.join(MEMBERSHIP_TIMES)} ON {ITEMS}"
             f" FOR EACH ROW WHEN ({changed}) EXECUTE FUNCTION {SCOPE_MOVES}_row()",
         ]
+
+    def next_time_sql(self, under: str, params: Sequence[Any], since: Any) -> tuple[str, list[Any]]:
+        # One pass over the namespace's rows: a min() per time, each its own branch (as on
+        # SQLite, where the live index holds every time), took 3 ms to plan and 0.2 ms
+        # to run at 100 items, in every statement that reads a namespace.
+        firsts = ", ".join(f"min(CASE WHEN i.{c} > ? THEN i.{c} END)" for c in MEMBERSHIP_TIMES)
+        return (
+            f"(SELECT least({firsts}) FROM {ITEMS} i WHERE {under})",
+            [*(since for _ in MEMBERSHIP_TIMES), *params],
+        )
 
     def moves_sql(self, under: str, params: Sequence[Any]) -> tuple[str, list[Any]]:
         counted, counted_params = super().moves_sql(under, params)

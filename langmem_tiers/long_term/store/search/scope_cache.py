@@ -52,7 +52,6 @@ from langmem_tiers.long_term.store.search.neighbours import NEIGHBOUR_KIND
 from langmem_tiers.long_term.store.vectors import similarities
 from langmem_tiers.sql.dialect import (
     ITEMS,
-    MEMBERSHIP_TIMES,
     PACKED_SEPARATOR,
     SCOPE_CHANGES,
     VECTORS,
@@ -643,18 +642,11 @@ class ScopeCache:
         return f"CAST(coalesce(sum(changes), 0) AS BIGINT) FROM {SCOPE_CHANGES} WHERE {under}"
 
     def _horizon(self, prefix: str, since: datetime) -> tuple[str, list[Any]]:
-        """A subquery: the earliest time of an item under ``prefix`` after ``since``
-        (NULL when none), the instant until which the members of a search may change only
+        """A subquery: the earliest time of an item under ``prefix`` after ``since`` (NULL
+        when none), the instant until which the members of a search may change only
         through a write the counters see."""
         under, under_params = self._under("i.prefix", prefix)
-        at = self.dialect.ts_param(since)
-        branches = " UNION ALL ".join(
-            f"SELECT min(i.{column}) AS t FROM {ITEMS} i WHERE {under} AND i.{column} > ?"
-            for column in MEMBERSHIP_TIMES
-        )
-        return f"(SELECT min(t) FROM ({branches}) h)", [
-            p for _ in MEMBERSHIP_TIMES for p in (*under_params, at)
-        ]
+        return self.dialect.next_time_sql(under, under_params, self.dialect.ts_param(since))
 
     def _under(self, column: str, prefix: str) -> tuple[str, list[str]]:
         """Rows whose namespace ``column`` is ``prefix`` or below it (all rows for ``""``)."""
