@@ -194,6 +194,13 @@ class Dialect:
             p for _ in MEMBERSHIP_TIMES for p in (*params, since)
         ]
 
+    def folding_moves(self, update: str) -> str:
+        """``update`` (an UPDATE of items that may move them, with no RETURNING), made to
+        also add the moves logged under the namespaces of the items it updates to their
+        counters where it can without waiting (unchanged where moves are counted in
+        place)."""
+        return update
+
     def moves_sql(self, under: str, params: Sequence[Any]) -> tuple[str, list[Any]]:
         """An expression: the membership changes counted under the namespaces matching
         ``under`` (bound to ``params``; a condition on ``prefix``)."""
@@ -950,6 +957,24 @@ class PostgresDialect(Dialect):
         return (
             f"(SELECT least({firsts}) FROM {ITEMS} i WHERE {under})",
             [*(since for _ in MEMBERSHIP_TIMES), *params],
+        )
+
+    def folding_moves(self, update: str) -> str:
+        # For statements that lock item rows and no counter (a TTL refresh): a counter
+        # another transaction holds is skipped, never waited for, so the order writers
+        # take locks in is not met from the other end. The update's own moves are logged
+        # after its snapshot, for the next fold: without this, a namespace only ever read
+        # would log a move per refreshed item per search, and its searches count the log.
+        if not self.counts_membership_changes:
+            return update
+        return (
+            f"WITH updated AS ({update} RETURNING prefix), taken AS (SELECT s.prefix FROM"
+            f' {SCOPE_CHANGES} s WHERE s.prefix IN (SELECT prefix COLLATE "C" FROM updated)'
+            " ORDER BY s.prefix FOR UPDATE SKIP LOCKED),"
+            f" folded AS (DELETE FROM {SCOPE_MOVES} m USING taken t WHERE m.prefix = t.prefix"
+            f" RETURNING m.prefix) UPDATE {SCOPE_CHANGES} s SET moves = s.moves + f.n"
+            " FROM (SELECT prefix, count(*) AS n FROM folded GROUP BY prefix) f"
+            " WHERE s.prefix = f.prefix"
         )
 
     def moves_sql(self, under: str, params: Sequence[Any]) -> tuple[str, list[Any]]:

@@ -907,3 +907,26 @@ def test_a_writer_on_postgres_does_not_wait_for_an_open_move(postgres_url: str) 
         assert "m5" not in after
         assert "m8" in after
         assert after == _fresh(store, "apple fruit")
+
+
+def test_ttl_refreshes_on_postgres_keep_the_move_log_short(postgres_url: str) -> None:
+    """Each search refreshes the TTL of the items it returns, a move of each: a namespace
+    that is only read folds its log as it refreshes, so the log holds at most the last
+    refresh's moves while the counters keep counting them."""
+    import psycopg
+
+    ttl_ns = ("u1", "ttl")
+    with _open(postgres_url) as store, psycopg.connect(postgres_url, autocommit=True) as pg:
+        for key, text in TEXTS.items():
+            store.put(ttl_ns, key, {"content": text}, ttl=60)
+        logged = []
+        for _ in range(6):
+            hits = store.search(ttl_ns, query="apple fruit", limit=3)
+            assert [h.key for h in hits][:2] == ["m5", "m1"]
+            store.db.run(store.core.flush_flow())  # the refresh, in its own transaction
+            logged.append(pg.execute("SELECT count(*) FROM lmt_scope_moves").fetchone()[0])
+        counted = pg.execute(
+            "SELECT moves FROM lmt_scope_changes WHERE prefix = 'u1.ttl'"
+        ).fetchone()[0]
+    assert max(logged) <= 3, logged
+    assert counted + logged[-1] >= 6 * 2

@@ -372,10 +372,12 @@ class StoreCore:
         live = self.dialect.ts_param(now)
         # Rows are locked in id order, so two refreshing readers cannot deadlock.
         yield Sql(
-            f"UPDATE {ITEMS} SET expires_at = {self.dialect.expiry_sql()} WHERE id IN"
-            f" (SELECT i.id FROM {ITEMS} i WHERE {in_ids}"
-            f" AND i.ttl_minutes IS NOT NULL AND {LIVE_SQL}"
-            f" ORDER BY i.id{self.dialect.for_update})",
+            self.dialect.folding_moves(
+                f"UPDATE {ITEMS} SET expires_at = {self.dialect.expiry_sql()} WHERE id IN"
+                f" (SELECT i.id FROM {ITEMS} i WHERE {in_ids}"
+                f" AND i.ttl_minutes IS NOT NULL AND {LIVE_SQL}"
+                f" ORDER BY i.id{self.dialect.for_update})"
+            ),
             [live, *id_params, live],
         )
 
