@@ -936,9 +936,7 @@ class PostgresDialect(Dialect):
             " LANGUAGE plpgsql SET search_path FROM CURRENT AS $$ BEGIN"
             f" {self._take_counters_sql('wanted')};"
             f" WITH folded AS (DELETE FROM {SCOPE_MOVES} WHERE prefix = ANY(wanted)"
-            f" RETURNING prefix) UPDATE {SCOPE_CHANGES} s SET moves = s.moves + f.n"
-            " FROM (SELECT prefix, count(*) AS n FROM folded GROUP BY prefix) f"
-            " WHERE s.prefix = f.prefix; END $$",
+            f" RETURNING prefix) {self._add_folded_sql()}; END $$",
             f"CREATE INDEX IF NOT EXISTS {SCOPE_MOVES}_prefix ON {SCOPE_MOVES} (prefix)",
             f"CREATE OR REPLACE FUNCTION {SCOPE_MOVES}_row() RETURNS trigger"
             " LANGUAGE plpgsql SET search_path FROM CURRENT AS $$ BEGIN"
@@ -972,7 +970,14 @@ class PostgresDialect(Dialect):
             f' {SCOPE_CHANGES} s WHERE s.prefix IN (SELECT prefix COLLATE "C" FROM updated)'
             " ORDER BY s.prefix FOR UPDATE SKIP LOCKED),"
             f" folded AS (DELETE FROM {SCOPE_MOVES} m USING taken t WHERE m.prefix = t.prefix"
-            f" RETURNING m.prefix) UPDATE {SCOPE_CHANGES} s SET moves = s.moves + f.n"
+            f" RETURNING m.prefix) {self._add_folded_sql()}"
+        )
+
+    @staticmethod
+    def _add_folded_sql() -> str:
+        # After a CTE ``folded`` of deleted log rows: their count added to each counter.
+        return (
+            f"UPDATE {SCOPE_CHANGES} s SET moves = s.moves + f.n"
             " FROM (SELECT prefix, count(*) AS n FROM folded GROUP BY prefix) f"
             " WHERE s.prefix = f.prefix"
         )
