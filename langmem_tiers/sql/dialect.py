@@ -48,6 +48,12 @@ SCOPE_CHANGES = "lmt_scope_changes"
 #: PostgreSQL: one row per counted move not yet added to :data:`SCOPE_CHANGES` (see
 #: ``PostgresDialect.membership_change_upgrade_migration``).
 SCOPE_MOVES = "lmt_scope_moves"
+#: One row per counted change of an item: its namespace, the counter value the change
+#: brought the namespace's count to, and the item (see :meth:`Dialect.change_log_migration`).
+ITEM_CHANGES = "lmt_item_changes"
+#: A namespace's log keeps at least its last this many changes (and fewer than twice as
+#: many): a cache further behind reads the namespace again.
+CHANGES_KEPT = 1024
 #: The item times a search compares with its instants (validity, existence, expiry).
 MEMBERSHIP_TIMES = ("valid_from", "valid_until", "expires_at", "event_at", "created_at")
 
@@ -102,6 +108,12 @@ _KEEP_ON_UPDATE = {"id", "prefix", "key", "created_at"}
 #: JSON text as the store writes it: compact, non-ASCII kept. One encoder made once
 #: (``json.dumps`` with options builds a new one per call).
 compact_json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
+def _changed_values(*columns: str, distinct: str = "IS DISTINCT FROM") -> str:
+    """A trigger's condition: one of ``columns`` has another value in NEW than in OLD
+    (NULLs equal to each other: ``distinct`` is the operator that says so)."""
+    return " OR ".join(f"OLD.{c} {distinct} NEW.{c}" for c in columns)
 
 
 def _as_is(text: str) -> str:
@@ -212,6 +224,23 @@ class Dialect:
     def scope_change_upgrade_migration(self) -> list[MigrationStep]:
         """Statements that add :meth:`scope_change_migration`'s counter to a database whose
         dialect did not keep one then (none: SQLite has kept it since that migration)."""
+        return []
+
+    #: The database logs the item of every change it counts (:data:`ITEM_CHANGES`; see
+    #: :meth:`change_log_migration`), so a cache behind reads the changed items alone.
+    logs_item_changes = False
+
+    def change_log_migration(self) -> list[MigrationStep]:
+        """Statements that log, with every change the counters count, the item it changed
+        (:data:`ITEM_CHANGES`), so a cache a few changes behind reads those items alone.
+
+        Each count of one is one log row, numbered by the count it brought its namespace
+        to: a namespace whose counter moved from ``a`` to ``b`` has ``b - a`` rows numbered
+        above ``a`` while its log still holds them. The log is cut back to the last
+        :data:`CHANGES_KEPT` changes each time a namespace's count passes a multiple of it,
+        so a reader finding fewer rows than the counter moved knows it is too far behind.
+        None where changes are not counted.
+        """
         return []
 
     def lock_scope_changes_sql(self) -> str | None:
@@ -626,6 +655,50 @@ class SqliteDialect(Dialect):
             " valid_until, expires_at, doc_len, scope, kind, event_at, created_at, terms)",
         ]
 
+    logs_item_changes = True
+
+    def change_log_migration(self) -> list[MigrationStep]:
+        # The counting triggers again, each count followed by its log row. The log is cut
+        # by the change that brings the count to a multiple of CHANGES_KEPT (the bound is
+        # NULL otherwise, and a NULL bound ends the index range before it starts).
+        def counted(row: str) -> str:
+            return (
+                f"INSERT INTO {SCOPE_CHANGES} (prefix, changes) VALUES ({row}.prefix, 1)"
+                " ON CONFLICT (prefix) DO UPDATE SET changes = changes + 1;"
+                f" INSERT INTO {ITEM_CHANGES} (prefix, changes, item_id)"
+                f" SELECT prefix, changes, {row}.id FROM {SCOPE_CHANGES}"
+                f" WHERE prefix = {row}.prefix;"
+                f" DELETE FROM {ITEM_CHANGES} WHERE prefix = {row}.prefix"
+                f" AND changes <= (SELECT changes - {CHANGES_KEPT} FROM {SCOPE_CHANGES}"
+                f" WHERE prefix = {row}.prefix AND changes % {CHANGES_KEPT} = 0);"
+            )
+
+        return [
+            f"CREATE TABLE IF NOT EXISTS {ITEM_CHANGES} (prefix TEXT NOT NULL,"
+            " changes INTEGER NOT NULL, item_id TEXT NOT NULL, PRIMARY KEY (prefix, changes))"
+            " WITHOUT ROWID",
+            f"DROP TRIGGER IF EXISTS {SCOPE_CHANGES}_insert",
+            f"DROP TRIGGER IF EXISTS {SCOPE_CHANGES}_delete",
+            f"DROP TRIGGER IF EXISTS {SCOPE_CHANGES}_update",
+            f"CREATE TRIGGER {SCOPE_CHANGES}_insert AFTER INSERT ON {ITEMS}"
+            f" BEGIN {counted('NEW')} END",
+            f"CREATE TRIGGER {SCOPE_CHANGES}_delete AFTER DELETE ON {ITEMS}"
+            f" BEGIN {counted('OLD')} END",
+            f"CREATE TRIGGER {SCOPE_CHANGES}_update"
+            f" AFTER UPDATE OF id, prefix, value, doc_len ON {ITEMS}"
+            f" BEGIN {counted('OLD')} {counted('NEW')} END",
+            # Moves only where a value changes, as PostgreSQL counts them: a put that
+            # rewrites an item sets its status and times to what they were, and would
+            # otherwise make searches read their members again.
+            f"DROP TRIGGER IF EXISTS {SCOPE_CHANGES}_move",
+            f"CREATE TRIGGER {SCOPE_CHANGES}_move"
+            f" AFTER UPDATE OF status, scope, kind, {', '.join(MEMBERSHIP_TIMES)} ON {ITEMS}"
+            # SQLite's own spelling: IS DISTINCT FROM came with 3.39.
+            f" WHEN {_changed_values('status', 'scope', 'kind', *MEMBERSHIP_TIMES, distinct='IS NOT')}"
+            f" BEGIN INSERT INTO {SCOPE_CHANGES} (prefix, changes, moves) VALUES (NEW.prefix, 0, 1)"
+            " ON CONFLICT (prefix) DO UPDATE SET moves = moves + 1; END",
+        ]
+
     counts_membership_changes = True
 
     def membership_change_migration(self) -> list[MigrationStep]:
@@ -912,6 +985,50 @@ class PostgresDialect(Dialect):
             f" FOR EACH ROW EXECUTE FUNCTION {SCOPE_CHANGES}_row()",
         ]
 
+    logs_item_changes = True
+
+    def change_log_migration(self) -> list[MigrationStep]:
+        # The counting functions again, each count logged with its item. An insert or a
+        # delete of n items of a namespace counts n at once, the log rows numbered from
+        # the old count up; an update counts once per distinct (namespace, item) of its
+        # old and new row, as SQLite's trigger does. The cut deletes what a statement
+        # passing a multiple of CHANGES_KEPT leaves behind (rows a data-modifying CTE
+        # inserts are not visible to its sibling DELETE; a batch larger than the log is
+        # cut the next time).
+        def counted(changed: str) -> str:
+            return (
+                f"WITH counted AS (SELECT prefix, count(*) AS n FROM {changed} GROUP BY prefix),"
+                f" bumped AS (INSERT INTO {SCOPE_CHANGES} AS s (prefix, changes)"
+                ' SELECT prefix, n FROM counted ORDER BY prefix COLLATE "C"'
+                " ON CONFLICT (prefix) DO UPDATE SET changes = s.changes + excluded.changes"
+                " RETURNING s.prefix, s.changes),"
+                f" logged AS (INSERT INTO {ITEM_CHANGES} (prefix, changes, item_id)"
+                " SELECT r.prefix, b.changes + 1 - row_number() OVER"
+                f" (PARTITION BY r.prefix ORDER BY r.id), r.id FROM {changed} r"
+                " JOIN bumped b ON b.prefix = r.prefix)"
+                f" DELETE FROM {ITEM_CHANGES} l USING bumped b, counted c"
+                " WHERE c.prefix = b.prefix AND l.prefix = b.prefix"
+                f" AND b.changes / {CHANGES_KEPT} > (b.changes - c.n) / {CHANGES_KEPT}"
+                f" AND l.changes <= (b.changes / {CHANGES_KEPT} - 1) * {CHANGES_KEPT};"
+            )
+
+        row = counted("pairs").replace(
+            "WITH ",
+            "WITH pairs AS (SELECT DISTINCT p AS prefix, i AS id FROM"
+            " (VALUES (OLD.prefix, OLD.id), (NEW.prefix, NEW.id)) x (p, i)), ",
+            1,
+        )
+        return [
+            f'CREATE TABLE IF NOT EXISTS {ITEM_CHANGES} (prefix TEXT COLLATE "C" NOT NULL,'
+            " changes BIGINT NOT NULL, item_id TEXT NOT NULL, PRIMARY KEY (prefix, changes))",
+            f"CREATE OR REPLACE FUNCTION {SCOPE_CHANGES}_statement() RETURNS trigger"
+            " LANGUAGE plpgsql SET search_path FROM CURRENT AS"
+            f" $$ BEGIN {counted('changed_rows')} RETURN NULL; END $$",
+            f"CREATE OR REPLACE FUNCTION {SCOPE_CHANGES}_row() RETURNS trigger"
+            " LANGUAGE plpgsql SET search_path FROM CURRENT AS"
+            f" $$ BEGIN {row} RETURN NULL; END $$",
+        ]
+
     counts_membership_changes = True
 
     def membership_change_upgrade_migration(self) -> list[MigrationStep]:
@@ -921,10 +1038,7 @@ class PostgresDialect(Dialect):
         # takes counters before its rows, an order two transactions could meet from both
         # ends. An insert locks no row anyone else holds. Writers, holding the counters,
         # fold the log into them; a search sums both in its snapshot.
-        changed = " OR ".join(
-            f"OLD.{c} IS DISTINCT FROM NEW.{c}"
-            for c in ("status", "scope", "kind", *MEMBERSHIP_TIMES)
-        )
+        changed = _changed_values("status", "scope", "kind", *MEMBERSHIP_TIMES)
         return [
             _scope_moves_column,
             f'CREATE TABLE IF NOT EXISTS {SCOPE_MOVES} (prefix TEXT COLLATE "C" NOT NULL)',

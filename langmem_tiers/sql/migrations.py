@@ -259,6 +259,9 @@ def migrations(dialect: Dialect) -> list[list[MigrationStep]]:
         # Membership changes counted where they were not (PostgreSQL), so a warm search
         # there checks two counters instead of counting its members.
         dialect.membership_change_upgrade_migration(),
+        # Every counted change logged with its item, so a search after a write reads the
+        # items written, not the namespace again.
+        dialect.change_log_migration(),
     ]
 
 

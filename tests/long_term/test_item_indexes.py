@@ -119,6 +119,9 @@ def test_the_index_migration_upgrades_in_place(
         old.setattr(PostgresDialect, "counts_scope_changes", False)
         old.setattr(SqliteDialect, "counts_membership_changes", False)
         old.setattr(PostgresDialect, "counts_membership_changes", False)
+        # Nor log changed items.
+        old.setattr(SqliteDialect, "logs_item_changes", False)
+        old.setattr(PostgresDialect, "logs_item_changes", False)
         with TieredMemoryStore.from_url(url) as store:
             engine = MemoryEngine(store, settings=store.settings)
             for n in range(4):

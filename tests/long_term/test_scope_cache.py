@@ -25,6 +25,8 @@ from langmem_tiers import TieredMemoryStore
 from langmem_tiers.long_term.store.search.scope_cache import ScopeCache
 from langmem_tiers.sql import migrations as schema
 from langmem_tiers.sql.dialect import (
+    CHANGES_KEPT,
+    ITEM_CHANGES,
     PACKED_SEPARATOR,
     VECTORS,
     Dialect,
@@ -32,6 +34,7 @@ from langmem_tiers.sql.dialect import (
     SqliteDialect,
 )
 from langmem_tiers.sql.flow import Latch
+from langmem_tiers.sql.item_ids import item_id
 
 from .fakes import default_index
 
@@ -167,6 +170,147 @@ def test_changes_by_plain_sql_are_seen(db: str, store: Any) -> None:
     assert after == _fresh(store, "apple")
 
 
+@contextmanager
+def _namespace_reads(store: Any) -> Iterator[list[str]]:
+    """How the store's searches meanwhile read its namespaces: ``"load"`` (every item)
+    or ``"changes"`` (the items the change log names)."""
+    seen: list[str] = []
+    cache = _cache(store)
+    original = cache._load_flow, cache._changes_flow
+
+    def load(*args: Any, **kwargs: Any) -> Any:
+        seen.append("load")
+        return (yield from original[0](*args, **kwargs))
+
+    def changes(*args: Any, **kwargs: Any) -> Any:
+        seen.append("changes")
+        return (yield from original[1](*args, **kwargs))
+
+    cache._load_flow, cache._changes_flow = load, changes  # type: ignore[method-assign]
+    try:
+        yield seen
+    finally:
+        del cache._load_flow, cache._changes_flow
+
+
+def test_a_search_after_writes_reads_the_changed_items_alone(db: str, store: Any) -> None:
+    """Puts, re-puts, deletes (of this store and another, and plain SQL) bring the entry
+    up to date from the change log: the namespace is not read again, and the entry
+    answers as a fresh read of the database does."""
+    _answer(store, "apple")
+    steps: list[Callable[[], None]] = [
+        lambda: store.put(NS, "m7", {"content": "banana bread banana split banana"}),
+        lambda: store.put(NS, "m5", {"content": "pears and apple only"}),
+        lambda: store.delete(NS, "m2"),
+        lambda: store.batch([_put(NS, f"n{n}", f"apple number {n} music") for n in range(5)]),
+    ]
+    with _open(db) as other:
+        steps.append(lambda: other.put(NS, "m1", {"content": "a different dessert"}))
+        for step in steps:
+            step()
+            with _namespace_reads(store) as seen:
+                answers = {q: _answer(store, q) for q in [*QUERIES, "banana"]}
+            assert seen == ["changes"]
+            entry = _cache(store)._entries["u1.semantic"]
+            assert {q: _fresh(store, q) for q in answers} == answers
+            fresh = _cache(store)._entries["u1.semantic"]
+            assert sorted(entry.ids) == sorted(fresh.ids)
+            assert entry.packed_terms == fresh.packed_terms
+            assert entry.counters == fresh.counters
+            assert entry.version == fresh.version
+    with _plain_sql(db) as run:
+        run("UPDATE lmt_items SET doc_len = 40 WHERE key = 'n3'")
+    with _namespace_reads(store) as seen:
+        answer = _answer(store, "apple number")
+    assert seen == ["changes"]
+    assert answer == _fresh(store, "apple number")
+
+
+def test_a_write_beside_a_move_is_seen(db: str, store: Any) -> None:
+    """The remembered members stay but for the changed items only while nothing moved:
+    a status changed by plain SQL beside a put has the members read again."""
+    _answer(store, "apple fruit")
+    _answer(store, "apple fruit")  # remembered
+    with _plain_sql(db) as run:
+        run("UPDATE lmt_items SET status = 'superseded' WHERE key = 'm5'")
+    store.put(NS, "m9", {"content": "apple fruit salad"})
+    with _namespace_reads(store) as seen:
+        after = _answer(store, "apple fruit")
+    assert "load" not in seen
+    assert "m9" in after
+    assert "m5" not in after
+    assert after == _fresh(store, "apple fruit")
+
+
+def test_an_item_written_after_the_members_were_remembered_ends_them_at_its_time(
+    store: Any,
+) -> None:
+    """The members taken over from before a write hold until the next time of the items
+    written too."""
+    now = datetime.now(UTC)
+    _answer(store, "apple tasting")
+    _answer(store, "apple tasting")  # remembered
+    store.put(
+        NS,
+        "soon",
+        {"content": "apple tasting tonight", "valid_until": (now + timedelta(hours=1)).isoformat()},
+    )
+    with _namespace_reads(store) as seen:
+        assert "soon" in _answer(store, "apple tasting", now=now + timedelta(minutes=30))
+    assert seen == ["changes"]
+    later = now + timedelta(hours=2)
+    assert "soon" not in _answer(store, "apple tasting", now=later)
+    assert _answer(store, "apple tasting", now=later) == _fresh(store, "apple tasting", now=later)
+
+
+def test_a_cache_behind_the_log_reads_the_namespace_again(db: str, store: Any) -> None:
+    """Where the log no longer holds every change since the entry's count (cut), the
+    namespace is read again."""
+    _answer(store, "apple")
+    store.put(NS, "m7", {"content": "banana bread banana split banana"})
+    store.put(NS, "m8", {"content": "banana cake"})
+    with _plain_sql(db) as run:
+        run(
+            f"DELETE FROM {ITEM_CHANGES} WHERE item_id = (SELECT id FROM lmt_items WHERE key = 'm7')"
+        )
+    with _namespace_reads(store) as seen:
+        answer = _answer(store, "banana")
+    assert seen == ["changes", "load"]
+    assert _keys(answer)[:2] == ["m7", "m8"]
+    assert answer == _fresh(store, "banana")
+
+
+def test_the_change_log_keeps_the_last_changes_of_a_namespace(db: str) -> None:
+    """Each count is one row numbered by it; the log is cut to the last CHANGES_KEPT
+    (fewer than twice as many) as a namespace's count passes a multiple of it."""
+    total = 2 * CHANGES_KEPT + 300
+    with _open(db) as store:
+        for start in range(0, total, 500):
+            store.batch([_put(NS, f"k{n}", "x") for n in range(start, min(total, start + 500))])
+        store.put(NS, "k0", {"content": "y"})  # an update counts once on each side
+    rows = _query(db, f"SELECT changes FROM {ITEM_CHANGES} WHERE prefix = 'u1.semantic'")
+    counted = _query(db, "SELECT changes FROM lmt_scope_changes WHERE prefix = 'u1.semantic'")
+    count = int(counted[0][0])
+    numbers = sorted(int(r[0]) for r in rows)
+    assert count in (total + 1, total + 2)  # SQLite counts the old and the new row
+    assert numbers[-1] == count
+    assert numbers == list(range(numbers[0], count + 1))
+    assert CHANGES_KEPT <= len(numbers) < 2 * CHANGES_KEPT + 500
+
+
+def _query(url: str, sql: str) -> list[Any]:
+    if url.startswith("sqlite:///"):
+        conn = sqlite3.connect(url.removeprefix("sqlite:///"))
+        try:
+            return conn.execute(sql).fetchall()
+        finally:
+            conn.close()
+    import psycopg
+
+    with psycopg.connect(url) as pg:
+        return pg.execute(sql).fetchall()
+
+
 def test_compression_is_seen(db: str, store: Any) -> None:
     """Compression drops an item's terms (what the engine's lifecycle writes)."""
     assert "m2" in _answer(store, "engine oil")
@@ -247,6 +391,32 @@ def test_value_filters_and_prefixes_use_the_members_of_the_search(store: Any) ->
     assert {h.key for h in wide} >= {"m1", "m5", "tagged"}
 
 
+def test_a_write_that_takes_an_item_out_of_a_filtered_search_is_seen(db: str, store: Any) -> None:
+    """An item's value decides membership too (value filters): a put that changes it is
+    no move, and the remembered members lose the item by its own membership."""
+
+    def tagged() -> list[str]:
+        return [h.key for h in store.search(NS, query="apple", filter={"tag": "x"}, limit=5)]
+
+    store.put(NS, "tagged", {"content": "apple tart", "tag": "x"})
+    store.put(NS, "other", {"content": "apple crumble", "tag": "x"})
+    assert sorted(tagged()) == ["other", "tagged"]
+    assert sorted(tagged()) == ["other", "tagged"]  # remembered
+    store.put(NS, "tagged", {"content": "apple tart", "tag": "y"})
+    store.put(NS, "new", {"content": "apple pie", "tag": "x"})
+    with _namespace_reads(store) as seen:
+        assert sorted(tagged()) == ["new", "other"]
+    assert seen == ["changes"]
+    # The rows statement checks each candidate again: the members themselves are right.
+    remembered = [
+        set(r.members.ids) for r in _cache(store)._entries["u1.semantic"]._remembered.values()
+    ]
+    if db.startswith("sqlite"):
+        assert {item_id(NS, "new"), item_id(NS, "other")} in remembered
+    else:  # a filter is bound as JSON, which is no key: such searches are not remembered
+        assert remembered == []
+
+
 def test_the_cache_is_bounded(store: Any) -> None:
     expected = _fresh(store, "apple")
     cache = _cache(store)
@@ -273,6 +443,9 @@ def test_a_database_from_before_the_counter_upgrades_in_place(
         # Nor did either count membership changes.
         old.setattr(SqliteDialect, "counts_membership_changes", False)
         old.setattr(PostgresDialect, "counts_membership_changes", False)
+        # Nor log changed items.
+        old.setattr(SqliteDialect, "logs_item_changes", False)
+        old.setattr(PostgresDialect, "logs_item_changes", False)
         with _open(db) as before:
             for key, text in TEXTS.items():
                 before.put(NS, key, {"content": text})
@@ -694,7 +867,8 @@ def _slow_loads(io_class: Any, *, fail_first: bool = False) -> Iterator[SimpleNa
     )
 
     def is_load(request: Any) -> bool:
-        return f"FROM {VECTORS} v" in request.text
+        # Reads vectors, and not only those of the items the change log names.
+        return f"FROM {VECTORS} v" in request.text and ITEM_CHANGES not in request.text
 
     def sync_sql(io: Any, request: Any) -> Any:
         if is_load(request):

@@ -205,6 +205,10 @@ class StoreCore:
                     ops, searches, query_vector, list(puts.values()), rows, now, notes or {}
                 )
             )
+            if self.search.scope_cache is not None:
+                self.search.scope_cache.written(
+                    {join_namespace(p.namespace) for p in puts.values()}
+                )
         else:
             # Reads only: a read transaction (on PostgreSQL no transaction block at all, on
             # SQLite no write lock). The TTL refreshes and buffered access counts they call

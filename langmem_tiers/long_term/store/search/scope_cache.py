@@ -43,7 +43,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Any, Final, Literal, NamedTuple
 
 import numpy as np
 
@@ -51,6 +51,8 @@ from langmem_tiers.long_term.store.search.bm25 import BM25_B, BM25_K1, unpack_te
 from langmem_tiers.long_term.store.search.neighbours import NEIGHBOUR_KIND
 from langmem_tiers.long_term.store.vectors import similarities
 from langmem_tiers.sql.dialect import (
+    CHANGES_KEPT,
+    ITEM_CHANGES,
     ITEMS,
     PACKED_SEPARATOR,
     SCOPE_CHANGES,
@@ -99,6 +101,13 @@ class Members:
         return len(self.ids)
 
 
+#: An entry over more namespaces than this is read again after a change rather than
+#: brought up to date from the change log (whose statement names each namespace's count).
+MAX_CHANGED_NAMESPACES = 64
+
+#: What a read of a namespace's changes gives when its members are more than it may keep.
+TOO_MANY: Final = "too many"
+
 #: Searches (keys) whose members a namespace's entry remembers.
 REMEMBERED_SEARCHES = 8
 
@@ -141,6 +150,7 @@ class ScopeData:
         "_statistics",
         "_vector_item_rows",
         "_vector_row_of",
+        "counters",
         "episodic",
         "ids",
         "lengths",
@@ -159,29 +169,168 @@ class ScopeData:
         vector_ids: list[str],
         matrix: np.ndarray,
         episodic: AbstractSet[str] = frozenset(),
+        counters: Mapping[str, int] | None = None,
+    ) -> None:
+        ids = list(doc_len)
+        row_of = {item: row for row, item in enumerate(ids)}
+        self._set(
+            version,
+            counters,
+            ids,
+            row_of,
+            np.fromiter(doc_len.values(), dtype=np.int64, count=len(ids)),
+            packed_terms,
+            vector_ids,
+            matrix,
+            episodic,
+            _inverted_index(row_of, packed_terms),
+        )
+
+    def _set(
+        self,
+        version: int,
+        counters: Mapping[str, int] | None,
+        ids: list[str],
+        row_of: dict[str, int],
+        lengths: np.ndarray,
+        packed_terms: Mapping[str, str],
+        vector_ids: list[str],
+        matrix: np.ndarray,
+        episodic: AbstractSet[str],
+        index: tuple[dict[str, int], list[int], np.ndarray, np.ndarray],
+        vector_rows: tuple[np.ndarray, dict[str, int]] | None = None,
     ) -> None:
         self.version = version
-        self.ids = list(doc_len)  # every item under the prefix, by row
-        self.row_of = {item: row for row, item in enumerate(self.ids)}
-        self.lengths = np.fromiter(doc_len.values(), dtype=np.int64, count=len(self.ids))
+        # Each namespace's count at ``version`` (None: not read), for a later read of the
+        # items changed since (:meth:`ScopeCache.members_flow`).
+        self.counters = counters
+        self.ids = ids  # every item under the prefix, by row
+        self.row_of = row_of
+        self.lengths = lengths
         self.packed_terms = packed_terms  # item -> its packed terms (items with terms)
         self.vector_ids = vector_ids  # the item of each row of ``matrix``
         self.matrix = matrix  # unit float32 vectors
         self.episodic = episodic  # the items of the kind that has neighbours
-        self._vector_item_rows = np.fromiter(
-            (self.row_of[i] for i in vector_ids), dtype=np.int64, count=len(vector_ids)
-        )
-        self._vector_row_of = {item: row for row, item in enumerate(vector_ids)}
-        self._codes, self._starts, self._posting_rows, self._posting_counts = _inverted_index(
-            self.row_of, packed_terms
-        )
+        if vector_rows is None:
+            vector_rows = (
+                np.fromiter((row_of[i] for i in vector_ids), dtype=np.int64, count=len(vector_ids)),
+                {item: row for row, item in enumerate(vector_ids)},
+            )
+        # Each vector's item row, and each item's vector row (its last, if several).
+        self._vector_item_rows, self._vector_row_of = vector_rows
+        self._codes, self._starts, self._posting_rows, self._posting_counts = index
         self._last_members: Members | None = None
         self._remembered: OrderedDict[tuple[Any, ...], RememberedMembers] = OrderedDict()
-        positive = self.lengths[self.lengths > 0]
+        positive = lengths[lengths > 0]
         self._statistics = (
             len(positive),
             int(positive.sum()) / len(positive) if len(positive) else 0.0,
         )
+
+    def changed(
+        self,
+        version: int,
+        counters: Mapping[str, int],
+        changed: AbstractSet[str],
+        items: Mapping[str, tuple[int, str | None, bool]],
+        vector_ids: list[str],
+        matrix: np.ndarray,
+    ) -> ScopeData:
+        """This entry at ``version``: the ``changed`` items dropped, and those of them the
+        prefix still holds added back as ``items`` (item -> length, packed terms, whether
+        it has neighbours) with their vectors (``vector_ids``, rows of ``matrix``).
+
+        The other items keep their order, their postings and their vectors; the changed
+        ones come after them. What a search computes does not depend on the order (ties
+        are broken by id), so the entry answers as one read afresh would.
+        """
+        kept = np.ones(len(self.ids), dtype=bool)
+        kept[[self.row_of[i] for i in changed if i in self.row_of]] = False
+        kept_rows = np.flatnonzero(kept)
+        added = sorted(items)
+        if len(kept_rows) == len(self.ids):  # only new items: every row stays
+            ids = [*self.ids, *added]
+            row_of = dict(self.row_of)
+            row_of.update((item, len(self.ids) + n) for n, item in enumerate(added))
+        else:
+            ids = [self.ids[r] for r in kept_rows.tolist()] + added
+            row_of = {item: row for row, item in enumerate(ids)}
+        lengths = np.concatenate(
+            [self.lengths[kept_rows], np.array([items[i][0] for i in added], dtype=np.int64)]
+        )
+        packed_terms = dict(self.packed_terms)
+        for item in changed:
+            packed_terms.pop(item, None)
+        packed_terms.update((i, items[i][1]) for i in added if items[i][1])  # type: ignore[misc]
+        episodic = set(self.episodic) - changed
+        episodic.update(i for i in added if items[i][2])
+        # Old postings of kept rows, renumbered (an order-keeping renumbering keeps them
+        # sorted), merged with the added items' postings by (code, row).
+        renumbered = np.full(len(self.ids), -1, dtype=np.int64)
+        renumbered[kept_rows] = np.arange(len(kept_rows), dtype=np.int64)
+        starts = np.asarray(self._starts, dtype=np.int64)
+        old_codes = np.repeat(np.arange(len(starts) - 1, dtype=np.int64), np.diff(starts))
+        old_rows = renumbered[self._posting_rows]
+        staying = old_rows >= 0
+        old_codes, old_rows = old_codes[staying], old_rows[staying]
+        old_counts = self._posting_counts[staying]
+        codes = dict(self._codes)
+        new_codes, new_rows, new_counts = _postings(
+            codes,
+            [row_of[i] for i in added if items[i][1]],
+            [t for i in added if (t := items[i][1])],
+        )
+        width = len(ids) + 1
+        old_keys = old_codes * width + old_rows
+        new_keys = new_codes * width + new_rows
+        order = np.argsort(new_keys, kind="stable")
+        at = np.searchsorted(old_keys, new_keys[order])
+        all_codes = np.insert(old_codes, at, new_codes[order])
+        index_starts = np.zeros(len(codes) + 1, dtype=np.int64)
+        np.cumsum(np.bincount(all_codes, minlength=len(codes)), out=index_starts[1:])
+        index = (
+            codes,
+            index_starts.tolist(),
+            np.insert(old_rows, at, new_rows[order]),
+            np.insert(old_counts, at, new_counts[order]),
+        )
+        kept_vectors = np.flatnonzero(kept[self._vector_item_rows])
+        if len(kept_vectors) == len(self.vector_ids):
+            all_vector_ids = [*self.vector_ids, *vector_ids]
+            vector_row_of = dict(self._vector_row_of)
+            vector_row_of.update(
+                (item, len(self.vector_ids) + n) for n, item in enumerate(vector_ids)
+            )
+        else:
+            all_vector_ids = [self.vector_ids[r] for r in kept_vectors.tolist()] + vector_ids
+            vector_row_of = {item: row for row, item in enumerate(all_vector_ids)}
+        vector_item_rows = np.concatenate(
+            [
+                renumbered[self._vector_item_rows[kept_vectors]],
+                np.array([row_of[i] for i in vector_ids], dtype=np.int64),
+            ]
+        )
+        if len(matrix) and len(kept_vectors):
+            all_matrix = np.concatenate([self.matrix[kept_vectors], matrix])
+        elif len(matrix):
+            all_matrix = matrix
+        else:
+            all_matrix = self.matrix[kept_vectors] if len(kept_vectors) else _NO_VECTORS
+        data = object.__new__(ScopeData)
+        data._set(
+            version,
+            counters,
+            ids,
+            row_of,
+            lengths,
+            packed_terms,
+            all_vector_ids,
+            all_matrix,
+            episodic,
+            index,
+            (vector_item_rows, vector_row_of),
+        )
+        return data
 
     def remembered(
         self, key: tuple[Any, ...], instants: tuple[datetime, datetime]
@@ -325,6 +474,7 @@ class ScopeData:
 
 
 _EMPTY_POSTING = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64))
+_NO_VECTORS = np.zeros((0, 0), dtype=np.float32)
 
 
 def _inverted_index(
@@ -332,26 +482,35 @@ def _inverted_index(
 ) -> tuple[dict[str, int], list[int], np.ndarray, np.ndarray]:
     """Every term's postings over the items of ``packed_terms``: a code per term, and the
     rows and frequencies of all postings sorted by code (rows ascending within one), code
-    ``c``'s between ``starts[c]`` and ``starts[c + 1]``.
-
-    The items' packed terms are joined and split once, so a namespace of a thousand items
-    is a few list and array operations over its postings, not a dictionary per item.
-    """
-    texts = list(packed_terms.values())
-    fields = PACKED_SEPARATOR.join(texts).split(PACKED_SEPARATOR) if texts else []
-    words = fields[0::2]
-    counts = np.array(list(map(int, fields[1::2])), dtype=np.float64)
-    # A packed text of n terms holds 2n - 1 separators.
-    rows = np.repeat(
-        np.fromiter((row_of[i] for i in packed_terms), dtype=np.int64, count=len(texts)),
-        [(text.count(PACKED_SEPARATOR) + 1) // 2 for text in texts],
-    )
+    ``c``'s between ``starts[c]`` and ``starts[c + 1]``."""
     codes: dict[str, int] = {}
-    coded = np.array([codes.setdefault(w, len(codes)) for w in words], dtype=np.int64)
+    coded, rows, counts = _postings(
+        codes, [row_of[i] for i in packed_terms], list(packed_terms.values())
+    )
     order = np.argsort(coded, kind="stable")
     starts = np.zeros(len(codes) + 1, dtype=np.int64)
     np.cumsum(np.bincount(coded, minlength=len(codes)), out=starts[1:])
     return codes, starts.tolist(), rows[order], counts[order]
+
+
+def _postings(
+    codes: dict[str, int], rows: Sequence[int], texts: Sequence[str]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The postings of packed ``texts`` (the terms of the items at ``rows``): each one's
+    term code (new terms get the next codes in ``codes``), row and frequency, in text order.
+
+    The texts are joined and split once, so a namespace of a thousand items is a few list
+    and array operations over its postings, not a dictionary per item.
+    """
+    fields = PACKED_SEPARATOR.join(texts).split(PACKED_SEPARATOR) if texts else []
+    counts = np.array(list(map(int, fields[1::2])), dtype=np.float64)
+    # A packed text of n terms holds 2n - 1 separators.
+    posting_rows = np.repeat(
+        np.asarray(rows, dtype=np.int64),
+        [(text.count(PACKED_SEPARATOR) + 1) // 2 for text in texts],
+    )
+    coded = np.array([codes.setdefault(w, len(codes)) for w in fields[0::2]], dtype=np.int64)
+    return coded, posting_rows, counts
 
 
 def _top_rows(values: np.ndarray, k: int, rows: np.ndarray | None, ids: Sequence[str]) -> list[int]:
@@ -435,7 +594,25 @@ class ScopeCache:
         self.max_items = max_items
         self._entries: OrderedDict[str, ScopeData] = OrderedDict()
         self._loads: dict[str, Latch] = {}  # prefixes being read, for searches to wait on
+        # Prefixes this process wrote under since their entries were read: a guess there
+        # would cost a rows statement that the counters then refuse.
+        self._written: set[str] = set()
         self._lock = threading.Lock()
+
+    def written(self, namespaces: Iterable[str]) -> None:
+        """Namespaces (joined) this process has just written to: searches of the cached
+        prefixes above them ask for the changes first instead of guessing their members.
+
+        Only a hint: a guess is proved by the counters, whoever wrote, so a write of
+        another process costs a wrong guess (one more statement), never a wrong answer.
+        """
+        wanted = set(namespaces)
+        with self._lock:
+            self._written.update(
+                prefix
+                for prefix in self._entries
+                if any(not prefix or n == prefix or n.startswith(prefix + ".") for n in wanted)
+            )
 
     def clear(self) -> None:
         with self._lock:
@@ -460,6 +637,8 @@ class ScopeCache:
         if self.dialect.in_process or instants is None:
             return None
         with self._lock:
+            if prefix in self._written:
+                return None
             data = self._entries.get(prefix)
             remembered = data.remembered(key, instants) if data is not None else None
         if data is None or remembered is None:
@@ -541,7 +720,11 @@ class ScopeCache:
             horizon, horizon_params = self._horizon(prefix, min(instants))
         state = f"{changes}, {moves}, {horizon}"
         state_params = [*under_params, *moves_params, *horizon_params]
-        if known is not None:
+        if known is not None and (
+            not self.dialect.logs_item_changes
+            or known.counters is None
+            or len(known.counters) > MAX_CHANGED_NAMESPACES
+        ):
             size = len(known.ids)
             # The ids only when the cache may use them: a namespace too large to keep would
             # send every id at every search for nothing.
@@ -558,9 +741,42 @@ class ScopeCache:
             if known.version == int(version):
                 everything = packed is None and count == size and count > 0
                 members = known.every_member() if everything else known.members(packed or "")
-                self._touch(prefix, known)
+                self._confirmed(prefix, known)
                 self._note(known, key, instants, members, moved, next_time)
                 return known, members
+        elif known is not None:
+            light: tuple[RememberedMembers, str, list[Any]] | None = None
+            if remembers and instants is not None:
+                with self._lock:
+                    remembered = known.remembered(key, instants)
+                if remembered is not None:
+                    # The remembered members stay but for the changed items: the next
+                    # time among those alone.
+                    since = self.dialect.ts_param(min(instants))
+                    changed_under, changed_params = self._under("i.prefix", prefix)
+                    next_changed, next_params = self.dialect.next_time_sql(
+                        f"{changed_under} AND i.id IN (SELECT l.item_id FROM l)",
+                        changed_params,
+                        since,
+                    )
+                    light = (
+                        remembered,
+                        f"{changes}, {moves}, {next_changed}",
+                        [*under_params, *moves_params, *next_params],
+                    )
+            updated = yield from self._changes_flow(
+                prefix, known, where, params, state, state_params, light
+            )
+            if updated == TOO_MANY:
+                return None
+            if updated is not None:
+                data, members, moved, next_time = updated
+                if data is known:
+                    self._confirmed(prefix, known)
+                else:
+                    self._keep(prefix, data, replacing=known)
+                self._note(data, key, instants, members, moved, next_time)
+                return data, members
         with self._lock:
             latch = self._loads.get(prefix)
             mine = latch is None
@@ -591,21 +807,30 @@ class ScopeCache:
             if loaded is None:
                 return None
             data, members, moved, next_time = loaded
-            if len(data.ids) > self.max_items:
-                return data, members  # used once, never kept
-            with self._lock:
-                self._entries[prefix] = data
-                self._entries.move_to_end(prefix)
-                total = sum(len(d.ids) for d in self._entries.values())
-                while total > self.max_items and len(self._entries) > 1:
-                    _, gone = self._entries.popitem(last=False)
-                    total -= len(gone.ids)
+            self._keep(prefix, data)
             self._note(data, key, instants, members, moved, next_time)
             return data, members
         finally:
             if mine:
                 self._forget_load(prefix, latch)
                 latch.open()
+
+    def _keep(self, prefix: str, data: ScopeData, *, replacing: ScopeData | None = None) -> None:
+        """Keep ``data`` as the entry of ``prefix`` (unless larger than the cache: used
+        once), the least recently searched prefixes leaving to make room. With
+        ``replacing``, only while that is still the entry: a newer read stays."""
+        if len(data.ids) > self.max_items:
+            return
+        with self._lock:
+            if replacing is not None and self._entries.get(prefix) is not replacing:
+                return
+            self._written.discard(prefix)
+            self._entries[prefix] = data
+            self._entries.move_to_end(prefix)
+            total = sum(len(d.ids) for d in self._entries.values())
+            while total > self.max_items and len(self._entries) > 1:
+                _, gone = self._entries.popitem(last=False)
+                total -= len(gone.ids)
 
     def _forget_load(self, prefix: str, latch: Latch) -> None:
         """``latch``'s load of ``prefix`` is no longer one to wait for."""
@@ -629,6 +854,13 @@ class ScopeCache:
         entry = RememberedMembers(members, int(moves), instants, horizon)
         with self._lock:
             data.remember(key, entry)
+
+    def _confirmed(self, prefix: str, data: ScopeData) -> None:
+        """``data`` was found current by a read of the counters: used, and no longer
+        written since."""
+        self._touch(prefix, data)
+        with self._lock:
+            self._written.discard(prefix)
 
     def _touch(self, prefix: str, data: ScopeData) -> None:
         """``data`` was used: the last to leave."""
@@ -671,72 +903,253 @@ class ScopeCache:
         (bm25.pack_terms; a namespace of a thousand items has tens of thousands of term
         rows, each a Python tuple if read one by one), whether it is a member, whether it
         may have neighbours, and its ``columns``; a row per vector (its bytes; the binary
-        result format carries them as they are); a last row with the state and the
-        members' number. Nothing but that row when the members are too many: the items are
-        then not read at all.
+        result format carries them as they are); a row per namespace with its count; a
+        last row with the state and the members' number. Nothing but the last rows when the
+        members are too many: the items are then not read at all.
         """
-        d = self.dialect
         under, under_params = self._under("i.prefix", prefix)
-        vector_under, vector_params = self._under("v.prefix", prefix)
         fits = "(SELECT m.n FROM m) <= ?"
-        extra = "".join(f", {c}" for c in columns)
-        nulls = ", NULL" * len(columns)
-        # The items first, so that PostgreSQL, which resolves a UNION's types from the
-        # left, knows the type of every column before it meets a branch's NULLs.
         rows = yield Sql(
             f"WITH m AS MATERIALIZED (SELECT count(*) AS n FROM {ITEMS} i WHERE {where})"
-            f" SELECT i.id, i.doc_len, i.terms, CASE WHEN {where} THEN 1 ELSE 0 END,"
-            f" CASE WHEN i.kind = '{NEIGHBOUR_KIND}' THEN 1 ELSE 0 END,"
-            f" CAST(NULL AS BIGINT), CAST(NULL AS BIGINT), CAST(NULL AS {d.ts_type}), NULL{extra}"
-            f" FROM {ITEMS} i WHERE {under} AND {fits} UNION ALL"
-            f" SELECT v.item_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL,"
-            f" {d.vector_bytes_sql('v.embedding')}{nulls} FROM {VECTORS} v"
-            f" WHERE {vector_under} AND {fits} UNION ALL"
-            f" SELECT NULL, m.n, NULL, 0, 0, {state}, NULL{nulls} FROM m",
+            f" {self._items_sql(where, columns, f'{under} AND {fits}')} UNION ALL"
+            f" {self._vectors_sql(prefix, fits, len(columns))} UNION ALL"
+            f" {self._counters_sql(prefix, '0', len(columns))}"
+            f" UNION ALL SELECT 's', NULL, m.n, NULL, 0, 0, {state}, NULL"
+            f"{', NULL' * len(columns)} FROM m",
             [
                 *params,
                 *params,
                 *under_params,
                 self.max_items,
-                *vector_params,
+                *self._under("v.prefix", prefix)[1],
+                self.max_items,
+                *self._under("s.prefix", prefix)[1],
+                *state_params,
+            ],
+            binary=True,
+        )
+        read = _read_rows(rows, member_rows)
+        count, _, _, version, moves, next_time = read.state
+        if count > self.max_items:
+            return None
+        data = ScopeData(
+            int(version),
+            {i: length for i, (length, _, _) in read.items.items()},
+            {i: packed for i, (_, packed, _) in read.items.items() if packed},
+            read.vector_ids,
+            self._matrix(read.vectors),
+            {i for i, (_, _, episodic) in read.items.items() if episodic},
+            read.counters,
+        )
+        return data, data.members_of(read.members), moves, next_time
+
+    def _changes_flow(
+        self,
+        prefix: str,
+        known: ScopeData,
+        where: str,
+        params: Sequence[Any],
+        state: str,
+        state_params: Sequence[Any],
+        light: tuple[RememberedMembers, str, list[Any]] | None = None,
+    ) -> Flow[tuple[ScopeData, Members, Any, Any] | Literal["too many"] | None]:
+        """``known`` brought to the database's version by reading the items changed since
+        (the change log names them), the items matching ``where`` among it and the
+        ``state``, in one statement (``known`` itself when nothing changed); None when the
+        log no longer holds every change since (or holds more than :data:`CHANGES_KEPT`):
+        the namespace is then read again; :data:`TOO_MANY` when the members are more than
+        the cache may keep.
+
+        With ``light`` (members remembered for the search, and a state whose next time is
+        that of the changed items only), the members are not read: while no update moved
+        an item (the moves counter is the remembered one), they are the remembered ones
+        but for the changed items, whose membership the statement reads. Otherwise the
+        statement is read again without it.
+
+        A write of one item to a namespace of 20,000 makes the next search read that item,
+        not 20,000 items and their vectors, nor build their inverted index again.
+        """
+        assert known.counters is not None
+        d = self.dialect
+        sum_under, count_params = self._under("prefix", prefix)
+        log_under, log_params = self._under("x.prefix", prefix)
+        under, under_params = self._under("i.prefix", prefix)
+        known_rows = (
+            " UNION ALL ".join(
+                "SELECT CAST(? AS TEXT) AS prefix, CAST(? AS BIGINT) AS n" for _ in known.counters
+            )
+            or "SELECT CAST(NULL AS TEXT) AS prefix, CAST(NULL AS BIGINT) AS n WHERE 1 = 0"
+        )
+        changed = "(SELECT l.item_id FROM l)"
+        if light is None:
+            members_sql = (
+                f"SELECT count(*) AS n, {d.packed_sql('i.id')} AS ids FROM {ITEMS} i WHERE {where}"
+            )
+            members_params = list(params)
+            # The items' number only after a change (else the entry's): as many members
+            # as items are every item, and their ids are then not sent.
+            items_sql = (
+                "SELECT CASE WHEN EXISTS (SELECT 1 FROM l)"
+                f" THEN (SELECT count(*) FROM {ITEMS} i WHERE {under}) ELSE ? END AS n"
+            )
+            items_params = [*under_params, len(known.ids)]
+        else:
+            members_sql, members_params = "SELECT 0 AS n, CAST(NULL AS TEXT) AS ids", []
+            items_sql, items_params = "SELECT 0 AS n", []
+            state, state_params = light[1], light[2]
+        rows = yield Sql(
+            f"WITH k AS MATERIALIZED ({known_rows}),"
+            f" l AS MATERIALIZED (SELECT x.prefix, x.item_id FROM {ITEM_CHANGES} x"
+            " LEFT JOIN k ON k.prefix = x.prefix"
+            f" WHERE {log_under} AND x.changes > coalesce(k.n, 0) AND (SELECT"
+            f" {self._changes_sql(sum_under)}) - ? <= ?),"
+            f" m AS MATERIALIZED ({members_sql}),"
+            # The items' number only after a change (else the entry's): as many members
+            # as items are every item, and their ids are then not sent.
+            f" t AS MATERIALIZED ({items_sql})"
+            f" {self._items_sql(where, (), f'i.id IN {changed} AND {under}')} UNION ALL"
+            f" {self._vectors_sql(prefix, f'v.item_id IN {changed}', 0)} UNION ALL"
+            " SELECT 'c', l.item_id, NULL, NULL, 0, 0, NULL, NULL, NULL, NULL FROM l UNION ALL"
+            f" {self._counters_sql(prefix, '(SELECT count(*) FROM l WHERE l.prefix = s.prefix)', 0)}"
+            " UNION ALL SELECT 's', CASE WHEN m.n <> t.n AND m.n <= ? THEN m.ids END, m.n,"
+            f" NULL, t.n, 0, {state}, NULL FROM m, t",
+            [
+                *(v for counted in known.counters.items() for v in counted),
+                *log_params,
+                *count_params,
+                known.version,
+                CHANGES_KEPT,
+                *members_params,
+                *items_params,
+                *params,
+                *under_params,
+                *self._under("v.prefix", prefix)[1],
+                *count_params,
                 self.max_items,
                 *state_params,
             ],
             binary=True,
         )
-        count, version, moves, next_time = 0, 0, 0, None
-        doc_len: dict[str, int] = {}
-        packed_terms: dict[str, str] = {}
-        listed: set[str] = set()
-        episodic: set[str] = set()
-        vector_ids: list[str] = []
-        vectors: list[bytes] = []
-        for item, length, packed, member, has_neighbours, *rest in rows:
-            if item is None:
-                count, (version, moves, next_time) = int(length), rest[:3]
-            elif length is None:  # a vector: only items have a length
-                vector_ids.append(item)
-                vectors.append(rest[3])
-            else:
-                doc_len[item] = length
-                if packed:
-                    packed_terms[item] = packed
-                if member:
-                    listed.add(item)
-                    if member_rows is not None:
-                        member_rows[item] = rest[4:]
-                if has_neighbours:
-                    episodic.add(item)
+        read = _read_rows(rows, None)
+        count, packed, total, version, moves, next_time = read.state
+        if light is not None and int(moves) != light[0].moves:
+            return (
+                yield from self._changes_flow(prefix, known, where, params, state, state_params)
+            )
         if count > self.max_items:
-            return None
-        if any(i not in doc_len for i in vector_ids):
-            # A vector left without its item (deleted by SQL where foreign keys are off).
-            kept = [r for r, i in enumerate(vector_ids) if i in doc_len]
-            vector_ids, vectors = [vector_ids[r] for r in kept], [vectors[r] for r in kept]
-        if vectors:
-            matrix = np.frombuffer(b"".join(vectors), dtype=d.vector_dtype)
-            matrix = matrix.astype(np.float32, copy=False).reshape(len(vectors), -1)
-        else:
-            matrix = np.zeros((0, 0), dtype=np.float32)
-        data = ScopeData(int(version), doc_len, packed_terms, vector_ids, matrix, episodic)
+            return TOO_MANY
+        if int(version) == known.version:
+            if light is not None:
+                return known, light[0].members, moves, light[0].horizon
+            everything = packed is None and count == total and count > 0
+            members = known.every_member() if everything else known.members(packed or "")
+            return known, members, moves, next_time
+        behind = {p: n - known.counters.get(p, 0) for p, n in read.counters.items()}
+        if not known.counters.keys() <= read.counters.keys() or any(
+            read.logged.get(p, 0) != n for p, n in behind.items()
+        ):
+            return None  # changes the log no longer holds
+        data = known.changed(
+            int(version),
+            read.counters,
+            read.changed,
+            read.items,
+            read.vector_ids,
+            self._matrix(read.vectors),
+        )
+        if light is not None:
+            remembered = light[0]
+            listed = (set(remembered.members.ids) - read.changed) | read.members
+            found = self.dialect.ts_value(next_time) if next_time is not None else None
+            horizon = min((t for t in (found, remembered.horizon) if t is not None), default=None)
+            return data, data.members_of(listed), moves, horizon
+        if len(data.ids) != int(total):
+            return None  # not what the database holds: read it all
+        if packed is None and count == total:
+            return data, data.every_member(), moves, next_time
+        listed = set(packed.split(PACKED_SEPARATOR)) if packed else set()
         return data, data.members_of(listed), moves, next_time
+
+    def _items_sql(self, where: str, columns: Sequence[str], condition: str) -> str:
+        """The rows of the items matching ``condition``: ``'i'``, id, length, packed terms,
+        whether a member (matches ``where``), whether it may have neighbours, four NULLs,
+        and its ``columns``. Bound to ``where``'s parameters, then ``condition``'s."""
+        extra = "".join(f", {c}" for c in columns)
+        # The items first, so that PostgreSQL, which resolves a UNION's types from the
+        # left, knows the type of every column before it meets a branch's NULLs.
+        return (
+            f"SELECT 'i', i.id, i.doc_len, i.terms, CASE WHEN {where} THEN 1 ELSE 0 END,"
+            f" CASE WHEN i.kind = '{NEIGHBOUR_KIND}' THEN 1 ELSE 0 END, CAST(NULL AS BIGINT),"
+            f" CAST(NULL AS BIGINT), CAST(NULL AS {self.dialect.ts_type}), NULL{extra}"
+            f" FROM {ITEMS} i WHERE {condition}"
+        )
+
+    def _vectors_sql(self, prefix: str, condition: str, extra: int) -> str:
+        """The rows of the vectors under ``prefix`` matching ``condition`` (alias ``v``):
+        ``'v'``, the item, the bytes of the vector in the tenth column, ``extra`` NULLs."""
+        under, _ = self._under("v.prefix", prefix)
+        return (
+            f"SELECT 'v', v.item_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL,"
+            f" {self.dialect.vector_bytes_sql('v.embedding')}{', NULL' * extra}"
+            f" FROM {VECTORS} v WHERE {under} AND {condition}"
+        )
+
+    def _counters_sql(self, prefix: str, logged: str, extra: int) -> str:
+        """The rows of the namespaces under ``prefix``: ``'n'``, the namespace, its count,
+        NULL, ``logged`` (an expression on ``s``), NULLs to the tenth column, ``extra``
+        NULLs."""
+        under, _ = self._under("s.prefix", prefix)
+        return (
+            f"SELECT 'n', s.prefix, s.changes, NULL, {logged}, 0, NULL, NULL, NULL,"
+            f" NULL{', NULL' * extra} FROM {SCOPE_CHANGES} s WHERE {under}"
+        )
+
+    def _matrix(self, vectors: list[bytes]) -> np.ndarray:
+        """Unit float32 rows from the bytes of :meth:`Dialect.vector_bytes_sql`."""
+        if not vectors:
+            return _NO_VECTORS
+        matrix = np.frombuffer(b"".join(vectors), dtype=self.dialect.vector_dtype)
+        return matrix.astype(np.float32, copy=False).reshape(len(vectors), -1)
+
+
+class _ReadRows(NamedTuple):
+    """What a load or a read of changes found, by kind of row (see ``_items_sql``)."""
+
+    items: dict[str, tuple[int, str | None, bool]]  # id -> length, packed terms, neighbours
+    members: set[str]
+    vector_ids: list[str]
+    vectors: list[bytes]
+    changed: set[str]
+    counters: dict[str, int]
+    logged: dict[str, int]
+    state: tuple[Any, ...]  # members' number, their ids, items' number, the three states
+
+
+def _read_rows(
+    rows: Iterable[Sequence[Any]], member_rows: dict[str, Sequence[Any]] | None
+) -> _ReadRows:
+    read = _ReadRows({}, set(), [], [], set(), {}, {}, (0, None, 0, 0, 0, None))
+    state = read.state
+    for kind, item, length, packed, flag, has_neighbours, *rest in rows:
+        if kind == "i":
+            read.items[item] = (length, packed, bool(has_neighbours))
+            if flag:
+                read.members.add(item)
+                if member_rows is not None:
+                    member_rows[item] = rest[4:]
+        elif kind == "v":
+            read.vector_ids.append(item)
+            read.vectors.append(rest[3])
+        elif kind == "c":
+            read.changed.add(item)
+        elif kind == "n":
+            read.counters[item] = int(length)
+            read.logged[item] = int(flag)
+        else:
+            state = (int(length), item, int(flag), *rest[:3])
+    if any(i not in read.items for i in read.vector_ids):
+        # A vector left without its item (deleted by SQL where foreign keys are off).
+        kept = [r for r, i in enumerate(read.vector_ids) if i in read.items]
+        read.vector_ids[:] = [read.vector_ids[r] for r in kept]
+        read.vectors[:] = [read.vectors[r] for r in kept]
+    return read._replace(state=state)
