@@ -13,10 +13,18 @@ by triggers on the items table, see ``Dialect.scope_change_migration``). The mem
 the sum of the counters under the prefix are read in one statement, inside the search's
 transaction; counters only grow, so any insert or delete of an item under the prefix, or a
 change of its id, namespace, value or length (by this process, another process, or
-SQL of the engine) moves the sum and the entry is read again in that transaction. Terms and
-vectors are only ever written together with such a change of their item (the store's
-writer, and compression, which zeroes the length). Access counts and the other usage
-columns do not move the counter: they are read with the result rows, never cached.
+SQL of the engine) moves the sum. Terms and vectors are only ever written together with
+such a change of their item (the store's writer, and compression, which zeroes the
+length). Access counts and the other usage columns do not move the counter: they are read
+with the result rows, never cached.
+
+Changes: every count is logged with its item (``lmt_item_changes``, see
+``Dialect.change_log_migration``), numbered by the count it brought its namespace to. An
+entry keeps each namespace's count; when the sum moved, one statement reads the log above
+those counts and the items it names, and the entry takes them in
+(:meth:`ScopeData.changed`). Where the log was cut below an entry's counts (it keeps the
+last :data:`~langmem_tiers.sql.dialect.CHANGES_KEPT` changes of a namespace), the rows
+found are fewer than the counters moved, and the namespace is read again.
 
 Members: the database also counts the updates that may change membership (``moves``:
 statuses, scopes, kinds and the times a search compares), so an entry remembers the
