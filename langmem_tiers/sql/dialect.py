@@ -658,9 +658,8 @@ class SqliteDialect(Dialect):
     logs_item_changes = True
 
     def change_log_migration(self) -> list[MigrationStep]:
-        # The counting triggers again, each count followed by its log row. The log is cut
-        # by the change that brings the count to a multiple of CHANGES_KEPT (the bound is
-        # NULL otherwise, and a NULL bound ends the index range before it starts).
+        # The counting triggers again, each count followed by its log row; the log's own
+        # trigger cuts it when a count reaches a multiple of CHANGES_KEPT.
         def counted(row: str) -> str:
             return (
                 f"INSERT INTO {SCOPE_CHANGES} (prefix, changes) VALUES ({row}.prefix, 1)"
@@ -668,15 +667,15 @@ class SqliteDialect(Dialect):
                 f" INSERT INTO {ITEM_CHANGES} (prefix, changes, item_id)"
                 f" SELECT prefix, changes, {row}.id FROM {SCOPE_CHANGES}"
                 f" WHERE prefix = {row}.prefix;"
-                f" DELETE FROM {ITEM_CHANGES} WHERE prefix = {row}.prefix"
-                f" AND changes <= (SELECT changes - {CHANGES_KEPT} FROM {SCOPE_CHANGES}"
-                f" WHERE prefix = {row}.prefix AND changes % {CHANGES_KEPT} = 0);"
             )
 
         return [
             f"CREATE TABLE IF NOT EXISTS {ITEM_CHANGES} (prefix TEXT NOT NULL,"
             " changes INTEGER NOT NULL, item_id TEXT NOT NULL, PRIMARY KEY (prefix, changes))"
             " WITHOUT ROWID",
+            f"CREATE TRIGGER IF NOT EXISTS {ITEM_CHANGES}_cut AFTER INSERT ON {ITEM_CHANGES}"
+            f" WHEN NEW.changes % {CHANGES_KEPT} = 0 BEGIN DELETE FROM {ITEM_CHANGES}"
+            f" WHERE prefix = NEW.prefix AND changes <= NEW.changes - {CHANGES_KEPT}; END",
             f"DROP TRIGGER IF EXISTS {SCOPE_CHANGES}_insert",
             f"DROP TRIGGER IF EXISTS {SCOPE_CHANGES}_delete",
             f"DROP TRIGGER IF EXISTS {SCOPE_CHANGES}_update",
