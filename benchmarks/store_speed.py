@@ -3,7 +3,9 @@
 Every system gets the same workload: ``size`` memories spread over 100 scopes (users),
 namespace ``("user-NN", "semantic")``, value ``{"content": text}`` with the text indexed,
 written with ``batch([PutOp, ...])`` in batches of 500; then gets of random keys and
-searches of one scope (a query, top 10). Texts come from
+searches of one scope (a query, top 10); last, 50 rounds of one ``put`` into a scope
+searched before and a search of that scope (an agent's turn: the search right after a
+write). Texts come from
 :class:`~benchmarks.fakes.SyntheticCorpus` and vectors from
 :class:`~benchmarks.fakes.SeededEmbeddings` (256 dimensions, a few microseconds a text),
 so the store is timed, not an embedding model. Systems:
@@ -90,6 +92,9 @@ DIMS = 256
 SCOPES = 100
 BATCH = 500
 LIMIT = 10
+#: Rounds of one put into a searched scope followed by a search of it: what an agent does
+#: each turn, and what a store that caches a scope pays for at the next search.
+WRITE_ROUNDS = 50
 FULL_SIZES = (10_000, 100_000)
 QUICK_SIZES = (2_000, 10_000)
 #: qdrant-client's local mode scans every point in Python: past this it takes minutes.
@@ -626,6 +631,20 @@ def run_one(
                     by_k[k].append(_recall(dense(namespace, vector, k), exact_ids))
             dense_recall = {f"recall_at_{k}": round(float(np.mean(v)), 4) for k, v in by_k.items()}
 
+        # Last: the memories it adds are no part of the searches above.
+        profile.phase = "put-then-search"
+        single_puts: list[float] = []
+        after_put: list[float] = []
+        for r, (scope, query) in enumerate(workload.queries[:WRITE_ROUNDS]):
+            namespace = workload.namespace(scope)
+            text = workload.texts[int(workload.members[scope][r % len(workload.members[scope])])]
+            t0 = time.perf_counter()
+            store.put(namespace, f"new-{r:04d}", {"content": f"{text} {r}"})
+            t1 = time.perf_counter()
+            store.search(namespace, query=query, limit=LIMIT)
+            single_puts.append(t1 - t0)
+            after_put.append(time.perf_counter() - t1)
+
     result: dict[str, Any] = {
         "system": name,
         "label": SYSTEMS[name],
@@ -642,11 +661,16 @@ def run_one(
             "recall_at_10": round(float(np.mean(recalls)), 4) if recalls else None,
             "dense_stage": dense_recall,
         },
+        "put_then_search": {
+            "put": timing_summary(single_puts),
+            "search": timing_summary(after_put),
+        },
     }
     if ours:
         result["profile"] = {
             "put": profile.top("put", put_seconds),
             "search": profile.top("search", search_wall),
+            "put_then_search": profile.top("put-then-search", sum(single_puts + after_put)),
         }
     return result
 

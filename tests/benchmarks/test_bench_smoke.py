@@ -133,6 +133,8 @@ def _check_store_runs(results: dict[str, Any], systems: list[str]) -> None:
         assert run["search"]["n"] == 12
         # Three memories a scope: a full result is all three.
         assert run["search"]["full_10_share"] == 1.0
+        # A put, then a search, per query (up to 50).
+        assert run["put_then_search"]["put"]["n"] == run["put_then_search"]["search"]["n"] == 12
         if run["system"].startswith("ours-"):
             assert set(run["search"]["dense_stage"]) == {"recall_at_10", "recall_at_30"}
             assert run["profile"]["search"], "the statement profile saw the searches"
