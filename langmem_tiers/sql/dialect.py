@@ -237,7 +237,7 @@ class Dialect:
         Each count of one is one log row, numbered by the count it brought its namespace
         to: a namespace whose counter moved from ``a`` to ``b`` has ``b - a`` rows numbered
         above ``a`` while its log still holds them. The log is cut back to the last
-        :data:`CHANGES_KEPT` changes each time a namespace's count passes a multiple of it,
+        :data:`CHANGES_KEPT` changes each time a namespace's count reaches a multiple of it,
         so a reader finding fewer rows than the counter moved knows it is too far behind.
         None where changes are not counted.
         """
@@ -990,25 +990,20 @@ class PostgresDialect(Dialect):
         # The counting functions again, each count logged with its item. An insert or a
         # delete of n items of a namespace counts n at once, the log rows numbered from
         # the old count up; an update counts once per distinct (namespace, item) of its
-        # old and new row, as SQLite's trigger does. The cut deletes what a statement
-        # passing a multiple of CHANGES_KEPT leaves behind (rows a data-modifying CTE
-        # inserts are not visible to its sibling DELETE; a batch larger than the log is
-        # cut the next time).
+        # old and new row, as SQLite's trigger does. The log's own row trigger cuts it when
+        # a count reaches a multiple of CHANGES_KEPT (its condition, false for all other
+        # rows, queues nothing).
         def counted(changed: str) -> str:
             return (
                 f"WITH counted AS (SELECT prefix, count(*) AS n FROM {changed} GROUP BY prefix),"
                 f" bumped AS (INSERT INTO {SCOPE_CHANGES} AS s (prefix, changes)"
                 ' SELECT prefix, n FROM counted ORDER BY prefix COLLATE "C"'
                 " ON CONFLICT (prefix) DO UPDATE SET changes = s.changes + excluded.changes"
-                " RETURNING s.prefix, s.changes),"
-                f" logged AS (INSERT INTO {ITEM_CHANGES} (prefix, changes, item_id)"
+                " RETURNING s.prefix, s.changes)"
+                f" INSERT INTO {ITEM_CHANGES} (prefix, changes, item_id)"
                 " SELECT r.prefix, b.changes + 1 - row_number() OVER"
                 f" (PARTITION BY r.prefix ORDER BY r.id), r.id FROM {changed} r"
-                " JOIN bumped b ON b.prefix = r.prefix)"
-                f" DELETE FROM {ITEM_CHANGES} l USING bumped b, counted c"
-                " WHERE c.prefix = b.prefix AND l.prefix = b.prefix"
-                f" AND b.changes / {CHANGES_KEPT} > (b.changes - c.n) / {CHANGES_KEPT}"
-                f" AND l.changes <= (b.changes / {CHANGES_KEPT} - 1) * {CHANGES_KEPT};"
+                " JOIN bumped b ON b.prefix = r.prefix;"
             )
 
         row = counted("pairs").replace(
@@ -1020,6 +1015,13 @@ class PostgresDialect(Dialect):
         return [
             f'CREATE TABLE IF NOT EXISTS {ITEM_CHANGES} (prefix TEXT COLLATE "C" NOT NULL,'
             " changes BIGINT NOT NULL, item_id TEXT NOT NULL, PRIMARY KEY (prefix, changes))",
+            f"CREATE OR REPLACE FUNCTION {ITEM_CHANGES}_cut() RETURNS trigger"
+            " LANGUAGE plpgsql SET search_path FROM CURRENT AS $$ BEGIN"
+            f" DELETE FROM {ITEM_CHANGES} WHERE prefix = NEW.prefix"
+            f" AND changes <= NEW.changes - {CHANGES_KEPT}; RETURN NULL; END $$",
+            f"DROP TRIGGER IF EXISTS {ITEM_CHANGES}_cut ON {ITEM_CHANGES}",
+            f"CREATE TRIGGER {ITEM_CHANGES}_cut AFTER INSERT ON {ITEM_CHANGES} FOR EACH ROW"
+            f" WHEN (NEW.changes % {CHANGES_KEPT} = 0) EXECUTE FUNCTION {ITEM_CHANGES}_cut()",
             f"CREATE OR REPLACE FUNCTION {SCOPE_CHANGES}_statement() RETURNS trigger"
             " LANGUAGE plpgsql SET search_path FROM CURRENT AS"
             f" $$ BEGIN {counted('changed_rows')} RETURN NULL; END $$",
