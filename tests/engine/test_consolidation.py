@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -121,6 +124,37 @@ async def test_threshold_triggers_consolidation_on_add(make_engine, twin_of) -> 
     assert summarizer.calls == [["one", "two", "three"]]
     assert third.consolidated_into_id is not None  # returned as it is after consolidating
     assert (await twin.stats("alice"))["unconsolidated_episodes"] == 0
+
+
+class SlowCountingSummarizer(CountingSummarizer):
+    """A summariser that takes a while, so that concurrent adds overlap with it."""
+
+    def summarize(self, messages):  # type: ignore[no-untyped-def]
+        time.sleep(0.05)
+        return super().summarize(messages)
+
+
+@pytest.mark.parametrize("concurrently", ["threads", "tasks"])
+async def test_concurrent_adds_over_the_threshold_summarise_each_episode_once(
+    make_engine, concurrently: str
+) -> None:
+    """Adds meeting the threshold while an add of the same engine consolidates the scope
+    leave it to that one: no episode is summarised (a model call each) twice."""
+    summarizer = SlowCountingSummarizer()
+    engine = make_engine(summarizer=summarizer, settings={"consolidation_threshold": 3})
+    engine.add_episodic("alice", "zero", session_id="s")
+    engine.add_episodic("alice", "one", session_id="s")
+    texts = [f"event{n}" for n in range(8)]
+    if concurrently == "threads":
+        with ThreadPoolExecutor(8) as pool:
+            list(pool.map(lambda t: engine.add_episodic("alice", t, session_id="s"), texts))
+    else:
+        await asyncio.gather(*(engine.aadd_episodic("alice", t, session_id="s") for t in texts))
+    summarised = [text for call in summarizer.calls for text in call]
+    assert summarised
+    assert len(summarised) == len(set(summarised))
+    stats = engine.stats("alice")
+    assert stats["unconsolidated_episodes"] + len(summarised) == 10
 
 
 async def test_consolidate_due_takes_the_scopes_over_the_threshold(make_engine, twin_of) -> None:

@@ -80,7 +80,8 @@ class MemoryEngine:
         min_conflict_confidence: a contradiction counts from this confidence on.
         decay_min_change: a decay pass records an importance that moved at least this much.
         auto_consolidate: consolidate when ``add_episodic`` brings a scope to
-            ``settings.consolidation_threshold`` unconsolidated episodes.
+            ``settings.consolidation_threshold`` unconsolidated episodes (one add at a
+            time per scope: adds made meanwhile leave it to the one consolidating).
 
     Example:
         >>> from langmem_tiers import TieredMemoryStore
@@ -169,7 +170,8 @@ class MemoryEngine:
         waiting = yield Db(count_unconsolidated_flow(self._ops.core, label))
         if waiting < self.settings.consolidation_threshold:
             return memory
-        yield from self._upkeep.consolidate_steps(scope, label, progress=False)
+        if not (yield from self._upkeep.auto_consolidate_steps(scope, label)):
+            return memory  # another add of this engine is consolidating the scope
         fresh: Memory = yield Db(scoped_memory_flow(self._ops.core.dialect, label, memory.id))
         return fresh
 

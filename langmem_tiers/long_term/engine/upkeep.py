@@ -8,6 +8,7 @@ timeline, and the counts an administrator asks for.
 
 from __future__ import annotations
 
+import threading
 import uuid
 from collections.abc import Sequence
 from datetime import datetime
@@ -66,6 +67,31 @@ class Upkeep:
 
     def __init__(self, ops: Operations) -> None:
         self.ops = ops
+        # Scopes an add of this engine is consolidating: adds made meanwhile (threads,
+        # tasks) leave the scope to it instead of summarising the same episodes again.
+        self._consolidating: set[str] = set()
+        self._consolidating_lock = threading.Lock()
+
+    def auto_consolidate_steps(self, scope: str, label: str) -> Steps[bool]:
+        """Consolidate the scope for an add that brought it to the threshold, unless an
+        add of this engine is already doing so (then nothing: its episodes, and the next
+        add's, are consolidated by that one or the next add over the threshold). Whether
+        this add consolidated.
+
+        Without it, eight concurrent adds meeting the threshold each read the same
+        episodes and summarised every group (with a model: eight calls a group), all but
+        one write then skipped.
+        """
+        with self._consolidating_lock:
+            if label in self._consolidating:
+                return False
+            self._consolidating.add(label)
+        try:
+            yield from self.consolidate_steps(scope, label, progress=False)
+        finally:
+            with self._consolidating_lock:
+                self._consolidating.discard(label)
+        return True
 
     # -- consolidation -------------------------------------------------------------------
     def consolidate_steps(
