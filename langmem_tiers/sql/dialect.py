@@ -627,21 +627,37 @@ class SqliteDialect(Dialect):
         # vectors are only written with a change of its value or length). Statuses,
         # validity, access counts and the other columns do not: which items a search may
         # return is asked of the database at every search.
-        bump = (
-            f"INSERT INTO {SCOPE_CHANGES} (prefix, changes) VALUES ({{row}}.prefix, 1)"
-            " ON CONFLICT (prefix) DO UPDATE SET changes = changes + 1;"
-        )
+        bump = self._count_sql
         return [
             f"CREATE TABLE IF NOT EXISTS {SCOPE_CHANGES}"
             " (prefix TEXT PRIMARY KEY, changes INTEGER NOT NULL)",
             f"CREATE TRIGGER IF NOT EXISTS {SCOPE_CHANGES}_insert AFTER INSERT ON {ITEMS}"
-            f" BEGIN {bump.format(row='NEW')} END",
+            f" BEGIN {bump('NEW')} END",
             f"CREATE TRIGGER IF NOT EXISTS {SCOPE_CHANGES}_delete AFTER DELETE ON {ITEMS}"
-            f" BEGIN {bump.format(row='OLD')} END",
+            f" BEGIN {bump('OLD')} END",
             f"CREATE TRIGGER IF NOT EXISTS {SCOPE_CHANGES}_update"
             f" AFTER UPDATE OF id, prefix, value, doc_len ON {ITEMS}"
-            f" BEGIN {bump.format(row='OLD')} {bump.format(row='NEW')} END",
+            f" BEGIN {bump('OLD')} {bump('NEW')} END",
         ]
+
+    @staticmethod
+    def _count_sql(row: str) -> str:
+        # A trigger's count of one change of ``row`` (NEW or OLD) in its namespace.
+        return (
+            f"INSERT INTO {SCOPE_CHANGES} (prefix, changes) VALUES ({row}.prefix, 1)"
+            " ON CONFLICT (prefix) DO UPDATE SET changes = changes + 1;"
+        )
+
+    @staticmethod
+    def _move_trigger_sql(create: str, when: str) -> str:
+        # The trigger counting moves: ``create`` is how it is created, ``when`` its
+        # condition (empty for none).
+        return (
+            f"{create} {SCOPE_CHANGES}_move"
+            f" AFTER UPDATE OF status, scope, kind, {', '.join(MEMBERSHIP_TIMES)} ON {ITEMS}"
+            f"{when} BEGIN INSERT INTO {SCOPE_CHANGES} (prefix, changes, moves)"
+            " VALUES (NEW.prefix, 0, 1) ON CONFLICT (prefix) DO UPDATE SET moves = moves + 1; END"
+        )
 
     in_process = True
 
@@ -662,9 +678,7 @@ class SqliteDialect(Dialect):
         # trigger cuts it when a count reaches a multiple of CHANGES_KEPT.
         def counted(row: str) -> str:
             return (
-                f"INSERT INTO {SCOPE_CHANGES} (prefix, changes) VALUES ({row}.prefix, 1)"
-                " ON CONFLICT (prefix) DO UPDATE SET changes = changes + 1;"
-                f" INSERT INTO {ITEM_CHANGES} (prefix, changes, item_id)"
+                f"{self._count_sql(row)} INSERT INTO {ITEM_CHANGES} (prefix, changes, item_id)"
                 f" SELECT prefix, changes, {row}.id FROM {SCOPE_CHANGES}"
                 f" WHERE prefix = {row}.prefix;"
             )
@@ -690,12 +704,12 @@ class SqliteDialect(Dialect):
             # rewrites an item sets its status and times to what they were, and would
             # otherwise make searches read their members again.
             f"DROP TRIGGER IF EXISTS {SCOPE_CHANGES}_move",
-            f"CREATE TRIGGER {SCOPE_CHANGES}_move"
-            f" AFTER UPDATE OF status, scope, kind, {', '.join(MEMBERSHIP_TIMES)} ON {ITEMS}"
-            # SQLite's own spelling: IS DISTINCT FROM came with 3.39.
-            f" WHEN {_changed_values('status', 'scope', 'kind', *MEMBERSHIP_TIMES, distinct='IS NOT')}"
-            f" BEGIN INSERT INTO {SCOPE_CHANGES} (prefix, changes, moves) VALUES (NEW.prefix, 0, 1)"
-            " ON CONFLICT (prefix) DO UPDATE SET moves = moves + 1; END",
+            self._move_trigger_sql(
+                "CREATE TRIGGER",
+                # SQLite's own spelling: IS DISTINCT FROM came with 3.39.
+                " WHEN "
+                + _changed_values("status", "scope", "kind", *MEMBERSHIP_TIMES, distinct="IS NOT"),
+            ),
         ]
 
     counts_membership_changes = True
@@ -707,10 +721,7 @@ class SqliteDialect(Dialect):
         # again, the terms and vectors stay. Access counts do not count.
         return [
             _scope_moves_column,
-            f"CREATE TRIGGER IF NOT EXISTS {SCOPE_CHANGES}_move"
-            f" AFTER UPDATE OF status, scope, kind, {', '.join(MEMBERSHIP_TIMES)} ON {ITEMS}"
-            f" BEGIN INSERT INTO {SCOPE_CHANGES} (prefix, changes, moves) VALUES (NEW.prefix, 0, 1)"
-            " ON CONFLICT (prefix) DO UPDATE SET moves = moves + 1; END",
+            self._move_trigger_sql("CREATE TRIGGER IF NOT EXISTS", ""),
         ]
 
     def json_is_number(self, path: Sequence[str]) -> tuple[str, list[Any]]:

@@ -371,6 +371,13 @@ class ScopeData:
             self._last_members = found
         return found
 
+    def listed(self, packed: str | None, count: int, total: int) -> Members:
+        """The members a statement listed: ``packed`` ids, or none sent (None) when they
+        are all ``total`` items of this entry (``count`` of them)."""
+        if packed is None and count == total and count > 0:
+            return self.every_member()
+        return self.members(packed or "")
+
     def members_of(self, listed: AbstractSet[str], packed: str | None = None) -> Members:
         """The members ``listed``, less any item the entry does not hold."""
         ids = {i for i in listed if i in self.row_of}
@@ -686,9 +693,11 @@ class ScopeCache:
         that decide membership: statuses, scopes, kinds, times), and no item's time lies
         between that search's instants and these, those members are this search's too:
         one small statement. Otherwise one statement for the members and the counters,
-        and when the entry is missing or stale one statement that reads the items, their
-        vectors and which of them are members (a missing entry: that one only). None when
-        the search's items are more than the cache may keep.
+        which also reads the items the change log names since the entry's counts (a stale
+        entry is brought up to date from them, :meth:`_changes_flow`); when the entry is
+        missing, or the log no longer holds its changes, one statement that reads the
+        items, their vectors and which of them are members. None when the search's items
+        are more than the cache may keep.
 
         The members' ids are sent only when they are not simply every item of the cached
         entry: at the entry's version the prefix holds exactly its items, and the members
@@ -747,8 +756,7 @@ class ScopeCache:
             if count > self.max_items:
                 return None
             if known.version == int(version):
-                everything = packed is None and count == size and count > 0
-                members = known.every_member() if everything else known.members(packed or "")
+                members = known.listed(packed, count, size)
                 self._confirmed(prefix, known)
                 self._note(known, key, instants, members, moved, next_time)
                 return known, members
@@ -760,12 +768,8 @@ class ScopeCache:
                 if remembered is not None:
                     # The remembered members stay but for the changed items: the next
                     # time among those alone.
-                    since = self.dialect.ts_param(min(instants))
-                    changed_under, changed_params = self._under("i.prefix", prefix)
-                    next_changed, next_params = self.dialect.next_time_sql(
-                        f"{changed_under} AND i.id IN (SELECT l.item_id FROM l)",
-                        changed_params,
-                        since,
+                    next_changed, next_params = self._horizon(
+                        prefix, min(instants), " AND i.id IN (SELECT l.item_id FROM l)"
                     )
                     light = (
                         remembered,
@@ -881,12 +885,15 @@ class ScopeCache:
         """The sum of the change counters of the namespaces matching ``under``."""
         return f"CAST(coalesce(sum(changes), 0) AS BIGINT) FROM {SCOPE_CHANGES} WHERE {under}"
 
-    def _horizon(self, prefix: str, since: datetime) -> tuple[str, list[Any]]:
+    def _horizon(self, prefix: str, since: datetime, among: str = "") -> tuple[str, list[Any]]:
         """A subquery: the earliest time of an item under ``prefix`` after ``since`` (NULL
         when none), the instant until which the members of a search may change only
-        through a write the counters see."""
+        through a write the counters see; ``among`` (a condition on ``i``) narrows the
+        items."""
         under, under_params = self._under("i.prefix", prefix)
-        return self.dialect.next_time_sql(under, under_params, self.dialect.ts_param(since))
+        return self.dialect.next_time_sql(
+            f"{under}{among}", under_params, self.dialect.ts_param(since)
+        )
 
     def _under(self, column: str, prefix: str) -> tuple[str, list[str]]:
         """Rows whose namespace ``column`` is ``prefix`` or below it (all rows for ``""``)."""
@@ -994,8 +1001,6 @@ class ScopeCache:
                 f"SELECT count(*) AS n, {d.packed_sql('i.id')} AS ids FROM {ITEMS} i WHERE {where}"
             )
             members_params = list(params)
-            # The items' number only after a change (else the entry's): as many members
-            # as items are every item, and their ids are then not sent.
             items_sql = (
                 "SELECT CASE WHEN EXISTS (SELECT 1 FROM l)"
                 f" THEN (SELECT count(*) FROM {ITEMS} i WHERE {under}) ELSE ? END AS n"
@@ -1049,9 +1054,7 @@ class ScopeCache:
         if int(version) == known.version:
             if light is not None:
                 return known, light[0].members, moves, light[0].horizon
-            everything = packed is None and count == total and count > 0
-            members = known.every_member() if everything else known.members(packed or "")
-            return known, members, moves, next_time
+            return known, known.listed(packed, count, total), moves, next_time
         behind = {p: n - known.counters.get(p, 0) for p, n in read.counters.items()}
         if not known.counters.keys() <= read.counters.keys() or any(
             read.logged.get(p, 0) != n for p, n in behind.items()
@@ -1073,10 +1076,7 @@ class ScopeCache:
             return data, data.members_of(listed), moves, horizon
         if len(data.ids) != int(total):
             return None  # not what the database holds: read it all
-        if packed is None and count == total:
-            return data, data.every_member(), moves, next_time
-        listed = set(packed.split(PACKED_SEPARATOR)) if packed else set()
-        return data, data.members_of(listed), moves, next_time
+        return data, data.listed(packed, count, total), moves, next_time
 
     def _items_sql(self, where: str, columns: Sequence[str], condition: str) -> str:
         """The rows of the items matching ``condition``: ``'i'``, id, length, packed terms,
