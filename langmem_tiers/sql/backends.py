@@ -1,7 +1,10 @@
 """The I/O seam: how each backend executes the requests of a flow.
 
 * :class:`SqliteIO`: one ``sqlite3`` connection guarded by a lock; transactions are
-  ``BEGIN IMMEDIATE`` so concurrent writers queue instead of failing late.
+  ``BEGIN IMMEDIATE`` so concurrent writers queue instead of failing late. On a
+  connection the store opened itself (:class:`SqliteFile`), read transactions run on
+  read-only companion connections to its file (:class:`SqliteReaders`), so readers wait
+  neither for the writer nor for each other.
 
 A connection has one owner however many handles wrap it (the store's and a message log's
 on ``store.conn``): the lock and the transaction depth live in a per-connection
@@ -46,7 +49,9 @@ __all__ = [
     "AsyncPostgresIO",
     "ConnectionOwner",
     "PostgresIO",
+    "SqliteFile",
     "SqliteIO",
+    "SqliteReaders",
     "is_pool",
     "to_psycopg",
 ]
@@ -122,7 +127,7 @@ class ConnectionOwner:
     holds it; the owner keeps the connection alive, so its ``id`` cannot be reused.
     """
 
-    __slots__ = ("__weakref__", "_async_lock", "conn", "depth", "lock")
+    __slots__ = ("__weakref__", "_async_lock", "conn", "depth", "holder", "lock")
 
     _owners: ClassVar[weakref.WeakValueDictionary[int, ConnectionOwner]] = (
         weakref.WeakValueDictionary()
@@ -133,6 +138,7 @@ class ConnectionOwner:
         self.conn = conn
         self.lock = threading.RLock()
         self.depth = 0  # SQLite transaction nesting, guarded by the lock
+        self.holder = 0  # the thread inside the outermost SQLite transaction (0: none)
         self._async_lock: asyncio.Lock | None = None
 
     @classmethod
@@ -192,18 +198,130 @@ class _SharedIO:
         return _call_qdrant(self.qdrant_client, request)
 
 
+#: Read-only connections a store's SQLite file keeps. One: a search's ranking runs in
+#: Python and holds the GIL, so concurrent searches on one reader each were slower, not
+#: faster, than searches taking turns (4 threads on 2 cores: p99 up to 3x).
+SQLITE_READERS = 1
+
+
+class SqliteReaders:
+    """Read-only connections to one SQLite file, lent out one read transaction at a time.
+
+    In WAL mode a reader sees the last commit and does not wait for the writer. On the
+    store's one connection, every search waited for any write transaction in progress
+    (a batch of puts, a consolidation). Connections are opened when first needed, up to
+    ``size``; when all are lent, :meth:`lend` waits for one to be given back.
+
+    Example:
+        >>> import sqlite3, tempfile, os
+        >>> path = os.path.join(tempfile.mkdtemp(), "memory.db")
+        >>> sqlite3.connect(path).execute("PRAGMA journal_mode = WAL").fetchone()
+        ('wal',)
+        >>> readers = SqliteReaders(path, size=1)
+        >>> conn = readers.lend()
+        >>> conn.execute("SELECT 1").fetchone()
+        (1,)
+        >>> readers.give_back(conn)
+        >>> readers.close()
+        >>> readers.lend() is None
+        True
+    """
+
+    def __init__(self, path: str, size: int = SQLITE_READERS) -> None:
+        self.path = path
+        self.size = size
+        self._idle: list[sqlite3.Connection] = []
+        self._opened = 0
+        self._closed = False
+        self._lock = threading.Condition()
+
+    def lend(self) -> sqlite3.Connection | None:
+        """An idle reader, opened if none is and fewer than ``size`` are, or else the next
+        one given back; None when there are no readers (``size`` 0, or closed)."""
+        with self._lock:
+            while not self._closed and not self._idle and self._opened >= self.size:
+                if self.size == 0:
+                    return None
+                self._lock.wait()
+            if self._closed:
+                return None
+            if self._idle:
+                return self._idle.pop()
+            self._opened += 1
+        try:
+            conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+            # A read transaction promised to write nothing; this makes the promise checked.
+            conn.execute("PRAGMA query_only = ON")
+            conn.execute("PRAGMA busy_timeout = 30000")
+        except sqlite3.Error:
+            with self._lock:
+                self._opened -= 1
+                self._lock.notify()
+            raise
+        return conn
+
+    def give_back(self, conn: sqlite3.Connection) -> None:
+        """Return a reader :meth:`lend` gave (closed if the readers were closed meanwhile)."""
+        with self._lock:
+            self._lock.notify()
+            if not self._closed and not conn.in_transaction:
+                self._idle.append(conn)
+                return
+            self._opened -= 1
+        conn.close()
+
+    def close(self) -> None:
+        """Close the idle readers; readers lent now are closed when given back."""
+        with self._lock:
+            self._closed = True
+            self._lock.notify_all()
+            idle, self._idle = self._idle, []
+            self._opened -= len(idle)
+        for conn in idle:
+            conn.close()
+
+
+class SqliteFile(sqlite3.Connection):
+    """A connection the store opened, with :class:`SqliteReaders` of its file.
+
+    ``sqlite3.connect(path, factory=SqliteFile)`` makes one; closing it closes its
+    readers. ``":memory:"`` has none. A plain ``sqlite3.Connection`` passed by the
+    caller has no readers either: the store reads and writes on it alone, as given.
+    """
+
+    readers: SqliteReaders
+
+    def __init__(self, database: Any, *args: Any, **kwargs: Any) -> None:
+        super().__init__(database, *args, **kwargs)
+        # The file's absolute name, which a later change of directory cannot move; ""
+        # for ":memory:" and temporary databases, which are private to one connection.
+        (path,) = (row[2] for row in self.execute("PRAGMA database_list") if row[1] == "main")
+        self.readers = SqliteReaders(path, size=SQLITE_READERS if path else 0)
+
+    def close(self) -> None:
+        self.readers.close()
+        super().close()
+
+
 class SqliteIO(_SharedIO):
     """Blocking I/O on one SQLite connection (shared by threads, serialised by a lock)."""
 
     def __init__(
-        self, conn: sqlite3.Connection, embeddings: Embeddings | None, qdrant: Any | None = None
+        self,
+        conn: sqlite3.Connection,
+        embeddings: Embeddings | None,
+        qdrant: Any | None = None,
+        *,
+        reader: bool = False,
     ) -> None:
         super().__init__(embeddings, qdrant)
         self.conn = conn
         # Shared with every other handle on this connection; the pragmas run once, before
-        # any handle can open a transaction (journal_mode cannot change inside one).
-        self.owner = ConnectionOwner.of(conn, self.configure)
+        # any handle can open a transaction (journal_mode cannot change inside one). A
+        # reader was set up by SqliteReaders and is lent to one thread at a time.
+        self.owner = ConnectionOwner.of(conn, None if reader else self.configure)
         self.lock = self.owner.lock
+        self.readers = conn.readers if isinstance(conn, SqliteFile) else None
 
     @staticmethod
     def configure(conn: sqlite3.Connection) -> None:
@@ -244,10 +362,21 @@ class SqliteIO(_SharedIO):
 
         A writing one starts ``IMMEDIATE`` (writers queue on the busy timeout instead of
         failing on a lock upgrade); a read-only one is deferred, a snapshot that never
-        takes the write lock.
+        takes the write lock. A read-only one that does not nest in this thread's own
+        transaction runs on a lent reader when there are readers.
         """
+        if read_only and self.readers is not None and self.owner.holder != threading.get_ident():
+            reader = self.readers.lend()
+            if reader is not None:
+                try:
+                    lent = SqliteIO(reader, self.embeddings, self.qdrant_client, reader=True)
+                    return lent.transaction(flow, read_only=True)
+                finally:
+                    self.readers.give_back(reader)
         with self.lock:
             depth = self.owner.depth
+            if depth == 0:
+                self.owner.holder = threading.get_ident()
             begin, commit, rollback = (
                 ("BEGIN" if read_only else "BEGIN IMMEDIATE", "COMMIT", "ROLLBACK")
                 if depth == 0
@@ -264,6 +393,8 @@ class SqliteIO(_SharedIO):
                 raise
             finally:
                 self.owner.depth -= 1
+                if depth == 0:
+                    self.owner.holder = 0
             self.conn.execute(commit)
             return result
 

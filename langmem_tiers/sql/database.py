@@ -33,7 +33,7 @@ from langmem_tiers.errors import (
     LangmemTiersError,
     MissingDependencyError,
 )
-from langmem_tiers.sql.backends import AsyncPostgresIO, PostgresIO, SqliteIO
+from langmem_tiers.sql.backends import AsyncPostgresIO, PostgresIO, SqliteFile, SqliteIO
 from langmem_tiers.sql.dialect import Dialect, PostgresDialect, SqliteDialect
 from langmem_tiers.sql.flow import Flow, arun, run
 
@@ -352,7 +352,9 @@ def _open_sqlite(path: str) -> sqlite3.Connection:
             ) from err
     conn: sqlite3.Connection | None = None
     try:
-        conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        conn = sqlite3.connect(
+            path, check_same_thread=False, isolation_level=None, factory=SqliteFile
+        )
         # The first statements write (WAL mode): a file that cannot be created or
         # written fails here rather than at the first put.
         SqliteIO.configure(conn)

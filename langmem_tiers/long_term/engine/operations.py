@@ -488,7 +488,10 @@ class Operations:
             return []
         in_ids, params = d.in_list("i.id", ids)
         memories: list[Memory] = yield Db(
-            memories_flow(d, f"{in_ids} AND {d.not_indexed('i.scope')} = ?", [*params, label])
+            _in_transaction(
+                memories_flow(d, f"{in_ids} AND {d.not_indexed('i.scope')} = ?", [*params, label]),
+                read_only=True,
+            )
         )
         by_id = {m.id: m for m in memories}
         return [
@@ -498,6 +501,6 @@ class Operations:
         ]
 
 
-def _in_transaction(flow: Flow[T]) -> Flow[T]:
-    result: T = yield Transaction(flow)
+def _in_transaction(flow: Flow[T], *, read_only: bool = False) -> Flow[T]:
+    result: T = yield Transaction(flow, read_only=read_only)
     return result
