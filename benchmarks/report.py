@@ -159,7 +159,8 @@ def _store_speed(data: dict[str, Any]) -> list[str]:
         f"embeddings, puts in batches of {data['config']['batch']}, "
         f"{data['config']['queries']} top-{data['config']['limit']} searches within one scope. "
         "*put, then search*: one put into a scope searched before, then a search of it, 50 "
-        "times (the search's time). "
+        "times (the search's time). *search beside writes*: 50 searches while another thread "
+        "puts batches of 500 (and that thread's items/s). "
         "*dense recall@10*: LangGraph's stores rank by cosine, so it is their results against "
         "the exact cosine top 10; this project ranks by a hybrid score, so it is its vector "
         "index's candidate stage (k=10 / k=30) against the exact top k.",
@@ -184,6 +185,7 @@ def _store_speed(data: dict[str, Any]) -> list[str]:
                 _num(s["full_10_share"], 3),
                 recall,
                 _after_put(r),
+                _beside_writes(r),
             ]
         )
     out += _table(
@@ -197,6 +199,7 @@ def _store_speed(data: dict[str, Any]) -> list[str]:
             "full-10 share",
             "dense recall@10",
             "put, then search p50 / p95 ms",
+            "search beside writes p50 / p95 ms (writer items/s)",
         ],
         rows,
     )
@@ -220,6 +223,17 @@ def _after_put(run: dict[str, Any]) -> str:
     if not rounds:
         return "-"
     return f"{_num(rounds['search']['p50_ms'], 1)} / {_num(rounds['search']['p95_ms'], 1)}"
+
+
+def _beside_writes(run: dict[str, Any]) -> str:
+    """The searches beside a writing thread: p50 / p95 and the writer's rate (runs from
+    before that phase have none)."""
+    phase = run.get("search_beside_writes")
+    if not phase:
+        return "-"
+    search = phase["search"]
+    rate = _num(phase["writer_items_per_s"], 0, thousands=True)
+    return f"{_num(search['p50_ms'], 1)} / {_num(search['p95_ms'], 1)} ({rate})"
 
 
 def _stm_speed(data: dict[str, Any]) -> list[str]:

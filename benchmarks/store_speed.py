@@ -3,9 +3,10 @@
 Every system gets the same workload: ``size`` memories spread over 100 scopes (users),
 namespace ``("user-NN", "semantic")``, value ``{"content": text}`` with the text indexed,
 written with ``batch([PutOp, ...])`` in batches of 500; then gets of random keys and
-searches of one scope (a query, top 10); last, 50 rounds of one ``put`` into a scope
+searches of one scope (a query, top 10); then 50 rounds of one ``put`` into a scope
 searched before and a search of that scope (an agent's turn: the search right after a
-write). Texts come from
+write); last, 50 searches while another thread puts batches of 500 into a namespace of
+its own (a server answering while an import or a consolidation writes). Texts come from
 :class:`~benchmarks.fakes.SyntheticCorpus` and vectors from
 :class:`~benchmarks.fakes.SeededEmbeddings` (256 dimensions, a few microseconds a text),
 so the store is timed, not an embedding model. Systems:
@@ -61,6 +62,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections import defaultdict
@@ -95,6 +97,8 @@ LIMIT = 10
 #: Rounds of one put into a searched scope followed by a search of it: what an agent does
 #: each turn, and what a store that caches a scope pays for at the next search.
 WRITE_ROUNDS = 50
+#: Searches timed while another thread keeps putting batches.
+BESIDE_SEARCHES = 50
 FULL_SIZES = (10_000, 100_000)
 QUICK_SIZES = (2_000, 10_000)
 #: qdrant-client's local mode scans every point in Python: past this it takes minutes.
@@ -645,6 +649,9 @@ def run_one(
             single_puts.append(t1 - t0)
             after_put.append(time.perf_counter() - t1)
 
+        profile.phase = "search-beside-writes"
+        beside, writer_rate = _search_beside_writes(store, workload)
+
     result: dict[str, Any] = {
         "system": name,
         "label": SYSTEMS[name],
@@ -665,6 +672,10 @@ def run_one(
             "put": timing_summary(single_puts),
             "search": timing_summary(after_put),
         },
+        "search_beside_writes": {
+            "search": timing_summary(beside),
+            "writer_items_per_s": round(writer_rate, 1),
+        },
     }
     if ours:
         result["profile"] = {
@@ -673,6 +684,55 @@ def run_one(
             "put_then_search": profile.top("put-then-search", sum(single_puts + after_put)),
         }
     return result
+
+
+def _search_beside_writes(store: BaseStore, workload: Workload) -> tuple[list[float], float]:
+    """Search times of the first :data:`BESIDE_SEARCHES` queries while a thread puts
+    batches into its own namespace, and the items/s that thread wrote meanwhile."""
+    stop = threading.Event()
+    writing = threading.Event()
+    written = 0
+    failures: list[BaseException] = []
+
+    def write() -> None:
+        nonlocal written
+        batch = 0
+        try:
+            while not stop.is_set():
+                ops = [
+                    PutOp(
+                        ("bulk-writer",),
+                        f"w{batch}-{i}",
+                        # Distinct texts: InMemoryStore's batch embeds a repeated one once
+                        # but expects a vector per put.
+                        {"content": f"{workload.texts[i % len(workload.texts)]} {batch}-{i}"},
+                    )
+                    for i in range(BATCH)
+                ]
+                writing.set()
+                store.batch(ops)
+                written += len(ops)
+                batch += 1
+        except BaseException as err:  # re-raised in the timing thread
+            failures.append(err)
+            writing.set()
+
+    writer = threading.Thread(target=write, name="bench-writer", daemon=True)
+    started = time.perf_counter()
+    writer.start()
+    writing.wait()
+    seconds: list[float] = []
+    try:
+        for scope, query in workload.queries[:BESIDE_SEARCHES]:
+            t0 = time.perf_counter()
+            store.search(workload.namespace(scope), query=query, limit=LIMIT)
+            seconds.append(time.perf_counter() - t0)
+    finally:
+        stop.set()
+        writer.join()
+    if failures:
+        raise failures[0]
+    return seconds, written / (time.perf_counter() - started)
 
 
 # -- targets and the plot --------------------------------------------------------------------

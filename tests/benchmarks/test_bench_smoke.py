@@ -135,6 +135,9 @@ def _check_store_runs(results: dict[str, Any], systems: list[str]) -> None:
         assert run["search"]["full_10_share"] == 1.0
         # A put, then a search, per query (up to 50).
         assert run["put_then_search"]["put"]["n"] == run["put_then_search"]["search"]["n"] == 12
+        # Searches while a thread puts batches (up to 50), and what that thread wrote.
+        assert run["search_beside_writes"]["search"]["n"] == 12
+        assert run["search_beside_writes"]["writer_items_per_s"] > 0
         if run["system"].startswith("ours-"):
             assert set(run["search"]["dense_stage"]) == {"recall_at_10", "recall_at_30"}
             assert run["profile"]["search"], "the statement profile saw the searches"
