@@ -21,11 +21,14 @@ import contextlib
 import itertools
 import json
 import threading
+import time
 from collections import Counter
 from collections.abc import Generator
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 from langchain_core.messages import HumanMessage
 from langgraph.store.base import PutOp
@@ -38,6 +41,7 @@ from langmem_tiers.long_term.store.store import TieredMemoryStore
 from langmem_tiers.short_term.jsonl_log import JsonlMessageLog
 from langmem_tiers.short_term.records import draft_from_message, parse_message_id
 from langmem_tiers.short_term.sql_log import SqlMessageLog
+from langmem_tiers.sql.flow import Sql, Transaction
 
 from .harness import index_config, process_context, sql_rows
 from .workers import (
@@ -405,3 +409,61 @@ def test_concurrent_creates_of_one_key_never_fail(postgres_url: str) -> None:
             for thread in threads:
                 thread.join(60)
     assert failures == [], f"{len(failures)} creates failed, e.g. {failures[0]!r}"
+
+
+def _in_transaction(flow: Generator[Any, Any, None]) -> Generator[Any, Any, None]:
+    yield Transaction(flow)
+
+
+def _update_then_wait(
+    first: str, second: str, locked: threading.Event, go: threading.Event
+) -> Generator[Any, Any, None]:
+    update = "UPDATE lmt_items SET access_count = access_count WHERE id = ?"
+    yield Sql(update, [first])
+    locked.set()
+    go.wait(60)
+    yield Sql(update, [second])
+
+
+def test_access_counts_are_written_in_the_order_writers_lock_items(postgres_url: str) -> None:
+    # Another transaction holds the lower id and will take the higher one next. A flush
+    # that took the higher id first (the order the hits were counted in) would hold what
+    # that transaction waits for while waiting for it: a deadlock PostgreSQL breaks by
+    # failing one of them.
+    with _open(postgres_url) as store:
+        store.put(NAMESPACE, "a", {"content": "alpha"})
+        store.put(NAMESPACE, "b", {"content": "beta"})
+        low, high = sorted([item_id(NAMESPACE, "a"), item_id(NAMESPACE, "b")])
+        locked, go = threading.Event(), threading.Event()
+        failures: list[BaseException] = []
+
+        def run(flow: Any) -> None:
+            try:
+                store.db.run(flow)
+            except BaseException as err:  # reported below
+                failures.append(err)
+
+        holder = threading.Thread(
+            target=run, args=(_in_transaction(_update_then_wait(low, high, locked, go)),)
+        )
+        holder.start()
+        assert locked.wait(30)
+        store.core.access.record([high, low], datetime.now(timezone.utc))
+        flusher = threading.Thread(target=run, args=(store.core.flush_flow(),))
+        flusher.start()
+        with psycopg.connect(postgres_url, autocommit=True) as watcher:
+            for _ in range(300):  # the flush waits for the holder's lock
+                waiting = watcher.execute(
+                    "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                ).fetchone()
+                if waiting is not None and waiting[0] >= 1:
+                    break
+                time.sleep(0.1)
+        go.set()
+        holder.join(60)
+        flusher.join(60)
+        assert failures == []
+        counts = sql_rows(
+            store, "SELECT id, access_count FROM lmt_items WHERE id IN (?, ?)", [low, high]
+        )
+    assert sorted(counts) == [(low, 1), (high, 1)]

@@ -72,8 +72,14 @@ class AccessBuffer:
                 self.last_at[item_id] = max(at, self.last_at.get(item_id, at))
 
     def flush_flow(self, dialect: Dialect) -> Flow[None]:
-        """Write the pending counts (inside the caller's transaction); kept on failure."""
-        rows = self.take()
+        """Write the pending counts (inside the caller's transaction); kept on failure.
+
+        Rows are updated in id order, the order every writer locks items in: in the order
+        items were first counted, two flushes (or a flush and a write) could each hold an
+        item the other waits for, and PostgreSQL failed one with a deadlock (3 of 2,523
+        requests under the HTTP load).
+        """
+        rows = sorted(self.take(), key=lambda row: row[2])
         if not rows:
             return
         try:

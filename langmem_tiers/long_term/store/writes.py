@@ -179,7 +179,12 @@ class StoreWriter:
             # Items not there before are plain inserts (COPY on PostgreSQL): the item
             # locks above (or SQLite's write transaction) keep anyone else from adding them.
             fresh = [p for p in upserts if p.record is not None and p.record.id not in before]
-            known = [p for p in upserts if p.record is not None and p.record.id in before]
+            # In id order, as access counts are written: rows locked in one order by
+            # everyone cannot deadlock.
+            known = sorted(
+                (p for p in upserts if p.record is not None and p.record.id in before),
+                key=lambda p: p.record.id if p.record is not None else "",
+            )
             stamp = d.ts_param(now)
             if fresh:
                 yield InsertRows(
