@@ -170,7 +170,12 @@ class StoreWriter:
         # After the items' locks, as every writer takes them.
         yield from lock_scope_changes_flow(d, {join_namespace(p.namespace) for p in puts})
         before = yield from snapshot_flow(d, all_ids)
-        deletes = [[join_namespace(p.namespace), p.key] for p in puts if p.record is None]
+        deletes = [
+            [join_namespace(p.namespace), p.key]
+            for p in sorted(
+                (p for p in puts if p.record is None), key=lambda p: item_id(p.namespace, p.key)
+            )
+        ]
         if deletes:
             yield SqlMany(f"DELETE FROM {ITEMS} WHERE prefix = ? AND key = ?", deletes)
         upserts = [p for p in puts if p.record is not None]
@@ -179,8 +184,8 @@ class StoreWriter:
             # Items not there before are plain inserts (COPY on PostgreSQL): the item
             # locks above (or SQLite's write transaction) keep anyone else from adding them.
             fresh = [p for p in upserts if p.record is not None and p.record.id not in before]
-            # In id order, as access counts are written: rows locked in one order by
-            # everyone cannot deadlock.
+            # In id order, as deletes above and access counts are written: rows locked
+            # in one order by everyone cannot deadlock.
             known = sorted(
                 (p for p in upserts if p.record is not None and p.record.id in before),
                 key=lambda p: p.record.id if p.record is not None else "",
