@@ -2,9 +2,9 @@
 
 * :class:`SqliteIO`: one ``sqlite3`` connection guarded by a lock; transactions are
   ``BEGIN IMMEDIATE`` so concurrent writers queue instead of failing late. On a
-  connection the store opened itself (:class:`SqliteFile`), read transactions run on
-  read-only companion connections to its file (:class:`SqliteReaders`), so readers wait
-  neither for the writer nor for each other.
+  connection the store opened itself (:class:`SqliteFile`), read transactions run on a
+  read-only companion connection to its file (:class:`SqliteReaders`), so reads do not
+  wait for a write in progress.
 
 A connection has one owner however many handles wrap it (the store's and a message log's
 on ``store.conn``): the lock and the transaction depth live in a per-connection
@@ -239,9 +239,9 @@ class SqliteReaders:
         """An idle reader, opened if none is and fewer than ``size`` are, or else the next
         one given back; None when there are no readers (``size`` 0, or closed)."""
         with self._lock:
+            if self.size == 0:
+                return None
             while not self._closed and not self._idle and self._opened >= self.size:
-                if self.size == 0:
-                    return None
                 self._lock.wait()
             if self._closed:
                 return None
