@@ -262,6 +262,8 @@ def migrations(dialect: Dialect) -> list[list[MigrationStep]]:
         # Every counted change logged with its item, so a search after a write reads the
         # items written, not the namespace again.
         dialect.change_log_migration(),
+        # PostgreSQL: the terms read from the items' packed column, not written twice.
+        dialect.terms_view_migration(),
     ]
 
 

@@ -308,7 +308,8 @@ def drop_index_flow(index: VectorIndex, ids: Sequence[str]) -> Flow[None]:
         rows = yield Sql(f"SELECT DISTINCT prefix FROM {ITEMS} WHERE {in_ids}", params)
         yield from lock_scope_changes_flow(d, (r[0] for r in rows))
     in_items, params = d.in_list("item_id", ids)
-    yield Sql(f"DELETE FROM {TERMS} WHERE {in_items}", params)
+    if d.writes_terms_rows:
+        yield Sql(f"DELETE FROM {TERMS} WHERE {in_items}", params)
     yield Sql(f"UPDATE {ITEMS} SET doc_len = 0, terms = NULL WHERE {in_ids}", params)
     if index.in_database:
         yield Sql(f"DELETE FROM {VECTORS} WHERE {in_items}", params)

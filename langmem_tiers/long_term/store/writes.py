@@ -241,14 +241,19 @@ class StoreWriter:
         self, upserts: list[PreparedPut], rows: list[VectorRow], replaced: list[str]
     ) -> Flow[None]:
         """Write the terms and in-database vectors of ``upserts``; ``replaced``: items that had some."""
+        if self.dialect.writes_terms_rows:
+            yield from self._terms_rows_flow(upserts, replaced)
+        if self.index.in_database:
+            yield from self.index.write_flow(rows, replaced)
+
+    def _terms_rows_flow(self, upserts: list[PreparedPut], replaced: list[str]) -> Flow[None]:
+        """Write the terms rows of ``upserts`` (``replaced``: items that had some)."""
         if replaced:
             in_ids, params = self.dialect.in_list("item_id", replaced)
             yield Sql(f"DELETE FROM {TERMS} WHERE {in_ids}", params)
         terms = {p.record.id: p.terms for p in upserts if p.record is not None and p.terms}
         for chunk in _term_chunks(terms):
             yield Sql(self.dialect.insert_terms_sql(), [_compact_json(chunk)])
-        if self.index.in_database:
-            yield from self.index.write_flow(rows, replaced)
 
     def _item_row(self, p: PreparedPut, now: datetime, stamp: Any) -> tuple[Any, ...]:
         """The item row of ``p`` written at ``now`` (``stamp``: its parameter)."""

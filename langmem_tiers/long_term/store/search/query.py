@@ -513,7 +513,8 @@ class StoreSearch:
         """
         wanted = sorted(set(terms))
         scope = (
-            f"WITH c AS MATERIALIZED (SELECT i.id, i.doc_len FROM {ITEMS} i WHERE {search.where})"
+            f"WITH c AS MATERIALIZED (SELECT {self.dialect.postings_scope_columns}"
+            f" FROM {ITEMS} i WHERE {search.where})"
         )
         marks = ", ".join("?" for _ in wanted)
         branch = None
@@ -523,7 +524,7 @@ class StoreSearch:
             rows = yield Sql(
                 f"{scope}, f AS MATERIALIZED (SELECT DISTINCT x.term FROM {TERMS} x"
                 f" WHERE {in_items}{exclude})"
-                f" {self.dialect.scope_postings_sql(TERMS, '(SELECT f.term FROM f)', known_terms=False)}",
+                f" {self.dialect.scope_postings_sql('(SELECT f.term FROM f)')}",
                 [*search.params, *item_params, *wanted],
             )
         else:
@@ -536,7 +537,7 @@ class StoreSearch:
             if members:
                 parts.append("SELECT c.id, NULL, NULL, NULL FROM c")
             if wanted:
-                parts.append(self.dialect.scope_postings_sql(TERMS, f"({marks})"))
+                parts.append(self.dialect.scope_postings_sql(f"({marks})"))
             branch = self.index.similarity_sql(vector) if vector is not None else None
             if branch is not None:
                 parts.append(branch[0])
