@@ -104,3 +104,24 @@ def test_terms_survive_the_upgrade_and_searches_agree(
         # A write after the upgrade goes to the new key.
         store.put(NS, "m9", {"content": "apple crumble"})
         assert "m9" in [h.key for h in store.search(NS, query="apple crumble", limit=3)]
+
+
+def test_a_writer_of_an_earlier_release_keeps_working_after_the_upgrade(
+    monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> None:
+    """PostgreSQL: a process not yet upgraded still writes and deletes terms rows, which
+    the view takes and ignores; its puts and the packed terms it writes stay searchable."""
+    url = request.getfixturevalue("postgres_url")
+    with TieredMemoryStore.from_url(url, index=default_index(fields=("content",))) as store:
+        store.put(NS, "m0", {"content": TEXTS[0]})
+    with monkeypatch.context() as old:
+        write_terms_table(old)
+        with TieredMemoryStore.from_url(url, index=default_index(fields=("content",))) as store:
+            for i, text in enumerate(TEXTS[1:], start=1):
+                store.put(NS, f"m{i}", {"content": text})
+            store.put(NS, "m1", {"content": "the car engine needs new tyres"})  # a rewrite
+    with TieredMemoryStore.from_url(url, index=default_index(fields=("content",))) as store:
+        rows = _query(store, f"SELECT item_id, term, tf FROM {TERMS}")
+        assert {t for _, t, _ in rows} >= {"tyre", "appl", "coffe"}
+        assert "oil" not in {t for _, t, _ in rows}
+        assert [h.key for h in store.search(NS, query="engine tyres", limit=1)] == ["m1"]
