@@ -1163,7 +1163,7 @@ class PostgresDialect(Dialect):
         # index: a third of a put's time (a batch of 500 items, 6,923 rows: 47-66 ms, the
         # items themselves 15 ms). The items keep their terms packed beside them, which
         # is what searches that cache a namespace read; searches in SQL unpack them in the
-        # statement, one key read per item (a 10,000-item scope: about 30 ms). The view
+        # statement from the rows the set is read from (a 10,000-item scope: about 30 ms). The view
         # keeps the table's rows readable for plain SQL. The function is a plain SQL one,
         # so the planner inlines it; OFFSET 0 splits the text once per item, not per term.
         return [
