@@ -1,4 +1,4 @@
-"""The engine on an async PostgreSQL pool: the same operations through awaitable I/O."""
+"""The engine's async twins: on an async PostgreSQL pool, and on SQLite through threads."""
 
 from __future__ import annotations
 
@@ -35,3 +35,31 @@ async def test_engine_on_an_async_pool(postgres_schemas: Callable[[], str], qdra
         assert replayed == [m.state() for m in await engine.astate("alice")]
         with pytest.raises(ConfigurationError, match="async"):
             engine.get("alice", old.id)  # sync calls cannot run on the pool's own loop
+
+
+async def test_on_sqlite_an_operations_database_steps_take_one_thread_hop(tmp_path) -> None:
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    class CountingExecutor(ThreadPoolExecutor):
+        submitted = 0
+
+        def submit(self, fn, /, *args, **kwargs):  # type: ignore[no-untyped-def]
+            CountingExecutor.submitted += 1
+            return super().submit(fn, *args, **kwargs)
+
+    index = {"dims": DIMS, "embed": WordEmbeddings(), "fields": ["content"]}
+    async with TieredMemoryStore.afrom_url(f"sqlite:///{tmp_path}/m.db", index=index) as store:
+        engine = MemoryEngine(store, auto_consolidate=False)
+        await engine.aadd_episodic("alice", "Alice asked about trains to Paris", session_id="s1")
+        asyncio.get_running_loop().set_default_executor(CountingExecutor(max_workers=2))
+
+        added = await engine.aadd_episodic("alice", "Alice booked the night train", session_id="s1")
+        hops_of_an_add = CountingExecutor.submitted
+        hits = await engine.aretrieve("alice", "night train")
+        hops = CountingExecutor.submitted
+
+    assert hits[0].id == added.id
+    # An add reads, checks and writes in several flows, a retrieval searches then reads
+    # the rows: each in one worker thread, not one per flow.
+    assert (hops_of_an_add, hops) == (1, 2)

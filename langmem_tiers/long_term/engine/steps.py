@@ -105,13 +105,19 @@ def drive(steps: Steps[T], services: Services) -> T:
 
 
 async def adrive(steps: Steps[T], services: Services) -> T:
-    """Async twin of :func:`drive`: the same operation, each step awaited."""
-    return await effects.adrive(
-        steps,
-        {
-            Db: lambda s: services.db.arun(s.flow),
-            Judge: lambda s: _needs("checker", services.checker).acheck(s.new, s.existing),
-            Summarize: lambda s: _needs("summarizer", services.summarizer).asummarize(s.messages),
-            Combine: lambda s: _needs("merger", services.merger).amerge(s.old, s.new),
-        },
-    )
+    """Async twin of :func:`drive`: the same operation, each step awaited.
+
+    On a database whose I/O blocks (SQLite, sync psycopg), the database steps between
+    two model steps run in one worker thread (:func:`effects.adrive_offloaded`), not in a
+    thread each.
+    """
+    model_steps: effects.AsyncHandlers = {
+        Judge: lambda s: _needs("checker", services.checker).acheck(s.new, s.existing),
+        Summarize: lambda s: _needs("summarizer", services.summarizer).asummarize(s.messages),
+        Combine: lambda s: _needs("merger", services.merger).amerge(s.old, s.new),
+    }
+    if not services.db.is_async:
+        return await effects.adrive_offloaded(
+            steps, {Db: lambda s: services.db.run(s.flow)}, model_steps
+        )
+    return await effects.adrive(steps, {Db: lambda s: services.db.arun(s.flow), **model_steps})
