@@ -79,6 +79,13 @@ def _copy_sql(request: InsertRows, *, binary: bool = False) -> str:
 #: WAL pages written before SQLite copies them into the database (16 MB with 4 KB pages).
 WAL_CHECKPOINT_PAGES = 4096
 
+#: Page cache of a writing connection, in KiB (SQLite's default is 2 MiB). A batch of 500
+#: puts dirties pages all over the items', terms' and vectors' indexes (their keys are
+#: hashes); in 2 MiB they were spilled and read back within the transaction: puts of
+#: 30,000 items went from about 3,200 to 3,700 items/s with 64 MiB. Pages are taken as
+#: used. Readers keep the default: their searches measured the same either way.
+WRITER_CACHE_KIB = 65_536
+
 _COPY_SIGNATURE = b"PGCOPY\n\xff\r\n\x00" + struct.pack("!ii", 0, 0)
 _COPY_TRAILER = struct.pack("!h", -1)
 _NULL_FIELD = struct.pack("!i", -1)
@@ -335,6 +342,7 @@ class SqliteIO(_SharedIO):
         conn.isolation_level = None  # transactions are explicit
         conn.execute("PRAGMA foreign_keys = ON")
         conn.execute("PRAGMA busy_timeout = 30000")
+        conn.execute(f"PRAGMA cache_size = -{WRITER_CACHE_KIB}")
         mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
         if str(mode).lower() != "memory":
             conn.execute("PRAGMA journal_mode = WAL")

@@ -26,7 +26,7 @@ from langmem_tiers.short_term.history import TieredChatMessageHistory
 from langmem_tiers.short_term.presets import get_preset
 from langmem_tiers.short_term.records import draft_from_message
 from langmem_tiers.short_term.sql_log import SqlMessageLog
-from langmem_tiers.sql.backends import WAL_CHECKPOINT_PAGES
+from langmem_tiers.sql.backends import WAL_CHECKPOINT_PAGES, WRITER_CACHE_KIB
 from langmem_tiers.tiers.base import Summary
 from langmem_tiers.tiers.summarizer import OfflineSummarizer
 
@@ -174,8 +174,10 @@ def test_a_connection_inside_its_own_transaction_is_a_clear_error(tmp_path: Path
 
 def test_a_file_database_is_logged_ahead_and_checkpointed_in_large_steps(tmp_path: Path) -> None:
     """WAL for readers beside a writer; checkpoints every WAL_CHECKPOINT_PAGES pages, so a
-    batch's scattered index pages are not copied into the database at every commit."""
+    batch's scattered index pages are not copied into the database at every commit; and a
+    page cache large enough to hold them until then."""
     conn = sqlite3.connect(tmp_path / "memory.db", check_same_thread=False, isolation_level=None)
     SqlMessageLog(conn)
     assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
     assert conn.execute("PRAGMA wal_autocheckpoint").fetchone() == (WAL_CHECKPOINT_PAGES,)
+    assert conn.execute("PRAGMA cache_size").fetchone() == (-WRITER_CACHE_KIB,)
