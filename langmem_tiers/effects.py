@@ -66,29 +66,25 @@ def _find_handler(handlers: Mapping[type, Any], request: object) -> Any:
     return handler
 
 
+def _no_handler(request: object) -> TypeError:
+    return TypeError(f"no handler for flow request {request!r}")
+
+
 def _handler(handlers: Mapping[type, Any], request: object) -> Any:
     handler = _find_handler(handlers, request)
     if handler is None:
-        raise TypeError(f"no handler for flow request {request!r}")
+        raise _no_handler(request)
     return handler
 
 
 def drive(flow: Generator[Any, Any, T], handlers: Handlers) -> T:
     """Run ``flow`` to its end, answering each request with its blocking handler."""
-    result: Any = None
-    error: BaseException | None = None
     try:
-        while True:
-            try:
-                request = flow.throw(error) if error is not None else flow.send(result)
-            except StopIteration as stop:
-                value: T = stop.value
-                return value
-            handler = _handler(handlers, request)
-            try:
-                result, error = handler(request), None
-            except BaseException as err:  # the flow decides what a failure means
-                result, error = None, err
+        finished, value = _advance(flow, handlers, None, None)
+        if not finished:
+            raise _no_handler(value)
+        returned: T = value
+        return returned
     finally:
         flow.close()
 
@@ -104,13 +100,19 @@ async def adrive(flow: Generator[Any, Any, T], handlers: AsyncHandlers) -> T:
             except StopIteration as stop:
                 value: T = stop.value
                 return value
-            handler = _handler(handlers, request)
-            try:
-                result, error = await handler(request), None
-            except BaseException as err:  # cancellation too: the flow may clean up
-                result, error = None, err
+            result, error = await _answer(_handler(handlers, request), request)
     finally:
         flow.close()
+
+
+async def _answer(
+    handler: Callable[[Any], Awaitable[Any]], request: object
+) -> tuple[Any, BaseException | None]:
+    """The awaited handler's (result, None), or (None, what it raised) for the flow."""
+    try:
+        return await handler(request), None
+    except BaseException as err:  # cancellation too: the flow may clean up
+        return None, err
 
 
 def _advance(
@@ -118,7 +120,7 @@ def _advance(
     blocking: Handlers,
     result: Any,
     error: BaseException | None,
-    cancelled: threading.Event,
+    cancelled: threading.Event | None = None,
 ) -> tuple[bool, Any]:
     """Resume ``flow`` and answer its ``blocking`` requests until it returns (True, its
     value), asks for something else or is cancelled (False, the request unanswered)."""
@@ -128,7 +130,7 @@ def _advance(
         except StopIteration as stop:  # a future cannot carry StopIteration: a value
             return True, stop.value
         handler = _find_handler(blocking, request)
-        if handler is None or cancelled.is_set():
+        if handler is None or (cancelled is not None and cancelled.is_set()):
             return False, request
         try:
             result, error = handler(request), None
@@ -203,10 +205,6 @@ async def adrive_offloaded(
             if finished:
                 returned: T = value
                 return returned
-            handler = _handler(awaited, value)
-            try:
-                result, error = await handler(value), None
-            except BaseException as err:  # cancellation too: the flow may clean up
-                result, error = None, err
+            result, error = await _answer(_handler(awaited, value), value)
     finally:
         flow.close()

@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from langmem_tiers.effects import adrive_offloaded, drive
+from langmem_tiers.effects import adrive, adrive_offloaded, drive
 
 
 class Read(NamedTuple):
@@ -123,6 +123,10 @@ def test_a_request_nobody_answers_names_itself() -> None:
 
     with pytest.raises(TypeError, match="no handler for flow request 'something else'"):
         asyncio.run(adrive_offloaded(flow(), {Read: _read}, {Ask: _ask}))
+    with pytest.raises(TypeError, match="no handler for flow request 'something else'"):
+        drive(flow(), {Read: _read})
+    with pytest.raises(TypeError, match="no handler for flow request 'something else'"):
+        asyncio.run(adrive(flow(), {Ask: _ask}))
 
 
 def test_cancellation_waits_for_the_run_then_reaches_the_flow_at_its_next_request() -> None:
