@@ -450,6 +450,20 @@ class Dialect:
             [prefix, prefix + "/", prefix, prefix + "."],
         )
 
+    def created_events_sql(
+        self, columns: Sequence[str], *, times: Sequence[str], floats: Sequence[str]
+    ) -> str | None:
+        """A statement appending the ``memory.created`` events of items just written, their
+        snapshots built by the database from the rows (``columns`` of the item, in order;
+        ``times`` and ``floats`` among them need formatting as the Python snapshot does).
+
+        Parameters: the events' time, correlation id and actor, then the items' ids, event
+        types and metadata (JSON text) as three lists, the events written in that order,
+        then the ids again (the rows are found by their index, not joined by a scan).
+        None where the snapshots are built in Python from the rows read back.
+        """
+        return None
+
     def lock_items_sql(self) -> str | None:
         """A statement taking transaction locks on item ids (one ``?``: the id list).
 
@@ -1204,6 +1218,36 @@ class PostgresDialect(Dialect):
         return (
             f"SELECT count({function}({_KEY_LOCK_CLASS}, hashtext(x)))"
             " FROM (SELECT DISTINCT unnest(?::text[]) AS x ORDER BY 1) AS names"
+        )
+
+    def created_events_sql(
+        self, columns: Sequence[str], *, times: Sequence[str], floats: Sequence[str]
+    ) -> str | None:
+        # What events.snapshot() spells, spelled by the server: reading the rows back and
+        # encoding their snapshots in Python cost about a quarter of a batch of puts.
+        # Times as datetime.isoformat() writes them in the session's zone (no fraction
+        # when it is zero); whole floats with their ".0", so they read back as floats.
+        def field(column: str) -> str:
+            c = f"i.{column}"
+            if column in times:
+                return (
+                    f"to_char({c}, 'YYYY-MM-DD\"T\"HH24:MI:SS'"
+                    f" || CASE WHEN date_part('microseconds', {c})::int % 1000000 = 0"
+                    " THEN '' ELSE '.US' END || 'TZH:TZM')"
+                )
+            if column in floats:
+                return f"CASE WHEN {c} = trunc({c}) THEN to_jsonb(trunc({c}::numeric, 1)) ELSE to_jsonb({c}) END"
+            return c
+
+        snapshot = ", ".join(f"'{column}', {field(column)}" for column in columns)
+        return (
+            f"INSERT INTO {EVENTS} (at, type, scope, kind, memory_id, prefix, key, before, after,"
+            " metadata, correlation_id, actor)"
+            f" SELECT CAST(? AS TIMESTAMPTZ), n.type, i.scope, i.kind, i.id, i.prefix, i.key, NULL,"
+            f" jsonb_build_object({snapshot}), n.metadata, CAST(? AS TEXT), CAST(? AS TEXT)"
+            f" FROM {ITEMS} i JOIN unnest(?::text[], ?::text[], ?::jsonb[]) WITH ORDINALITY"
+            " AS n (id, type, metadata, ord) ON n.id = i.id WHERE i.id = ANY(?::text[])"
+            " ORDER BY n.ord"
         )
 
     def lock_items_sql(self) -> str | None:

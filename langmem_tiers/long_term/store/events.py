@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from langmem_tiers.sql.dialect import EVENTS, ITEMS, Dialect
+from langmem_tiers.sql.dialect import EVENTS, ITEMS, Dialect, compact_json
 from langmem_tiers.sql.flow import Flow, InsertRows, Sql
 
 __all__ = [
@@ -33,6 +33,7 @@ __all__ = [
     "event_context",
     "replay_snapshots",
     "snapshot_flow",
+    "write_created_events_flow",
     "write_events_flow",
 ]
 
@@ -191,6 +192,41 @@ def write_events_flow(dialect: Dialect, events: Iterable[EventRow], at: datetime
     if rows:
         # A plain insert (the sequence numbers come from the table): COPY on PostgreSQL.
         yield InsertRows(EVENTS, _EVENT_COLUMNS.split(", "), rows)
+
+
+_FLOAT_COLUMNS = ("confidence", "importance")
+
+
+def write_created_events_flow(
+    dialect: Dialect, ids: Sequence[str], notes: Mapping[str, Any], at: datetime
+) -> Flow[bool]:
+    """Append the creation events of the items ``ids`` just written, their snapshots built
+    by the database (False, nothing written, where the dialect cannot: read the rows back
+    with :func:`snapshot_flow` and use :func:`write_events_flow`).
+
+    ``notes`` (``WriteNote`` by id) give an event's type and metadata.
+    """
+    statement = dialect.created_events_sql(
+        SNAPSHOT_COLUMNS,
+        times=[SNAPSHOT_COLUMNS[i] for i in _TIME_COLUMNS],
+        floats=_FLOAT_COLUMNS,
+    )
+    if statement is None:
+        return False
+    if not ids:
+        return True
+    ctx = current_event_context()
+    types, metadata = [], []
+    for memory_id in ids:
+        note = notes.get(memory_id)
+        types.append((note and note.event_type) or "memory.created")
+        metadata.append(compact_json(dict((note and note.metadata) or {})))
+    actor = ctx.actor if ctx.actor is not None else DEFAULT_ACTOR
+    yield Sql(
+        statement,
+        [dialect.ts_param(at), ctx.correlation_id, actor, list(ids), types, metadata, list(ids)],
+    )
+    return True
 
 
 def replay_snapshots(

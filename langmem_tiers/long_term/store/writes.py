@@ -16,7 +16,12 @@ from typing import Any, NamedTuple
 from langgraph.store.base import PutOp
 
 from langmem_tiers.errors import InvalidContentError
-from langmem_tiers.long_term.store.events import EventRow, snapshot_flow, write_events_flow
+from langmem_tiers.long_term.store.events import (
+    EventRow,
+    snapshot_flow,
+    write_created_events_flow,
+    write_events_flow,
+)
 from langmem_tiers.long_term.store.records import (
     ItemRecord,
     item_id,
@@ -212,6 +217,11 @@ class StoreWriter:
                         note_id,
                     ],
                 )
+        if not before:
+            # Every event is a creation (the common batch: new memories).
+            written = yield from write_created_events_flow(d, ids, notes, now)
+            if written:
+                return
         after = yield from snapshot_flow(d, ids)
         events = []
         for memory_id in all_ids:
