@@ -415,8 +415,12 @@ class _PgConnIO(_SharedIO):
         self.conn = conn
 
     def sql(self, request: Sql) -> list[tuple[Any, ...]]:
+        # psycopg prepares a statement run prepare_threshold times (5 unless the connection
+        # says otherwise; None never, as behind a pooler in transaction mode): a search's
+        # statements are planned once per connection instead of per search (planning the
+        # neighbours' statement took longer than running it, 1.8 ms against 0.8).
         cur = self.conn.execute(
-            to_psycopg(request.text), list(request.params), prepare=False, binary=request.binary
+            to_psycopg(request.text), list(request.params), binary=request.binary
         )
         return cur.fetchall() if cur.description is not None else []
 
@@ -527,8 +531,9 @@ class _AsyncPgConnIO(_AsyncShared):
         self.conn = conn
 
     async def sql(self, request: Sql) -> list[tuple[Any, ...]]:
+        # Prepared as the sync twin's (see _PgConnIO.sql).
         cur = await self.conn.execute(
-            to_psycopg(request.text), list(request.params), prepare=False, binary=request.binary
+            to_psycopg(request.text), list(request.params), binary=request.binary
         )
         return await cur.fetchall() if cur.description is not None else []
 
