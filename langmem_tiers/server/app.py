@@ -29,7 +29,7 @@ import json
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.language_models import BaseChatModel
@@ -37,6 +37,7 @@ from langchain_core.language_models import BaseChatModel
 from langmem_tiers.config import Settings
 from langmem_tiers.errors import ConfigurationError, MissingDependencyError
 from langmem_tiers.long_term.store.store import TieredMemoryStore
+from langmem_tiers.server.consolidation import BackgroundConsolidation
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -74,11 +75,13 @@ class ServerState:
     store: TieredMemoryStore | None = None
     engine: MemoryEngine | None = None
     keys: ApiKeys | None = None
+    consolidation: BackgroundConsolidation = field(default_factory=BackgroundConsolidation)
 
     def attach(
         self, store: TieredMemoryStore, engine: MemoryEngine | None, model: BaseChatModel | None
     ) -> None:
-        """Use ``store`` (and ``engine``, else one built on the store)."""
+        """Use ``store`` (and ``engine``, else one built on the store that consolidates
+        off the request path once :meth:`started`)."""
         from langmem_tiers.long_term.engine.engine import MemoryEngine
         from langmem_tiers.server.keys import ApiKeys
 
@@ -86,9 +89,24 @@ class ServerState:
         self.engine = (
             engine
             if engine is not None
-            else MemoryEngine(store, model=model, settings=store.settings)
+            else MemoryEngine(
+                store,
+                model=model,
+                settings=store.settings,
+                consolidation_due=self.consolidation.due,
+            )
         )
         self.keys = ApiKeys(store.db)
+
+    @asynccontextmanager
+    async def started(self) -> AsyncIterator[None]:
+        """Consolidate in the background while the app runs (on the app's loop)."""
+        assert self.engine is not None
+        self.consolidation.start(self.engine)
+        try:
+            yield
+        finally:
+            await self.consolidation.stop()
 
 
 def _chat_model(model: BaseChatModel | str | None) -> BaseChatModel | None:
@@ -157,14 +175,16 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if state.store is not None:
-            yield
+            async with state.started():
+                yield
             return
         async with TieredMemoryStore.afrom_url(
             url, settings=settings, pool_size=pool_size
         ) as store:
             state.attach(store, engine, chat_model)
             try:
-                yield
+                async with state.started():
+                    yield
             finally:
                 state.store = state.engine = state.keys = None
 

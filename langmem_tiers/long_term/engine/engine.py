@@ -26,7 +26,7 @@ Every method has an async twin (``a`` + name) that shares all of its logic.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
@@ -82,6 +82,10 @@ class MemoryEngine:
         auto_consolidate: consolidate when ``add_episodic`` brings a scope to
             ``settings.consolidation_threshold`` unconsolidated episodes (one add at a
             time per scope: adds made meanwhile leave it to the one consolidating).
+        consolidation_due: when set, such an add first offers the scope to it (called
+            with the scope, from any thread); if it returns True it has taken the scope
+            (a server consolidates it off the request path) and the add returns at once,
+            else the add consolidates as without it.
 
     Example:
         >>> from langmem_tiers import TieredMemoryStore
@@ -110,7 +114,9 @@ class MemoryEngine:
         min_conflict_confidence: float = 0.5,
         decay_min_change: float = 0.01,
         auto_consolidate: bool = True,
+        consolidation_due: Callable[[str], bool] | None = None,
     ) -> None:
+        self._consolidation_due = consolidation_due
         self._ops = Operations(
             store,
             model=model,
@@ -169,6 +175,8 @@ class MemoryEngine:
         label = check.label(scope)
         waiting = yield Db(count_unconsolidated_flow(self._ops.core, label))
         if waiting < self.settings.consolidation_threshold:
+            return memory
+        if self._consolidation_due is not None and self._consolidation_due(scope):
             return memory
         if not (yield from self._upkeep.auto_consolidate_steps(scope, label)):
             return memory  # another add of this engine is consolidating the scope
