@@ -167,11 +167,16 @@ def snapshot_flow(dialect: Dialect, ids: Sequence[str]) -> Flow[dict[str, dict[s
     return {row[0]: snapshot(dialect, row, times) for row in rows}
 
 
+def _who() -> tuple[str | None, str]:
+    """The correlation id and the actor events written now are stamped with."""
+    ctx = current_event_context()
+    return ctx.correlation_id, ctx.actor if ctx.actor is not None else DEFAULT_ACTOR
+
+
 def write_events_flow(dialect: Dialect, events: Iterable[EventRow], at: datetime) -> Flow[None]:
     """Append events (inside the caller's transaction)."""
-    ctx = current_event_context()
     stamp = dialect.ts_param(at)
-    actor = ctx.actor if ctx.actor is not None else DEFAULT_ACTOR
+    correlation_id, actor = _who()
     rows = [
         (
             stamp,
@@ -184,7 +189,7 @@ def write_events_flow(dialect: Dialect, events: Iterable[EventRow], at: datetime
             None if e.before is None else dialect.json_param(e.before),
             None if e.after is None else dialect.json_param(e.after),
             dialect.json_param(e.metadata),
-            ctx.correlation_id,
+            correlation_id,
             actor,
         )
         for e in events
@@ -198,13 +203,12 @@ _FLOAT_COLUMNS = ("confidence", "importance")
 
 
 def write_created_events_flow(
-    dialect: Dialect, ids: Sequence[str], notes: Mapping[str, Any], at: datetime
+    dialect: Dialect, created: Sequence[tuple[str, str, dict[str, Any]]], at: datetime
 ) -> Flow[bool]:
-    """Append the creation events of the items ``ids`` just written, their snapshots built
-    by the database (False, nothing written, where the dialect cannot: read the rows back
-    with :func:`snapshot_flow` and use :func:`write_events_flow`).
-
-    ``notes`` (``WriteNote`` by id) give an event's type and metadata.
+    """Append the creation events ``(memory id, event type, metadata)`` of items just
+    written, in that order, their snapshots built by the database from the rows (False,
+    nothing written, where the dialect cannot: read the rows back with
+    :func:`snapshot_flow` and use :func:`write_events_flow`).
     """
     statement = dialect.created_events_sql(
         SNAPSHOT_COLUMNS,
@@ -213,18 +217,19 @@ def write_created_events_flow(
     )
     if statement is None:
         return False
-    if not ids:
+    if not created:
         return True
-    ctx = current_event_context()
-    types, metadata = [], []
-    for memory_id in ids:
-        note = notes.get(memory_id)
-        types.append((note and note.event_type) or "memory.created")
-        metadata.append(compact_json(dict((note and note.metadata) or {})))
-    actor = ctx.actor if ctx.actor is not None else DEFAULT_ACTOR
+    ids = [memory_id for memory_id, _, _ in created]
     yield Sql(
         statement,
-        [dialect.ts_param(at), ctx.correlation_id, actor, list(ids), types, metadata, list(ids)],
+        [
+            dialect.ts_param(at),
+            *_who(),
+            ids,
+            [event_type for _, event_type, _ in created],
+            [compact_json(metadata) for _, _, metadata in created],
+            ids,
+        ],
     )
     return True
 

@@ -151,6 +151,15 @@ def lock_scope_changes_flow(dialect: Dialect, prefixes: Iterable[str]) -> Flow[N
         yield Sql(statement, [wanted])
 
 
+def _event_of(
+    notes: Mapping[str, WriteNote], memory_id: str, kind: str
+) -> tuple[str, dict[str, Any]]:
+    """The type and metadata of the event of a ``kind`` change (created, updated, deleted)
+    of ``memory_id``: its note's, else ``memory.<kind>`` and none."""
+    note = notes.get(memory_id, WriteNote())
+    return note.event_type or f"memory.{kind}", dict(note.metadata or {})
+
+
 class StoreWriter:
     """Writes prepared puts with their index rows and events, inside a transaction."""
 
@@ -219,8 +228,8 @@ class StoreWriter:
                 )
         if not before:
             # Every event is a creation (the common batch: new memories).
-            written = yield from write_created_events_flow(d, ids, notes, now)
-            if written:
+            created = [(i, *_event_of(notes, i, "created")) for i in ids]
+            if (yield from write_created_events_flow(d, created, now)):
                 return
         after = yield from snapshot_flow(d, ids)
         events = []
@@ -231,10 +240,10 @@ class StoreWriter:
             kind = "deleted" if new is None else "created" if old is None else "updated"
             base = new or old
             assert base is not None
-            note = notes.get(memory_id, WriteNote())
+            event_type, metadata = _event_of(notes, memory_id, kind)
             events.append(
                 EventRow(
-                    note.event_type or f"memory.{kind}",
+                    event_type,
                     base["scope"],
                     base["kind"],
                     memory_id,
@@ -242,7 +251,7 @@ class StoreWriter:
                     base["key"],
                     old,
                     new,
-                    dict(note.metadata or {}),
+                    metadata,
                 )
             )
         yield from write_events_flow(d, events, now)
