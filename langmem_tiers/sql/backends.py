@@ -53,6 +53,7 @@ __all__ = [
     "SqliteIO",
     "SqliteReaders",
     "is_pool",
+    "psycopg_query",
     "to_psycopg",
 ]
 
@@ -122,9 +123,33 @@ def binary_copy_data(rows: Sequence[Sequence[Any]]) -> bytes | None:
 
 
 @functools.lru_cache(maxsize=512)
-def to_psycopg(text: str) -> str:
-    """``?`` placeholders to psycopg's ``%s`` (literal ``%`` doubled)."""
-    return text.replace("%", "%%").replace("?", "%s")
+def to_psycopg(text: str, lists: tuple[int, ...] = ()) -> str:
+    """``?`` placeholders to psycopg's ``%s`` (literal ``%`` doubled); those at the
+    positions ``lists`` to ``%b``, binary (see :func:`psycopg_query`).
+
+    Example::
+
+        >>> to_psycopg("SELECT ? || '%' WHERE id = ANY(?::text[])", (1,))
+        "SELECT %s || '%%' WHERE id = ANY(%b::text[])"
+    """
+    text = text.replace("%", "%%")
+    if not lists:
+        return text.replace("?", "%s")
+    parts = text.split("?")
+    return "".join(
+        part + ("" if n == len(parts) - 1 else "%b" if n in lists else "%s")
+        for n, part in enumerate(parts)
+    )
+
+
+def psycopg_query(text: str, params: Sequence[Any]) -> str:
+    """:func:`to_psycopg` of ``text`` with its list parameters sent binary.
+
+    A list (an array: ids to lock, to read, to write events of) in the text format is
+    quoted element by element in Python and parsed back by the server; in the binary
+    format neither happens. 500 ids in ``id = ANY(?::text[])``: 3.0 ms instead of 5.6.
+    """
+    return to_psycopg(text, tuple(n for n, p in enumerate(params) if type(p) is list))
 
 
 class ConnectionOwner:
@@ -420,7 +445,9 @@ class _PgConnIO(_SharedIO):
         # statements are planned once per connection instead of per search (planning the
         # neighbours' statement took longer than running it, 1.8 ms against 0.8).
         cur = self.conn.execute(
-            to_psycopg(request.text), list(request.params), binary=request.binary
+            psycopg_query(request.text, request.params),
+            list(request.params),
+            binary=request.binary,
         )
         return cur.fetchall() if cur.description is not None else []
 
@@ -533,7 +560,9 @@ class _AsyncPgConnIO(_AsyncShared):
     async def sql(self, request: Sql) -> list[tuple[Any, ...]]:
         # Prepared as the sync twin's (see _PgConnIO.sql).
         cur = await self.conn.execute(
-            to_psycopg(request.text), list(request.params), binary=request.binary
+            psycopg_query(request.text, request.params),
+            list(request.params),
+            binary=request.binary,
         )
         return await cur.fetchall() if cur.description is not None else []
 
