@@ -9,7 +9,7 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from langmem_tiers.sql.backends import PostgresIO, psycopg_query, to_psycopg
+from langmem_tiers.sql.backends import AsyncPostgresIO, PostgresIO, psycopg_query, to_psycopg
 from langmem_tiers.sql.flow import Sql
 
 
@@ -40,6 +40,12 @@ def test_a_list_parameter_round_trips(
     with psycopg.connect(postgres_url, autocommit=True) as conn:
         io = PostgresIO(conn, None)
         assert io.sql(Sql(sql, [value])) == [(expected,)]
+
+
+async def test_a_list_parameter_round_trips_through_the_async_driver(postgres_url: str) -> None:
+    async with await psycopg.AsyncConnection.connect(postgres_url, autocommit=True) as conn:
+        io = AsyncPostgresIO(conn, None)
+        assert await io.sql(Sql("SELECT ?::text[], ?", [TRICKY, "x"])) == [(TRICKY, "x")]
 
 
 def test_a_list_beside_text_parameters_selects_the_rows_it_names(postgres_url: str) -> None:
