@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 
 from langmem_tiers import TieredMemoryStore
+from langmem_tiers.long_term.store.search import scope_cache
 from langmem_tiers.long_term.store.search.scope_cache import ScopeCache
 from langmem_tiers.sql import migrations as schema
 from langmem_tiers.sql.dialect import (
@@ -115,6 +116,22 @@ def test_warm_cache_answers_exactly_as_the_database(store: Any) -> None:
     _answer(store, QUERIES[0])  # fills the cache
     assert {q: _answer(store, q) for q in QUERIES} == expected
     assert len(_cache(store)._entries) == 1
+
+
+def test_a_load_without_the_members_rows_answers_the_same(
+    store: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Over :data:`MEMBER_ROWS_MAX` members a load reads no member rows (PostgreSQL) and
+    the search reads its candidates' rows after it: the same results."""
+
+    def cold(query: str) -> list[tuple[str, Any, float]]:
+        _cache(store).clear()
+        hits = store.search(NS, query=query, limit=4)
+        return [(h.key, h.value, round(h.scores["semantic"], 9)) for h in hits]
+
+    with_rows = {q: cold(q) for q in QUERIES}
+    monkeypatch.setattr(scope_cache, "MEMBER_ROWS_MAX", len(TEXTS) - 1)
+    assert {q: cold(q) for q in QUERIES} == with_rows
 
 
 def test_search_without_cache_is_the_reference(store: Any) -> None:

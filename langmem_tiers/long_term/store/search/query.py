@@ -679,8 +679,9 @@ class StoreSearch:
         prefix = join_namespace(search.prefix)
         scope: tuple[ScopeData, Members] | None = None
         guess: Guess | None = None
-        # The members' rows, when the namespace was read for this search (not in process,
-        # where the candidates' own statement costs less than reading every member's row).
+        # The members' rows, when the namespace was read for this search and has few
+        # members (not in process, where the candidates' own statement costs less than
+        # reading every member's row; see scope_cache.MEMBER_ROWS_MAX).
         loaded: dict[str, Sequence[Any]] = {}
         in_process = self.dialect.in_process
 
