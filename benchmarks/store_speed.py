@@ -99,6 +99,8 @@ LIMIT = 10
 WRITE_ROUNDS = 50
 #: Searches timed while another thread keeps putting batches.
 BESIDE_SEARCHES = 50
+#: Scopes searched once each by a process that has read nothing of them.
+NEW_PROCESS_SEARCHES = 50
 FULL_SIZES = (10_000, 100_000)
 QUICK_SIZES = (2_000, 10_000)
 #: qdrant-client's local mode scans every point in Python: past this it takes minutes.
@@ -652,6 +654,9 @@ def run_one(
         profile.phase = "search-beside-writes"
         beside, writer_rate = _search_beside_writes(store, workload)
 
+        profile.phase = "new-process-search"
+        new_process = _searches_of_a_new_process(store, workload)
+
     result: dict[str, Any] = {
         "system": name,
         "label": SYSTEMS[name],
@@ -676,6 +681,7 @@ def run_one(
             "search": timing_summary(beside),
             "writer_items_per_s": round(writer_rate, 1),
         },
+        "new_process_search": timing_summary(new_process),
     }
     if ours:
         result["profile"] = {
@@ -733,6 +739,29 @@ def _search_beside_writes(store: BaseStore, workload: Workload) -> tuple[list[fl
     if failures:
         raise failures[0]
     return seconds, written / (time.perf_counter() - started)
+
+
+def _searches_of_a_new_process(store: BaseStore, workload: Workload) -> list[float]:
+    """Search times of one query in each of :data:`NEW_PROCESS_SEARCHES` scopes, as a
+    process that has read none of them yet sees them: this project's store forgets what
+    it holds of its namespaces first (it holds every namespace it wrote since it was
+    empty); LangGraph's stores keep nothing between searches."""
+    core = getattr(store, "core", None)
+    cache = core.search.scope_cache if core is not None else None
+    if cache is not None:
+        cache.clear()
+    seen: set[int] = set()
+    seconds: list[float] = []
+    for scope, query in workload.queries:
+        if scope in seen:
+            continue
+        seen.add(scope)
+        t0 = time.perf_counter()
+        store.search(workload.namespace(scope), query=query, limit=LIMIT)
+        seconds.append(time.perf_counter() - t0)
+        if len(seconds) == NEW_PROCESS_SEARCHES:
+            break
+    return seconds
 
 
 # -- targets and the plot --------------------------------------------------------------------

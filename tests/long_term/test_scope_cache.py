@@ -23,7 +23,7 @@ import pytest
 
 from langmem_tiers import TieredMemoryStore
 from langmem_tiers.long_term.store.search import scope_cache
-from langmem_tiers.long_term.store.search.scope_cache import ScopeCache
+from langmem_tiers.long_term.store.search.scope_cache import ScopeCache, ScopeData
 from langmem_tiers.sql import migrations as schema
 from langmem_tiers.sql.dialect import (
     CHANGES_KEPT,
@@ -37,7 +37,7 @@ from langmem_tiers.sql.dialect import (
 from langmem_tiers.sql.flow import Latch
 from langmem_tiers.sql.item_ids import item_id
 
-from .fakes import default_index
+from .fakes import KeywordEmbeddings, default_index
 from .old_schema import write_terms_table
 
 UTC = timezone.utc
@@ -283,10 +283,12 @@ def test_an_item_written_after_the_members_were_remembered_ends_them_at_its_time
 
 def test_a_cache_behind_the_log_reads_the_namespace_again(db: str, store: Any) -> None:
     """Where the log no longer holds every change since the entry's count (cut), the
-    namespace is read again."""
+    namespace is read again (written by another store: this store's own writes keep its
+    entry current)."""
     _answer(store, "apple")
-    store.put(NS, "m7", {"content": "banana bread banana split banana"})
-    store.put(NS, "m8", {"content": "banana cake"})
+    with _open(db) as other:
+        other.put(NS, "m7", {"content": "banana bread banana split banana"})
+        other.put(NS, "m8", {"content": "banana cake"})
     with _plain_sql(db) as run:
         run(
             f"DELETE FROM {ITEM_CHANGES} WHERE item_id = (SELECT id FROM lmt_items WHERE key = 'm7')"
@@ -1124,3 +1126,223 @@ def test_ttl_refreshes_on_postgres_keep_the_move_log_short(postgres_url: str) ->
         ).fetchone()[0]
     assert max(logged) <= 3, logged
     assert counted + logged[-1] >= 6 * 2
+
+
+# -- own writes ---------------------------------------------------------------------------
+
+
+class _LongVectors(KeywordEmbeddings):
+    """Document vectors of several lengths: what the store keeps is normalised."""
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        vectors = super().embed_documents(texts)
+        return [[x * (2 + len(t) % 5) for x in v] for v, t in zip(vectors, texts, strict=True)]
+
+
+def _open_own(url: str) -> Any:
+    return TieredMemoryStore.from_url(url, index=default_index(_LongVectors(), fields=("content",)))
+
+
+def _state(data: Any) -> tuple[Any, ...]:
+    """What an entry holds, whatever the order of its rows: version, counters, each item's
+    length, packed terms, kind and vectors (bytes), and each term's postings (a term no
+    item holds any more may keep an empty posting)."""
+    vectors: dict[str, list[bytes]] = {}
+    for row, item in enumerate(data.vector_ids):
+        vectors.setdefault(item, []).append(data.matrix[row].tobytes())
+    return (
+        data.version,
+        data.counters,
+        {i: int(data.lengths[data.row_of[i]]) for i in data.ids},
+        dict(data.packed_terms),
+        set(data.episodic),
+        {i: sorted(v) for i, v in vectors.items()},
+        {t: postings for t in data._codes if (postings := _as_dict(data, t))},
+    )
+
+
+@contextmanager
+def _item_reads(store: Any) -> Iterator[list[str]]:
+    """What the store's searches meanwhile read of items: ``"load"`` (every item of a
+    namespace) or ``"changes"`` (items the change log named, taken into an entry)."""
+    seen: list[str] = []
+    cache = _cache(store)
+    original_load, original_changed = cache._load_flow, ScopeData.changed
+
+    def load(*args: Any, **kwargs: Any) -> Any:
+        seen.append("load")
+        return (yield from original_load(*args, **kwargs))
+
+    def changed(data: ScopeData, *args: Any, **kwargs: Any) -> ScopeData:
+        seen.append("changes")
+        return original_changed(data, *args, **kwargs)
+
+    cache._load_flow = load  # type: ignore[method-assign]
+    ScopeData.changed = changed  # type: ignore[method-assign]
+    try:
+        yield seen
+    finally:
+        del cache._load_flow
+        ScopeData.changed = original_changed  # type: ignore[method-assign]
+
+
+def _read_state(reader: Any, prefix: tuple[str, ...]) -> tuple[Any, ...]:
+    """The entry of ``prefix`` as a store that never wrote reads it from the database."""
+    _cache(reader).clear()
+    reader.search(prefix, query="apple", limit=1)
+    return _state(_cache(reader)._entries[".".join(prefix)])
+
+
+def _scores(store: Any, prefix: tuple[str, ...], query: str) -> dict[str, float]:
+    hits = store.search(prefix, query=query, limit=10)
+    return {f"{'.'.join(h.namespace)}/{h.key}": round(h.scores["semantic"], 9) for h in hits}
+
+
+def test_a_namespace_written_from_its_start_is_searched_without_reading_it(db: str) -> None:
+    """A namespace this store created holds every item this store wrote there: its first
+    search reads neither its items nor its change log, and its entry is the one a store
+    that never wrote reads from the database (items, kinds, vectors, postings, counts)."""
+    notes, events = ("u2", "notes"), ("u2", "talk", "episodic")
+    with _open_own(db) as store, _open_own(db) as reader:
+        store.batch([_put(notes, f"k{n}", f"apple {n} music") for n in range(6)])
+        store.batch([_put(events, f"e{n}", f"we met at the apple shop {n}") for n in range(3)])
+        store.put(
+            notes, "k1", {"content": "banana bread", "title": "bread"}, index=["content", "title"]
+        )
+        store.delete(notes, "k2")
+        store.delete(notes, "never-there")
+        store.put(notes, "plain", {"content": "apple not indexed"}, index=False)
+        for prefix in (notes, events):
+            with _item_reads(store) as seen:
+                answer = _scores(store, prefix, "apple music")
+            assert seen == []
+            assert _state(_cache(store)._entries[".".join(prefix)]) == _read_state(reader, prefix)
+            assert answer == _scores(reader, prefix, "apple music")
+
+
+def test_own_writes_keep_the_entries_above_them_current(db: str) -> None:
+    """Writes of this store to namespaces under cached prefixes are taken into those
+    entries (no read of the namespace or of the log at the next search), beside entries
+    that other writers made stale; whoever wrote last, every entry that says it is at the
+    database's count holds what the database holds."""
+    a, child, other = ("u3", "a"), ("u3", "a", "b"), ("u3", "c")
+    with _open_own(db) as store, _open_own(db) as reader, _open_own(db) as stranger:
+        stranger.batch([_put(ns, "s0", "apple from a stranger") for ns in (a, child, other)])
+        for prefix in (("u3",), a, child, other):
+            store.search(prefix, query="apple", limit=1)  # loads: entries of 4 prefixes
+        steps: list[tuple[Callable[[], Any], set[str]]] = [
+            (lambda: store.batch([_put(a, f"k{n}", f"apple pie {n}") for n in range(4)]), set()),
+            (lambda: store.batch([_put(child, "k0", "music"), _put(other, "s0", None)]), set()),
+            (lambda: store.put(a, "k1", {"content": "banana split"}), set()),
+            (
+                lambda: stranger.put(child, "s1", {"content": "apple jazz"}),
+                {"u3", "u3.a", "u3.a.b"},
+            ),
+            (lambda: store.put(a, "k2", None), set()),
+            (lambda: store.put(child, "k5", {"content": "apple again"}), set()),
+        ]
+        for step, stale in steps:
+            step()
+            cache = _cache(store)
+            held = dict(cache._entries)
+            assert set(held) == {"u3", "u3.a", "u3.a.b", "u3.c"}
+            current = {
+                p for p in held if _read_state(reader, tuple(p.split(".")))[0] == held[p].version
+            }
+            assert current == set(held) - stale
+            for prefix in current:
+                assert _state(held[prefix]) == _read_state(reader, tuple(prefix.split(".")))
+            with _item_reads(store) as seen:
+                for prefix in held:
+                    answer = _scores(store, tuple(prefix.split(".")), "apple pie music")
+                    assert answer == _scores(reader, tuple(prefix.split(".")), "apple pie music")
+            assert seen == ["changes"] * len(stale)
+
+
+def test_a_namespace_another_store_wrote_to_is_read_again(db: str) -> None:
+    """A write of another store between two of this store's ends the seed: the namespace
+    is then read from the database, and found as the other store left it."""
+    ns = ("u4", "notes")
+    with _open(db) as store, _open(db) as other:
+        store.put(ns, "a", {"content": "apple one"})
+        other.put(ns, "b", {"content": "apple two"})
+        store.put(ns, "c", {"content": "apple three"})
+        assert "u4.notes" not in _cache(store)._seeds
+        with _item_reads(store) as seen:
+            answer = _scores(store, ns, "apple")
+        assert seen == ["load"]
+        assert sorted(answer) == ["u4.notes/a", "u4.notes/b", "u4.notes/c"]
+        other.put(ns, "d", {"content": "apple four"})
+        store.put(ns, "e", {"content": "apple five"})
+        assert sorted(_scores(store, ns, "apple")) == [f"u4.notes/{k}" for k in "abcde"]
+
+
+def test_a_search_from_a_seed_catches_up_with_other_writers(db: str) -> None:
+    """The first search of a seeded namespace another store wrote to since reads the
+    change log above the seed's count: the other store's items come in, the seed's stay."""
+    ns = ("u5", "notes")
+    with _open(db) as store, _open(db) as other:
+        store.batch([_put(ns, f"k{n}", f"apple {n}") for n in range(3)])
+        other.put(ns, "k1", {"content": "banana"})
+        other.put(ns, "x", {"content": "apple from elsewhere"})
+        with _item_reads(store) as seen:
+            answer = _scores(store, ns, "apple banana")
+        assert seen == ["changes"]
+        assert answer == _scores(other, ns, "apple banana")
+        assert len(answer) == 4
+
+
+def test_seeds_are_bounded(db: str) -> None:
+    """Seeds hold at most the cache's items; the namespaces they leave are read when
+    searched, and their later writes read no counts."""
+    with _open(db) as store:
+        cache = _cache(store)
+        cache.max_items = 5
+        for n in range(4):
+            store.batch([_put(("u6", f"n{n}"), f"k{k}", f"apple {k}") for k in range(2)])
+        assert list(cache._seeds) == ["u6.n2", "u6.n3"]
+        assert cache.counted(["u6.n0", "u6.n3", "u6.n9"]) == ["u6.n3", "u6.n9"]
+        with _item_reads(store) as seen:
+            assert len(_scores(store, ("u6", "n0"), "apple")) == 2
+            assert len(_scores(store, ("u6", "n3"), "apple")) == 2
+        assert seen == ["load"]
+
+
+def test_concurrent_writers_leave_every_entry_right(db: str) -> None:
+    """Threads of one store and another store write the same namespaces at once (their
+    commits and their taking-in of own writes interleave); every cached entry and seed
+    that says it is at the database's count holds what the database holds, and every
+    search answers as a store that never wrote."""
+    spaces = [("u7", "a"), ("u7", "a", "b"), ("u7", "c")]
+    with _open_own(db) as store, _open_own(db) as other, _open_own(db) as reader:
+        store.search(("u7",), query="apple", limit=1)
+
+        def write(writer: Any, name: str) -> None:
+            for n in range(12):
+                ns = spaces[n % len(spaces)]
+                writer.batch(
+                    [
+                        _put(ns, f"{name}{n}", f"apple {name} {n} music"),
+                        _put(ns, f"shared{n % 4}", f"apple shared {name} {n}"),
+                        _put(ns, f"{name}{n - 3}", None),
+                    ]
+                )
+
+        threads = [
+            threading.Thread(target=write, args=(w, name))
+            for w, name in ((store, "s"), (store, "t"), (other, "o"))
+        ]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        cache = _cache(store)
+        held = {**cache._entries, **{n: seed.entry(n) for n, seed in cache._seeds.items()}}
+        for prefix, data in held.items():
+            fresh = _read_state(reader, tuple(prefix.split(".")))
+            if fresh[0] == data.version:
+                assert _state(data) == fresh
+        for prefix in [("u7",), *spaces]:
+            assert _scores(store, prefix, "apple shared music") == _scores(
+                reader, prefix, "apple shared music"
+            )

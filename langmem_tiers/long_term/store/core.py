@@ -61,6 +61,7 @@ from langmem_tiers.long_term.store.search.relevance import DEFAULT_COSINE_CURVE
 from langmem_tiers.long_term.store.vectors import Vector, VectorIndex, VectorRow
 from langmem_tiers.long_term.store.writes import (
     ENGINE_COLUMNS,
+    OwnWrite,
     PreparedPut,
     StoreWriter,
     WriteNote,
@@ -200,15 +201,23 @@ class StoreCore:
             yield from self.index.write_flow(rows, written_ids)
 
         if puts:
-            results: list[Result] = yield Transaction(
+            cache = self.search.scope_cache
+            namespaces = {join_namespace(p.namespace) for p in puts.values()}
+            results: list[Result]
+            results, own = yield Transaction(
                 self._transaction_flow(
-                    ops, searches, query_vector, list(puts.values()), rows, now, notes or {}
+                    ops,
+                    searches,
+                    query_vector,
+                    list(puts.values()),
+                    rows,
+                    now,
+                    notes or {},
+                    cache.counted(namespaces) if cache is not None else [],
                 )
             )
-            if self.search.scope_cache is not None:
-                self.search.scope_cache.written(
-                    {join_namespace(p.namespace) for p in puts.values()}
-                )
+            if cache is not None:
+                cache.written(namespaces, own)
         else:
             # Reads only: a read transaction (on PostgreSQL no transaction block at all, on
             # SQLite no write lock). The TTL refreshes and buffered access counts they call
@@ -233,12 +242,13 @@ class StoreCore:
         rows: list[VectorRow],
         now: datetime,
         notes: Mapping[str, WriteNote],
-    ) -> Flow[list[Result]]:
+        counted: Sequence[str],
+    ) -> Flow[tuple[list[Result], OwnWrite | None]]:
         results, accessed, refresh = yield from self._reads_flow(ops, searches, query_vector, now)
-        yield from self.writer.write_flow(puts, rows, now, notes)
+        own = yield from self.writer.write_flow(puts, rows, now, notes, counted=counted)
         yield from self._upkeep_flow(refresh, now, force=True)
         self.access.record(accessed, now)
-        return results
+        return results, own
 
     def _reads_flow(
         self,

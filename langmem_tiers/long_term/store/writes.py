@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import json
 import math
+from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
+import numpy as np
 from langgraph.store.base import PutOp
 
 from langmem_tiers.errors import InvalidContentError
@@ -33,15 +36,18 @@ from langmem_tiers.long_term.store.records import (
 )
 from langmem_tiers.long_term.store.search import bm25
 from langmem_tiers.long_term.store.search.keys import extra_terms
-from langmem_tiers.long_term.store.vectors import VectorIndex, VectorRow
-from langmem_tiers.sql.dialect import ITEMS, TERMS, Dialect, item_columns
+from langmem_tiers.long_term.store.search.neighbours import NEIGHBOUR_KIND
+from langmem_tiers.long_term.store.vectors import VectorIndex, VectorRow, normalize_rows
+from langmem_tiers.sql.dialect import ITEMS, SCOPE_CHANGES, TERMS, Dialect, item_columns
 from langmem_tiers.sql.flow import Flow, InsertRows, Sql, SqlMany
 
 __all__ = [
     "ENGINE_COLUMNS",
+    "OwnWrite",
     "PreparedPut",
     "StoreWriter",
     "WriteNote",
+    "WrittenItem",
     "lock_scope_changes_flow",
     "prepare_put",
     "validate_ttl",
@@ -80,6 +86,32 @@ class PreparedPut(NamedTuple):
     doc_len: int
     ttl: float | None = None  # minutes to live (None: no expiry)
     value_json: str | None = None  # the record's value as JSON text, when already encoded
+
+
+class WrittenItem(NamedTuple):
+    """An item as a write left it: what a read of its namespace finds of it."""
+
+    length: int
+    packed_terms: str | None
+    episodic: bool  # of the kind that has neighbours
+    vectors: np.ndarray  # unit float32 rows, one per indexed field (none: 0 rows)
+
+
+class OwnWrite(NamedTuple):
+    """What one write did to the namespaces it was asked to count: each namespace's change
+    count just before its first change and just after its last, and what it left of each
+    item it wrote there (None: deleted).
+
+    Both counts are read inside the write's transaction while no other writer can count
+    in those namespaces (PostgreSQL: the write holds their counters' locks; SQLite: write
+    transactions are serial), so the changes between them are this write's alone. Once
+    the transaction has committed, a process that held a namespace at the first count
+    holds it at the second by taking in ``items`` (see ``ScopeCache.written``).
+    """
+
+    before: Mapping[str, int]
+    after: Mapping[str, int]
+    items: Mapping[str, Mapping[str, WrittenItem | None]]
 
 
 #: Terms rows bound in one statement at most (its parameter stays well under the engines'
@@ -151,6 +183,49 @@ def lock_scope_changes_flow(dialect: Dialect, prefixes: Iterable[str]) -> Flow[N
         yield Sql(statement, [wanted])
 
 
+def scope_counts_flow(dialect: Dialect, namespaces: Sequence[str]) -> Flow[dict[str, int]]:
+    """The change count of each of ``namespaces`` (0 for one never counted)."""
+    in_names, params = dialect.in_list("prefix", namespaces)
+    rows = yield Sql(f"SELECT prefix, changes FROM {SCOPE_CHANGES} WHERE {in_names}", params)
+    counts = dict.fromkeys(namespaces, 0)
+    counts.update((prefix, int(changes)) for prefix, changes in rows)
+    return counts
+
+
+def _written_items(
+    puts: Sequence[PreparedPut],
+    rows: Sequence[VectorRow],
+    packed: Mapping[str, str | None],
+    namespaces: AbstractSet[str],
+) -> dict[str, dict[str, WrittenItem | None]]:
+    """What ``puts`` leave of their items in ``namespaces``: lengths, packed terms, and
+    the vectors as the index stores them (normalised, float32)."""
+    wanted = [r for r in rows if r.prefix in namespaces]
+    matrix = normalize_rows([r.vector for r in wanted]).astype(np.float32) if wanted else None
+    vectors: defaultdict[str, list[int]] = defaultdict(list)
+    for position, r in enumerate(wanted):
+        vectors[r.item_id].append(position)
+    items: defaultdict[str, dict[str, WrittenItem | None]] = defaultdict(dict)
+    for p in puts:
+        name = join_namespace(p.namespace)
+        if name not in namespaces:
+            continue
+        if p.record is None:
+            items[name][item_id(p.namespace, p.key)] = None
+            continue
+        own = vectors.get(p.record.id)
+        items[name][p.record.id] = WrittenItem(
+            p.doc_len,
+            packed.get(p.record.id),
+            p.record.kind == NEIGHBOUR_KIND,
+            matrix[own] if own and matrix is not None else _NO_ROWS,
+        )
+    return dict(items)
+
+
+_NO_ROWS = np.zeros((0, 0), dtype=np.float32)
+
+
 def _event_of(
     notes: Mapping[str, WriteNote], memory_id: str, kind: str
 ) -> tuple[str, dict[str, Any]]:
@@ -173,7 +248,11 @@ class StoreWriter:
         rows: list[VectorRow],
         now: datetime,
         notes: Mapping[str, WriteNote],
-    ) -> Flow[None]:
+        *,
+        counted: Sequence[str] = (),
+    ) -> Flow[OwnWrite | None]:
+        """Write ``puts`` with their vector ``rows`` and events; with ``counted``
+        (namespaces), also what the write did there (:class:`OwnWrite`)."""
         d = self.dialect
         all_ids = [p.record.id if p.record else item_id(p.namespace, p.key) for p in puts]
         lock = d.lock_items_sql()
@@ -183,6 +262,7 @@ class StoreWriter:
             yield Sql(lock, [sorted(set(all_ids))])
         # After the items' locks, as every writer takes them.
         yield from lock_scope_changes_flow(d, {join_namespace(p.namespace) for p in puts})
+        counts_before = (yield from scope_counts_flow(d, counted)) if counted else {}
         before = yield from snapshot_flow(d, all_ids)
         deletes = [
             [join_namespace(p.namespace), p.key]
@@ -194,6 +274,7 @@ class StoreWriter:
             yield SqlMany(f"DELETE FROM {ITEMS} WHERE prefix = ? AND key = ?", deletes)
         upserts = [p for p in puts if p.record is not None]
         ids = [p.record.id for p in upserts if p.record is not None]
+        packed = {p.record.id: bm25.pack_terms(p.terms) for p in upserts if p.record is not None}
         if upserts:
             # Items not there before are plain inserts (COPY on PostgreSQL): the item
             # locks above (or SQLite's write transaction) keep anyone else from adding them.
@@ -207,10 +288,12 @@ class StoreWriter:
             stamp = d.ts_param(now)
             if fresh:
                 yield InsertRows(
-                    ITEMS, item_columns, [self._item_row(p, now, stamp) for p in fresh]
+                    ITEMS, item_columns, [self._item_row(p, packed, now, stamp) for p in fresh]
                 )
             if known:
-                yield SqlMany(d.upsert_items_sql(), [self._item_row(p, now, stamp) for p in known])
+                yield SqlMany(
+                    d.upsert_items_sql(), [self._item_row(p, packed, now, stamp) for p in known]
+                )
             # Terms and vectors belong to their item (foreign keys): a new item has none.
             yield from self._index_flow(upserts, rows, [i for i in ids if i in before])
         for note_id, note in notes.items():
@@ -226,11 +309,18 @@ class StoreWriter:
                         note_id,
                     ],
                 )
+        own = None
+        if counted:
+            # Before the events: nothing after this statement changes an item.
+            counts_after = yield from scope_counts_flow(d, counted)
+            own = OwnWrite(
+                counts_before, counts_after, _written_items(puts, rows, packed, set(counted))
+            )
         if not before:
             # Every event is a creation (the common batch: new memories).
             created = [(i, *_event_of(notes, i, "created")) for i in ids]
             if (yield from write_created_events_flow(d, created, now)):
-                return
+                return own
         after = yield from snapshot_flow(d, ids)
         events = []
         for memory_id in all_ids:
@@ -255,6 +345,7 @@ class StoreWriter:
                 )
             )
         yield from write_events_flow(d, events, now)
+        return own
 
     def _index_flow(
         self, upserts: list[PreparedPut], rows: list[VectorRow], replaced: list[str]
@@ -274,8 +365,11 @@ class StoreWriter:
         for chunk in _term_chunks(terms):
             yield Sql(self.dialect.insert_terms_sql(), [_compact_json(chunk)])
 
-    def _item_row(self, p: PreparedPut, now: datetime, stamp: Any) -> tuple[Any, ...]:
-        """The item row of ``p`` written at ``now`` (``stamp``: its parameter)."""
+    def _item_row(
+        self, p: PreparedPut, packed: Mapping[str, str | None], now: datetime, stamp: Any
+    ) -> tuple[Any, ...]:
+        """The item row of ``p`` written at ``now`` (``stamp``: its parameter; ``packed``:
+        the packed terms of each item)."""
         d = self.dialect
         r = p.record
         assert r is not None
@@ -303,7 +397,7 @@ class StoreWriter:
             "importance": r.importance,
             "status": r.status,
             "doc_len": p.doc_len,
-            "terms": bm25.pack_terms(p.terms),
+            "terms": packed[r.id],
             "expires_at": d.ts_param(now + timedelta(minutes=p.ttl)) if p.ttl else None,
             "ttl_minutes": p.ttl,
         }

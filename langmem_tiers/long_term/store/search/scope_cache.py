@@ -35,6 +35,13 @@ In process (SQLite) it reads the two counters and nothing else first; over a con
 (PostgreSQL) it takes the members at once and has the statement that reads its result
 rows check the counters (:meth:`ScopeCache.guess`): one statement in all while they hold.
 
+Own writes: a write of this process reads, inside its transaction, the counts of the
+namespaces it writes just before and just after its changes (``writes.OwnWrite``), and
+after its commit the cache takes in what it wrote instead of reading it back: an entry
+that held a namespace at the first count holds it at the second; a namespace whose count
+was 0 starts a seed, every item this process wrote there since, which becomes the entry
+of the namespace's first search without reading it (:meth:`ScopeCache.written`).
+
 Example::
 
     >>> from langmem_tiers.sql.dialect import SqliteDialect
@@ -51,7 +58,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from datetime import datetime
-from typing import Any, Final, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple
 
 import numpy as np
 
@@ -69,9 +76,13 @@ from langmem_tiers.sql.dialect import (
 )
 from langmem_tiers.sql.flow import Flow, Latch, Sql, WaitFor
 
+if TYPE_CHECKING:
+    from langmem_tiers.long_term.store.writes import OwnWrite, WrittenItem
+
 __all__ = [
     "LOAD_WAIT_SECONDS",
     "MAX_CACHED_ITEMS",
+    "MAX_SETTLED",
     "MEMBER_ROWS_MAX",
     "ArrayScores",
     "Guess",
@@ -89,6 +100,10 @@ MAX_CACHED_ITEMS = 200_000
 #: on PostgreSQL, a namespace's first search took p50 12.0 ms with the rows and 13.8
 #: without at 100 members, 54 ms with and 46 without at 1,000.
 MEMBER_ROWS_MAX = 300
+
+#: Namespaces remembered as not new to this process's writes (their count was above 0 at
+#: its first write there, and it holds no seed of them): their writes read no counts.
+MAX_SETTLED = 100_000
 
 #: How long a search waits for another's load of its namespace before reading it itself
 #: (a load of 20,000 items takes well under a second; this only bounds a stuck one).
@@ -638,26 +653,120 @@ class ScopeCache:
         # Prefixes this process wrote under since their entries were read: a guess there
         # would cost a rows statement that the counters then refuse.
         self._written: set[str] = set()
+        # Namespaces whose every item this process wrote since their count was 0, by
+        # namespace, the least recently written first; and namespaces known not to be.
+        self._seeds: OrderedDict[str, _Seed] = OrderedDict()
+        self._seed_items = 0
+        self._settled: set[str] = set()
         self._lock = threading.Lock()
 
-    def written(self, namespaces: Iterable[str]) -> None:
-        """Namespaces (joined) this process has just written to: searches of the cached
-        prefixes above them ask for the changes first instead of guessing their members.
-
-        Only a hint: a guess is proved by the counters, whoever wrote, so a write of
-        another process costs a wrong guess (one more statement), never a wrong answer.
-        """
-        wanted = set(namespaces)
+    def counted(self, namespaces: Iterable[str]) -> list[str]:
+        """The namespaces, among those a write is about to write to, whose counts it should
+        read for :meth:`written`: those this cache holds in an entry or a seed, and those
+        it has not met (a first write of a new namespace starts its seed)."""
         with self._lock:
-            self._written.update(
-                prefix
-                for prefix in self._entries
-                if any(not prefix or n == prefix or n.startswith(prefix + ".") for n in wanted)
+            return sorted(
+                n
+                for n in namespaces
+                if n not in self._settled or n in self._seeds or self._covering(n)
             )
+
+    def written(self, namespaces: Iterable[str], own: OwnWrite | None = None) -> None:
+        """Namespaces (joined) this process has just written to, in a committed write, with
+        what it did to those it counted (``own``, see :meth:`counted`).
+
+        An entry that held a counted namespace at the write's first count takes in the
+        write's items there (:meth:`ScopeData.changed`), so the next search reads nothing
+        of them. Otherwise the cached prefixes above a namespace only learn that it was
+        written: their searches ask for the changes first instead of guessing their
+        members. That is only a hint: a guess is proved by the counters, whoever wrote,
+        so a write of another process costs a wrong guess (one more statement), never a
+        wrong answer. And an entry is right for each namespace at its own count, so
+        taking in some namespaces of a write and not others leaves it right.
+        """
+        taken: dict[str, tuple[ScopeData, list[str]]] = {}
+        hinted: set[str] = set()
+        with self._lock:
+            for name in set(namespaces):
+                covering = self._covering(name)
+                for prefix in covering:
+                    data = self._entries[prefix]
+                    if (
+                        own is not None
+                        and name in own.after
+                        and data.counters is not None
+                        and data.counters.get(name, 0) == own.before[name]
+                    ):
+                        taken.setdefault(prefix, (data, []))[1].append(name)
+                    else:
+                        hinted.add(prefix)
+                if own is not None and name in own.after:
+                    self._seed(name, own, held=name in covering)
+            self._written.update(hinted)
+        for prefix, (data, names) in taken.items():
+            updated = _taken(data, own, names)  # type: ignore[arg-type]
+            with self._lock:
+                if self._entries.get(prefix) is not data:
+                    continue  # replaced meanwhile by a newer read
+                if len(updated.ids) > self.max_items:
+                    del self._entries[prefix]
+                    continue
+                self._entries[prefix] = updated
+                if prefix not in hinted:
+                    self._written.discard(prefix)
+
+    def _covering(self, namespace: str) -> list[str]:
+        """The prefixes of entries that hold ``namespace`` (the caller holds the lock)."""
+        labels = namespace.split(".")
+        prefixes = ["", *(".".join(labels[:n]) for n in range(1, len(labels) + 1))]
+        return [p for p in prefixes if p in self._entries]
+
+    def _seed(self, name: str, own: OwnWrite, *, held: bool) -> None:
+        """Take ``own``'s items in ``name`` into its seed: the seed it continues, or a new
+        one where the namespace's count was 0 (the caller holds the lock). A namespace
+        whose entry is kept (``held``) needs none."""
+        seed = self._seeds.pop(name, None)
+        if seed is not None:
+            self._seed_items -= len(seed.items)
+        if held:
+            return
+        if seed is None and own.before[name] == 0 and name not in self._settled:
+            seed = _Seed()
+        elif seed is None or seed.count != own.before[name]:
+            # Written by another since: the seed no longer holds every item.
+            self._settle(name)
+            return
+        seed.take(own.items.get(name, {}), own.after[name])
+        self._seeds[name] = seed
+        self._seed_items += len(seed.items)
+        while self._seed_items > self.max_items and self._seeds:
+            gone, dropped = self._seeds.popitem(last=False)
+            self._seed_items -= len(dropped.items)
+            self._settle(gone)
+
+    def _settle(self, name: str) -> None:
+        if len(self._settled) >= MAX_SETTLED:
+            self._settled.clear()
+        self._settled.add(name)
+
+    def _seeded(self, prefix: str) -> ScopeData | None:
+        """The entry of ``prefix`` from its seed, kept (None: no seed)."""
+        with self._lock:
+            if prefix in self._entries:
+                return None
+            seed = self._seeds.pop(prefix, None)
+            if seed is None:
+                return None
+            self._seed_items -= len(seed.items)
+        data = seed.entry(prefix)
+        self._keep(prefix, data)
+        return data
 
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
+            self._seeds.clear()
+            self._seed_items = 0
 
     def guess(
         self,
@@ -750,6 +859,8 @@ class ScopeCache:
             moves, moves_params = self.dialect.moves_sql(under, under_params)
         with self._lock:
             known = self._entries.get(prefix)
+        if known is None:
+            known = self._seeded(prefix)
         # Out of process, :meth:`guess` has asked the counters already.
         if known is not None and instants is not None and remembers and self.dialect.in_process:
             with self._lock:  # searches of several threads share the entry
@@ -1150,6 +1261,66 @@ class ScopeCache:
             return _NO_VECTORS
         matrix = np.frombuffer(b"".join(vectors), dtype=self.dialect.vector_dtype)
         return matrix.astype(np.float32, copy=False).reshape(len(vectors), -1)
+
+
+class _Seed:
+    """Every item of one namespace, as this process's writes left them since its count
+    was 0, at ``count``."""
+
+    __slots__ = ("count", "items")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.items: dict[str, WrittenItem] = {}
+
+    def take(self, items: Mapping[str, WrittenItem | None], count: int) -> None:
+        for item, written in items.items():
+            if written is None:
+                self.items.pop(item, None)
+            else:
+                self.items[item] = written
+        self.count = count
+
+    def entry(self, namespace: str) -> ScopeData:
+        """The entry of ``namespace`` (as its prefix) these items make, at ``count``."""
+        items = self.items
+        blocks = [w.vectors for w in items.values() if len(w.vectors)]
+        return ScopeData(
+            self.count,
+            {i: w.length for i, w in items.items()},
+            {i: w.packed_terms for i, w in items.items() if w.packed_terms},
+            [i for i, w in items.items() for _ in range(len(w.vectors))],
+            np.concatenate(blocks) if blocks else _NO_VECTORS,
+            {i for i, w in items.items() if w.episodic},
+            {namespace: self.count},
+        )
+
+
+def _taken(data: ScopeData, own: OwnWrite, names: Sequence[str]) -> ScopeData:
+    """``data`` with ``own``'s items in ``names`` taken in, at their counts after it."""
+    assert data.counters is not None
+    changed: set[str] = set()
+    items: dict[str, tuple[int, str | None, bool]] = {}
+    vector_ids: list[str] = []
+    blocks: list[np.ndarray] = []
+    for name in names:
+        for item, written in own.items.get(name, {}).items():
+            changed.add(item)
+            if written is not None:
+                items[item] = (written.length, written.packed_terms, written.episodic)
+                vector_ids.extend([item] * len(written.vectors))
+                if len(written.vectors):
+                    blocks.append(written.vectors)
+    counters = dict(data.counters)
+    counters.update((name, own.after[name]) for name in names)
+    return data.changed(
+        data.version + sum(own.after[n] - own.before[n] for n in names),
+        counters,
+        changed,
+        items,
+        vector_ids,
+        np.concatenate(blocks) if blocks else _NO_VECTORS,
+    )
 
 
 class _ReadRows(NamedTuple):
