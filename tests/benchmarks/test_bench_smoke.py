@@ -138,6 +138,8 @@ def _check_store_runs(results: dict[str, Any], systems: list[str]) -> None:
         # Searches while a thread puts batches (up to 50), and what that thread wrote.
         assert run["search_beside_writes"]["search"]["n"] == 12
         assert run["search_beside_writes"]["writer_items_per_s"] > 0
+        # One search in each distinct scope the 12 queries name.
+        assert 1 <= run["new_process_search"]["n"] <= 12
         if run["system"].startswith("ours-"):
             assert set(run["search"]["dense_stage"]) == {"recall_at_10", "recall_at_30"}
             assert run["profile"]["search"], "the statement profile saw the searches"

@@ -92,7 +92,8 @@ class WrittenItem(NamedTuple):
     """An item as a write left it: what a read of its namespace finds of it."""
 
     length: int
-    packed_terms: str | None
+    terms: Mapping[str, int]  # BM25 term frequencies
+    packed_terms: str | None  # the same, packed as the items table keeps them
     episodic: bool  # of the kind that has neighbours
     vectors: np.ndarray  # unit float32 rows, one per indexed field (none: 0 rows)
 
@@ -216,6 +217,7 @@ def _written_items(
         own = vectors.get(p.record.id)
         items[name][p.record.id] = WrittenItem(
             p.doc_len,
+            p.terms,
             packed.get(p.record.id),
             p.record.kind == NEIGHBOUR_KIND,
             matrix[own] if own and matrix is not None else _NO_ROWS,

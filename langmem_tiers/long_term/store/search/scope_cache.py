@@ -1265,35 +1265,64 @@ class ScopeCache:
 
 class _Seed:
     """Every item of one namespace, as this process's writes left them since its count
-    was 0, at ``count``."""
+    was 0, at ``count``; each item's terms already coded, so that the entry it makes
+    needs no pass over the terms."""
 
-    __slots__ = ("count", "items")
+    __slots__ = ("codes", "count", "items", "postings")
 
     def __init__(self) -> None:
         self.count = 0
         self.items: dict[str, WrittenItem] = {}
+        self.codes: dict[str, int] = {}  # a code per term met (some may no longer occur)
+        self.postings: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # codes, frequencies
 
     def take(self, items: Mapping[str, WrittenItem | None], count: int) -> None:
+        codes = self.codes
         for item, written in items.items():
             if written is None:
                 self.items.pop(item, None)
-            else:
-                self.items[item] = written
+                self.postings.pop(item, None)
+                continue
+            self.items[item] = written
+            terms = written.terms if written.packed_terms else {}
+            self.postings[item] = (
+                np.fromiter(
+                    (codes.setdefault(t, len(codes)) for t in terms),
+                    dtype=np.int64,
+                    count=len(terms),
+                ),
+                np.fromiter(terms.values(), dtype=np.float64, count=len(terms)),
+            )
         self.count = count
 
     def entry(self, namespace: str) -> ScopeData:
         """The entry of ``namespace`` (as its prefix) these items make, at ``count``."""
         items = self.items
+        ids = list(items)
+        row_of = {item: row for row, item in enumerate(ids)}
+        postings = [self.postings[i] for i in ids]
+        coded = np.concatenate([c for c, _ in postings]) if ids else np.zeros(0, np.int64)
+        frequencies = np.concatenate([f for _, f in postings]) if ids else np.zeros(0)
+        rows = np.repeat(np.arange(len(ids), dtype=np.int64), [len(c) for c, _ in postings])
+        # By code, rows ascending within one (the items are in row order).
+        order = np.argsort(coded, kind="stable")
+        starts = np.zeros(len(self.codes) + 1, dtype=np.int64)
+        np.cumsum(np.bincount(coded, minlength=len(self.codes)), out=starts[1:])
         blocks = [w.vectors for w in items.values() if len(w.vectors)]
-        return ScopeData(
+        data = object.__new__(ScopeData)
+        data._set(
             self.count,
-            {i: w.length for i, w in items.items()},
+            {namespace: self.count},
+            ids,
+            row_of,
+            np.fromiter((w.length for w in items.values()), dtype=np.int64, count=len(ids)),
             {i: w.packed_terms for i, w in items.items() if w.packed_terms},
             [i for i, w in items.items() for _ in range(len(w.vectors))],
             np.concatenate(blocks) if blocks else _NO_VECTORS,
             {i for i, w in items.items() if w.episodic},
-            {namespace: self.count},
+            (self.codes, starts.tolist(), rows[order], frequencies[order]),
         )
+        return data
 
 
 def _taken(data: ScopeData, own: OwnWrite, names: Sequence[str]) -> ScopeData:
