@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+import numpy as np
 from langgraph.store.base import (
     GetOp,
     Item,
@@ -58,7 +59,7 @@ from langmem_tiers.long_term.store.search.query import (
     prepare_search,
 )
 from langmem_tiers.long_term.store.search.relevance import DEFAULT_COSINE_CURVE
-from langmem_tiers.long_term.store.vectors import Vector, VectorIndex, VectorRow
+from langmem_tiers.long_term.store.vectors import Vector, VectorIndex, VectorRow, normalize_rows
 from langmem_tiers.long_term.store.writes import (
     ENGINE_COLUMNS,
     OwnWrite,
@@ -185,14 +186,14 @@ class StoreCore:
         query_vectors = yield from self.embed_flow(queries, query=True)
         query_vector = dict(zip(queries, query_vectors, strict=True))
 
+        # Unit rows once, for the index and for the namespace cache alike.
+        units = normalize_rows(vectors_by_text) if vectors_by_text else np.zeros((0, 0))
         rows: list[VectorRow] = []
         position = 0
         for p in puts.values():
             for field_id, _ in p.texts:
                 assert p.record is not None
-                rows.append(
-                    VectorRow(p.record.id, field_id, p.record.prefix, vectors_by_text[position])
-                )
+                rows.append(VectorRow(p.record.id, field_id, p.record.prefix, units[position]))
                 position += 1
         written_ids = [p.record.id for p in puts.values() if p.record is not None]
         deleted = [p for p in puts.values() if p.record is None]

@@ -44,10 +44,12 @@ Vector = list[float] | np.ndarray
 
 
 class VectorRow(NamedTuple):
+    """One vector of one field of an item, to write."""
+
     item_id: str
     field: str
     prefix: str
-    vector: Vector
+    vector: np.ndarray  # a unit row (float64; :func:`normalize_rows`)
 
 
 def normalize(vector: Sequence[float] | np.ndarray) -> list[float]:
@@ -124,7 +126,7 @@ class VectorIndex:
             in_ids, params = self.dialect.in_list("item_id", item_ids)
             yield Sql(f"DELETE FROM {VECTORS} WHERE {in_ids}", params)
         if rows:
-            encoded = self.dialect.vector_params(normalize_rows([r.vector for r in rows]))
+            encoded = self.dialect.vector_params(np.stack([r.vector for r in rows]))
             yield InsertRows(
                 VECTORS,
                 ("item_id", "field", "prefix", "embedding"),
@@ -446,7 +448,7 @@ class QdrantIndex(VectorIndex):
                     "points": [
                         models.PointStruct(
                             id=_point_id(r.item_id, r.field),
-                            vector=normalize(r.vector),
+                            vector=r.vector.tolist(),
                             payload={
                                 "item_id": r.item_id,
                                 "field": r.field,

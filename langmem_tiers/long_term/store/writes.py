@@ -37,7 +37,7 @@ from langmem_tiers.long_term.store.records import (
 from langmem_tiers.long_term.store.search import bm25
 from langmem_tiers.long_term.store.search.keys import extra_terms
 from langmem_tiers.long_term.store.search.neighbours import NEIGHBOUR_KIND
-from langmem_tiers.long_term.store.vectors import VectorIndex, VectorRow, normalize_rows
+from langmem_tiers.long_term.store.vectors import VectorIndex, VectorRow
 from langmem_tiers.sql.dialect import ITEMS, SCOPE_CHANGES, TERMS, Dialect, item_columns
 from langmem_tiers.sql.flow import Flow, InsertRows, Sql, SqlMany
 
@@ -202,7 +202,7 @@ def _written_items(
     """What ``puts`` leave of their items in ``namespaces``: lengths, packed terms, and
     the vectors as the index stores them (normalised, float32)."""
     wanted = [r for r in rows if r.prefix in namespaces]
-    matrix = normalize_rows([r.vector for r in wanted]).astype(np.float32) if wanted else None
+    matrix = np.stack([r.vector for r in wanted]).astype(np.float32) if wanted else None
     vectors: defaultdict[str, list[int]] = defaultdict(list)
     for position, r in enumerate(wanted):
         vectors[r.item_id].append(position)
