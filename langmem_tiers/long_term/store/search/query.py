@@ -700,7 +700,14 @@ class StoreSearch:
             )
 
         if self.scope_cache is not None:
-            guess = self.scope_cache.guess(prefix, search.members_key, search.instants)
+            guess = self.scope_cache.guess(
+                prefix,
+                search.members_key,
+                search.instants,
+                # Every item is a member of most searches without a value filter.
+                "" if search.value_filtered else search.where,
+                search.params,
+            )
             if guess is not None:
                 scope = guess.data, guess.members
             else:

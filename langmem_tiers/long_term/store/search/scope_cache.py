@@ -80,6 +80,7 @@ if TYPE_CHECKING:
     from langmem_tiers.long_term.store.writes import OwnWrite, WrittenItem
 
 __all__ = [
+    "COUNTED_GUESS_MAX",
     "LOAD_WAIT_SECONDS",
     "MAX_CACHED_ITEMS",
     "MAX_SETTLED",
@@ -100,6 +101,12 @@ MAX_CACHED_ITEMS = 200_000
 #: on PostgreSQL, a namespace's first search took p50 12.0 ms with the rows and 13.8
 #: without at 100 members, 54 ms with and 46 without at 1,000.
 MEMBER_ROWS_MAX = 300
+
+#: The most items of an entry whose searches, when it remembers no members for them,
+#: guess that every item is a member, proved by counting the members in the rows
+#: statement (see :meth:`ScopeCache.guess`): a count over a larger namespace costs more
+#: than reading its members once, after which they are remembered.
+COUNTED_GUESS_MAX = 2_000
 
 #: Namespaces remembered as not new to this process's writes (their count was above 0 at
 #: its first write there, and it holds no seed of them): their writes read no counts.
@@ -525,10 +532,19 @@ def _inverted_index(
     coded, rows, counts = _postings(
         codes, [row_of[i] for i in packed_terms], list(packed_terms.values())
     )
-    order = np.argsort(coded, kind="stable")
+    order = _by_code(coded, len(codes))
     starts = np.zeros(len(codes) + 1, dtype=np.int64)
     np.cumsum(np.bincount(coded, minlength=len(codes)), out=starts[1:])
     return codes, starts.tolist(), rows[order], counts[order]
+
+
+def _by_code(coded: np.ndarray, n_codes: int) -> np.ndarray:
+    """The order that sorts postings by their codes (below ``n_codes``), keeping the order
+    of those of one code. Codes that fit in 16 bits are sorted as such: numpy's stable
+    sort of 16-bit integers is a radix sort, five times faster over 25,000 postings."""
+    if n_codes <= 1 << 16:
+        return np.argsort(coded.astype(np.uint16), kind="stable")
+    return np.argsort(coded, kind="stable")
 
 
 def _postings(
@@ -773,35 +789,59 @@ class ScopeCache:
         prefix: str,
         key: tuple[Any, ...],
         instants: tuple[datetime, datetime] | None,
+        where: str = "",
+        params: Sequence[Any] = (),
     ) -> Guess | None:
-        """The members remembered for a search with ``key`` at ``instants``, for the search
-        to confirm in its own rows statement; None when there are none that answer those
-        instants, or where statements cost no round trip (:meth:`members_flow` then asks
-        the two counters first).
+        """The members of a search with ``key`` at ``instants`` (condition ``where`` on
+        ``i``, bound to ``params``) as the cache believes them, for the search to confirm
+        in its own rows statement; None where statements cost no round trip
+        (:meth:`members_flow` then asks the two counters first) or where it has no belief.
 
-        The check reads the counters in the statement's snapshot: while both are what
-        they were when the members were read, nothing under the prefix was written or
-        moved since, so the members are the search's (see :class:`RememberedMembers`).
+        Members remembered for ``key`` are checked by the counters, read in the
+        statement's snapshot: while both are what they were when the members were read,
+        nothing under the prefix was written or moved since, so the members are the
+        search's (see :class:`RememberedMembers`). Without them, and given ``where``, an
+        entry of at most :data:`COUNTED_GUESS_MAX` items (one made from a seed, at the
+        first search of a namespace this process wrote, included) guesses that every item
+        is a member: while the change count is the entry's, the prefix holds exactly its
+        items, so as many items matching ``where`` as the entry holds are all of them.
         A wrong guess costs the search one more statement, never an answer.
         """
-        if self.dialect.in_process or instants is None:
+        if self.dialect.in_process:
             return None
         with self._lock:
             if prefix in self._written:
                 return None
             data = self._entries.get(prefix)
-            remembered = data.remembered(key, instants) if data is not None else None
-        if data is None or remembered is None:
+            remembered = (
+                data.remembered(key, instants)
+                if data is not None and instants is not None
+                else None
+            )
+        if data is None and where:
+            data = self._seeded(prefix)
+        if data is None:
             return None
         under, under_params = self._under("prefix", prefix)
-        moves, moves_params = self.dialect.moves_sql(under, under_params)
+        changes = f"(SELECT {self._changes_sql(under)}) = ?"
+        if remembered is not None:
+            moves, moves_params = self.dialect.moves_sql(under, under_params)
+            self._touch(prefix, data)
+            return Guess(
+                data,
+                remembered.members,
+                f"(SELECT CASE WHEN {changes} AND {moves} = ? THEN 1 ELSE 0 END)",
+                [*under_params, data.version, *moves_params, remembered.moves],
+            )
+        if not where or len(data.ids) > COUNTED_GUESS_MAX:
+            return None
         self._touch(prefix, data)
         return Guess(
             data,
-            remembered.members,
-            f"(SELECT CASE WHEN (SELECT {self._changes_sql(under)}) = ?"
-            f" AND {moves} = ? THEN 1 ELSE 0 END)",
-            [*under_params, data.version, *moves_params, remembered.moves],
+            data.every_member(),
+            f"(SELECT CASE WHEN {changes} AND (SELECT count(*) FROM {ITEMS} i WHERE {where})"
+            " = ? THEN 1 ELSE 0 END)",
+            [*under_params, data.version, *params, len(data.ids)],
         )
 
     def members_flow(
@@ -1305,7 +1345,7 @@ class _Seed:
         frequencies = np.concatenate([f for _, f in postings]) if ids else np.zeros(0)
         rows = np.repeat(np.arange(len(ids), dtype=np.int64), [len(c) for c, _ in postings])
         # By code, rows ascending within one (the items are in row order).
-        order = np.argsort(coded, kind="stable")
+        order = _by_code(coded, len(self.codes))
         starts = np.zeros(len(self.codes) + 1, dtype=np.int64)
         np.cumsum(np.bincount(coded, minlength=len(self.codes)), out=starts[1:])
         blocks = [w.vectors for w in items.values() if len(w.vectors)]
