@@ -1389,6 +1389,36 @@ def test_an_entry_above_the_counted_guess_bound_reads_its_members_once(
         assert _hits(store, ns, "music") == _hits(reader, ns, "music")
 
 
+def test_an_entry_above_the_taken_bound_reads_the_changes_at_its_next_search(
+    db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Writes of this store to a namespace held only by entries larger than
+    :data:`MAX_TAKEN_ITEMS` read no counts and are not taken in (copying a large entry
+    at every write would cost the writer): the next search reads them from the log,
+    once for every write since, and answers as a store that never wrote."""
+    from langmem_tiers.long_term.store.search import scope_cache
+
+    ns = ("u9", "notes")
+    with _open(db) as store, _open(db) as reader:
+        reader.batch([_put(ns, f"k{n}", f"apple {n}") for n in range(6)])
+        store.search(ns, query="apple", limit=1)
+        monkeypatch.setattr(scope_cache, "MAX_TAKEN_ITEMS", 5)
+        store.put(ns, "a", {"content": "apple pie"})  # counted: is the namespace new?
+        assert _cache(store).counted(["u9.notes"]) == []
+        store.put(ns, "b", {"content": "apple music"})
+        with _item_reads(store) as seen:
+            found = _hits(store, ns, "apple music")
+        assert seen == ["changes"]
+        assert found == _hits(reader, ns, "apple music")
+        monkeypatch.setattr(scope_cache, "MAX_TAKEN_ITEMS", 8)
+        assert _cache(store).counted(["u9.notes"]) == ["u9.notes"]
+        store.put(ns, "c", {"content": "apple jam"})
+        with _item_reads(store) as seen:
+            found = _hits(store, ns, "apple jam")
+        assert seen == []
+        assert found == _hits(reader, ns, "apple jam")
+
+
 def test_seeds_are_bounded(db: str) -> None:
     """Seeds hold at most the cache's items; the namespaces they leave are read when
     searched, and their later writes read no counts."""
