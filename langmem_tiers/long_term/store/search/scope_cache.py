@@ -702,9 +702,9 @@ class ScopeCache:
 
         An entry of at most :data:`MAX_TAKEN_ITEMS` that held a counted namespace at the
         write's first count takes in the write's items there (:meth:`ScopeData.changed`),
-        so the next search reads nothing of them. Otherwise the cached prefixes above a namespace only learn that it was
-        written: their searches ask for the changes first instead of guessing their
-        members. That is only a hint: a guess is proved by the counters, whoever wrote,
+        so the next search reads nothing of them. Otherwise the cached prefixes above a
+        namespace only learn that it was written: their searches ask for the changes first
+        instead of guessing their members. That is only a hint: a guess is proved by the counters, whoever wrote,
         so a write of another process costs a wrong guess (one more statement), never a
         wrong answer. And an entry is right for each namespace at its own count, so
         taking in some namespaces of a write and not others leaves it right.
@@ -836,18 +836,17 @@ class ScopeCache:
             return None
         under, under_params = self._under("prefix", prefix)
         changes = f"(SELECT {self._changes_sql(under)}) = ?"
+        if remembered is None and (not where or len(data.ids) > COUNTED_GUESS_MAX):
+            return None
+        self._touch(prefix, data)
         if remembered is not None:
             moves, moves_params = self.dialect.moves_sql(under, under_params)
-            self._touch(prefix, data)
             return Guess(
                 data,
                 remembered.members,
                 f"(SELECT CASE WHEN {changes} AND {moves} = ? THEN 1 ELSE 0 END)",
                 [*under_params, data.version, *moves_params, remembered.moves],
             )
-        if not where or len(data.ids) > COUNTED_GUESS_MAX:
-            return None
-        self._touch(prefix, data)
         return Guess(
             data,
             data.every_member(),
