@@ -35,8 +35,10 @@ from langmem_tiers.long_term.store.records import (
     validate_namespace,
 )
 from langmem_tiers.long_term.store.search import bm25
+from langmem_tiers.long_term.store.search.authors import AuthorCache, author_terms, by_author
 from langmem_tiers.long_term.store.search.fusion import smooth_neighbours
 from langmem_tiers.long_term.store.search.neighbours import (
+    NEIGHBOUR_KIND,
     conversation_neighbours,
     rows_with_neighbours_sql,
 )
@@ -90,6 +92,10 @@ _CANDIDATE_COLUMNS = (
 #: Where the rows statement of a search puts the check of its guessed members (1 when they
 #: held), and after it the candidate's neighbours (see ``rows_with_neighbours_sql``).
 _CHECK = len(_CANDIDATE_COLUMNS)
+
+#: How the stored namespace of an episodic memory ends (the kind whose memories have an
+#: author, see ``authors.py``).
+_EPISODIC_SUFFIX = join_namespace(("", NEIGHBOUR_KIND))
 
 #: The condition (one ``?``: now) an item must meet to be read: it has not expired.
 LIVE_SQL = "(i.expires_at IS NULL OR i.expires_at > ?)"
@@ -395,6 +401,7 @@ class StoreSearch:
         self.access = access
         self.dense_weight = dense_weight
         self.cosine_curve = cosine_curve
+        self.authors = AuthorCache()
         # Where the database counts changes per namespace and holds the vectors in a
         # table a statement can read, a namespace's terms and vectors are kept between
         # searches and scored in process (an index elsewhere keeps its own path).
@@ -780,6 +787,9 @@ class StoreSearch:
             now,
             self.settings.ranking,
         )
+        floor = search.options.min_score
+        if floor is not None:
+            ranked = [r for r in ranked if r.components.semantic >= floor]
         if search.time_query is not None:
             boosts = time_boosts({c.id: c.time for c in candidates}, search.time_query)
             if boosts:
@@ -787,22 +797,37 @@ class StoreSearch:
                     (r._replace(score=r.score * boosts[r.id]) for r in ranked),
                     key=lambda r: (-r.score, r.id),
                 )
-        floor = search.options.min_score
-        if floor is not None:
-            ranked = [r for r in ranked if r.components.semantic >= floor]
+        values: dict[str, Any] = {}
+
+        def value_of(item_id: str) -> Any:
+            # JSON text on every backend (see above); read once, and only where needed.
+            if item_id not in values:
+                values[item_id] = json.loads(by_id[item_id][2])
+            return values[item_id]
+
+        def read_author(item_id: str) -> frozenset[str]:
+            if not by_id[item_id][0].endswith(_EPISODIC_SUFFIX):
+                return frozenset()
+            value = value_of(item_id)
+            return author_terms(value) if isinstance(value, dict) else frozenset()
+
+        def authors_of(item_id: str) -> frozenset[str]:
+            return self.authors.get(item_id, by_id[item_id][4], lambda: read_author(item_id))
+
+        ranked = by_author(ranked, want, frozenset(bm25.analyze(search.query)), authors_of)
         page = ranked[search.offset : search.offset + search.limit]
         if with_ttl is not None:
             with_ttl.extend(r.id for r in page if by_id[r.id][9] is not None)
         out: list[SearchItem] = []
         for r in page:
-            item = item_from_row(self.dialect, by_id[r.id])
+            row = by_id[r.id]
             out.append(
                 RankedItem(
-                    item.namespace,
-                    item.key,
-                    json.loads(by_id[r.id][2]),  # JSON text on every backend (see above)
-                    item.created_at,
-                    item.updated_at,
+                    split_namespace(row[0]),
+                    row[1],
+                    value_of(r.id),
+                    self.dialect.ts_value(row[3]),  # type: ignore[arg-type]
+                    self.dialect.ts_value(row[4]),  # type: ignore[arg-type]
                     r.score,
                     r.components._asdict(),
                 )
