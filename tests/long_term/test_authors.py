@@ -18,6 +18,8 @@ from langmem_tiers.long_term.store.search.authors import (
     by_author,
 )
 from langmem_tiers.long_term.store.search.ranking import Ranked, ScoreComponents
+from langmem_tiers.sql.dialect import ITEMS
+from langmem_tiers.sql.flow import Sql, Transaction
 
 from .fakes import default_index
 
@@ -163,3 +165,35 @@ def test_only_episodic_memories_have_an_author(
     assert said["tea"] / said["name"] == pytest.approx(
         (1 - AUTHOR_BOOST) * facts["tea"] / facts["name"]
     )
+
+
+def test_an_author_changed_in_place_is_seen_at_the_next_search(
+    make_store: Callable[..., BaseStore], ours: None
+) -> None:
+    # Lifecycle changes may rewrite a value without touching updated_at: the author the
+    # searches remember follows the value, not the time.
+    store = make_store(index=default_index(fields=("content",)))
+    turns = [
+        {"content": "Should the launch page use the blue theme?", "actor": "human"},
+        {"content": "For the launch page, the green theme: it tested better.", "actor": "ai"},
+    ]
+    _put_turns(store, turns)
+    user = "Which theme did the user want for the launch page?"
+    assert store.search(EPISODIC, query=user)[0].key == "t0"
+    dialect = store.db.dialect  # type: ignore[attr-defined]
+    rows = []
+    for n, actor in enumerate(("ai", "human")):
+        item = store.get(EPISODIC, f"t{n}")
+        assert item is not None
+        value = dialect.json_param({**item.value, "actor": actor})
+        rows.append([value, "conv.episodic", f"t{n}"])
+
+    def rewrite() -> Any:
+        for params in rows:
+            yield Sql(f"UPDATE {ITEMS} SET value = ? WHERE prefix = ? AND key = ?", params)
+
+    def in_transaction() -> Any:
+        yield Transaction(rewrite())
+
+    store.db.run(in_transaction())  # type: ignore[attr-defined]
+    assert store.search(EPISODIC, query=user)[0].key == "t1"

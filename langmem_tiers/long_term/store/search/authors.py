@@ -146,12 +146,13 @@ def by_author(
 
 
 class AuthorCache:
-    """The authors of the memories searches have ranked, by item and version.
+    """The authors of the memories searches have ranked, by item and value.
 
     A search looks at the authors of some sixty candidates; reading each one's value (JSON)
-    costs more than the rest of the ranking. A memory's value changes only with its
-    ``updated_at``, so ``(item id, updated_at)`` keys its author for as long as this process
-    runs, whoever wrote it. At :data:`MAX_ENTRIES` the cache starts over.
+    costs more than the rest of the ranking. The author depends on the value alone, so
+    ``(item id, hash of its stored JSON text)`` keys it for as long as this process runs,
+    whoever wrote the item and however (an update that leaves ``updated_at`` alone
+    included). At :data:`MAX_ENTRIES` the cache starts over.
     """
 
     MAX_ENTRIES = 100_000
@@ -162,7 +163,8 @@ class AuthorCache:
     def get(
         self, item_id: str, version: object, read: Callable[[], Collection[str]]
     ) -> frozenset[str]:
-        """The author terms of ``item_id`` at ``version``; ``read`` finds them on a miss."""
+        """The author terms of ``item_id`` at ``version`` (of its value); ``read`` finds
+        them on a miss."""
         key = (item_id, version)
         terms = self._terms.get(key)
         if terms is None:

@@ -812,7 +812,7 @@ class StoreSearch:
             return author_terms(value) if isinstance(value, dict) else frozenset()
 
         def authors_of(item_id: str) -> frozenset[str]:
-            return self.authors.get(item_id, by_id[item_id][4], lambda: read_author(item_id))
+            return self.authors.get(item_id, hash(by_id[item_id][2]), lambda: read_author(item_id))
 
         ranked = by_author(ranked, want, frozenset(bm25.analyze(search.query)), authors_of)
         page = ranked[search.offset : search.offset + search.limit]
