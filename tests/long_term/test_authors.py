@@ -197,3 +197,25 @@ def test_an_author_changed_in_place_is_seen_at_the_next_search(
 
     store.db.run(in_transaction())  # type: ignore[attr-defined]
     assert store.search(EPISODIC, query=user)[0].key == "t1"
+
+
+async def test_a_search_can_turn_the_speaker_preference_off(
+    make_store: Callable[..., BaseStore], ours: None, twin_of: Any
+) -> None:
+    twin = twin_of(make_store(index=default_index(fields=("content",))))
+    _put_turns(
+        twin.obj,
+        [
+            {"content": "Caroline: Hey Melanie, are your kids still painting with you?"},
+            {"content": "Melanie: The kids love painting dinosaurs lately."},
+        ],
+    )
+    query = "What are Melanie's kids painting?"
+    assert [h.key for h in await twin.search(EPISODIC, query=query)] == ["t1", "t0"]
+    assert [h.key for h in await twin.search(EPISODIC, query=query, authors="off")] == [
+        "t0",
+        "t1",
+    ]
+    # The option rides in the filter, as any BaseStore caller passes it.
+    plain = await twin.search(EPISODIC, query=query, filter={"$search": {"authors": "off"}})
+    assert [h.key for h in plain] == ["t0", "t1"]

@@ -140,6 +140,8 @@ def test_bad_search_options_are_refused(make_store: Callable[..., BaseStore], ou
         store.search(EPISODIC, query="x", filter={"$search": {"when": 1}})
     with pytest.raises(ValidationError, match="min_score"):
         store.search(EPISODIC, query="x", min_score=1.5)
+    with pytest.raises(InvalidFilterError, match="authors must be one of boost, off, got 'no'"):
+        store.search(EPISODIC, query="x", filter={"$search": {"authors": "no"}})
 
 
 # -- current facts first -------------------------------------------------------------------

@@ -61,7 +61,7 @@ from langmem_tiers.long_term.store.core import RankedItem, StoreCore
 from langmem_tiers.long_term.store.records import as_namespace, validate_namespace
 from langmem_tiers.long_term.store.retriever import TieredMemoryRetriever
 from langmem_tiers.long_term.store.search.fusion import dense_weight_for
-from langmem_tiers.long_term.store.search.options import TimeMode, options_filter
+from langmem_tiers.long_term.store.search.options import AuthorMode, TimeMode, options_filter
 from langmem_tiers.long_term.store.search.relevance import cosine_curve_for
 from langmem_tiers.long_term.store.ttl import DEFAULT_SWEEP_MINUTES, TTLSweeper, check_ttl_config
 from langmem_tiers.long_term.store.vectors import (
@@ -486,6 +486,7 @@ class TieredMemoryStore(BaseStore):
         as_of: datetime | str | None = None,
         time: TimeMode | None = None,
         min_score: float | None = None,
+        authors: AuthorMode | None = None,
     ) -> list[SearchItem]:
         """Items under ``namespace_prefix``: hybrid-ranked with a query, newest first without.
 
@@ -500,6 +501,8 @@ class TieredMemoryStore(BaseStore):
             time: what a time window named in the query does: ``"boost"`` (default),
                 ``"filter"`` (only memories of that window) or ``"off"``.
             min_score: only results whose relevance is at least this (in [0, 1]).
+            authors: what naming a speaker in the query does: ``"boost"`` (default: the
+                episodic memories that speaker wrote rank higher) or ``"off"``.
 
         These options ride in ``filter["$search"]`` (see
         ``langmem_tiers.long_term.store.search.options``), so any ``BaseStore`` caller can
@@ -522,7 +525,9 @@ class TieredMemoryStore(BaseStore):
         op = self._search_op(
             namespace_prefix,
             query,
-            options_filter(filter, now=now, as_of=as_of, time=time, min_score=min_score),
+            options_filter(
+                filter, now=now, as_of=as_of, time=time, min_score=min_score, authors=authors
+            ),
             limit,
             offset,
             refresh_ttl,
@@ -543,12 +548,15 @@ class TieredMemoryStore(BaseStore):
         as_of: datetime | str | None = None,
         time: TimeMode | None = None,
         min_score: float | None = None,
+        authors: AuthorMode | None = None,
     ) -> list[SearchItem]:
         """Async twin of :meth:`search`."""
         op = self._search_op(
             namespace_prefix,
             query,
-            options_filter(filter, now=now, as_of=as_of, time=time, min_score=min_score),
+            options_filter(
+                filter, now=now, as_of=as_of, time=time, min_score=min_score, authors=authors
+            ),
             limit,
             offset,
             refresh_ttl,

@@ -1,4 +1,5 @@
-"""Search options beyond LangGraph's ``SearchOp``: reference time, as-of, time mode, min_score.
+"""Search options beyond LangGraph's ``SearchOp``: reference time, as-of, time mode, min_score,
+author mode.
 
 LangGraph's ``BaseStore.search`` has no room for options of its own, and a ``SearchOp``
 travels through ``batch`` unchanged, so the options ride in the op's ``filter`` under the
@@ -28,6 +29,10 @@ Options (all optional):
 ``min_score``
     Leave out results whose relevance (the ``semantic`` component, an absolute value in
     [0, 1], see ``relevance.py``) is below this.
+``authors``
+    What naming a speaker in the query does: ``"boost"`` (default: when the query names the
+    author of some episodic candidates, theirs rank higher, see ``authors.py``) or
+    ``"off"``.
 
 Example::
 
@@ -45,11 +50,20 @@ from typing import Any, Literal, NamedTuple
 from langmem_tiers.errors import InvalidFilterError, ValidationError
 from langmem_tiers.long_term.store.records import parse_timestamp
 
-__all__ = ["OPTIONS_KEY", "TIME_MODES", "SearchOptions", "options_filter", "split_options"]
+__all__ = [
+    "AUTHOR_MODES",
+    "OPTIONS_KEY",
+    "TIME_MODES",
+    "SearchOptions",
+    "options_filter",
+    "split_options",
+]
 
 OPTIONS_KEY = "$search"
 TIME_MODES = ("boost", "filter", "off")
 TimeMode = Literal["boost", "filter", "off"]
+AUTHOR_MODES = ("boost", "off")
+AuthorMode = Literal["boost", "off"]
 
 
 class SearchOptions(NamedTuple):
@@ -59,6 +73,7 @@ class SearchOptions(NamedTuple):
     as_of: datetime | None = None
     time: TimeMode = "boost"
     min_score: float | None = None
+    authors: AuthorMode = "boost"
 
     def reference(self, default: datetime) -> datetime:
         """The time the search is made at: ``as_of``, else ``now``, else ``default``."""
@@ -107,11 +122,17 @@ def split_options(
         raise InvalidFilterError(
             f"search option time must be one of {', '.join(TIME_MODES)}, got {mode!r}."
         )
+    authors = raw.get("authors", "boost")
+    if authors not in AUTHOR_MODES:
+        raise InvalidFilterError(
+            f"search option authors must be one of {', '.join(AUTHOR_MODES)}, got {authors!r}."
+        )
     options = SearchOptions(
         now=None if now is None else parse_timestamp(now, field="search option now"),
         as_of=None if as_of is None else parse_timestamp(as_of, field="search option as_of"),
         time=mode,
         min_score=check_min_score(raw.get("min_score"), field="search option min_score"),
+        authors=authors,
     )
     return options, rest or None
 
@@ -123,6 +144,7 @@ def options_filter(
     as_of: datetime | str | None = None,
     time: TimeMode | None = None,
     min_score: float | None = None,
+    authors: AuthorMode | None = None,
 ) -> dict[str, Any] | None:
     """``filter`` with the given options under :data:`OPTIONS_KEY` (``None`` ones left out).
 
@@ -140,6 +162,7 @@ def options_filter(
             ("as_of", as_of),
             ("time", time),
             ("min_score", min_score),
+            ("authors", authors),
         )
         if value is not None
     }

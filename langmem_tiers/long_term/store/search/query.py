@@ -814,7 +814,8 @@ class StoreSearch:
         def authors_of(item_id: str) -> frozenset[str]:
             return self.authors.get(item_id, hash(by_id[item_id][2]), lambda: read_author(item_id))
 
-        ranked = by_author(ranked, want, frozenset(bm25.analyze(search.query)), authors_of)
+        if search.options.authors != "off":
+            ranked = by_author(ranked, want, frozenset(bm25.analyze(search.query)), authors_of)
         page = ranked[search.offset : search.offset + search.limit]
         if with_ttl is not None:
             with_ttl.extend(r.id for r in page if by_id[r.id][9] is not None)
