@@ -10,7 +10,7 @@ was said in a conversation. A semantic fact or a procedural preference is about 
 whoever stated it.
 
 A memory's author is the store's reading of its value, not a field of the schema (values
-are any JSON, :func:`author_of`):
+are any JSON, :func:`author_terms`):
 
 * the ``actor``, ``speaker`` or ``author`` field when it is a string (archived messages
   carry ``actor``: the message's role, ``human`` or ``ai``, which a query names as

@@ -173,10 +173,11 @@ def _best_first(scored: tuple[str, float]) -> tuple[float, str]:
     return -scored[1], scored[0]
 
 
-def item_from_row(dialect: Dialect, row: Sequence[Any]) -> Item:
-    """An :class:`Item` from a row selected with :data:`ITEM_COLS`."""
+def item_from_row(dialect: Dialect, row: Sequence[Any], value: Any = None) -> Item:
+    """An :class:`Item` from a row selected with :data:`ITEM_COLS` (``value``: the row's
+    value when already decoded)."""
     return Item(
-        value=dialect.json_value(row[2]),
+        value=dialect.json_value(row[2]) if value is None else value,
         key=row[1],
         namespace=split_namespace(row[0]),
         created_at=dialect.ts_value(row[3]),  # type: ignore[arg-type]
@@ -821,14 +822,14 @@ class StoreSearch:
             with_ttl.extend(r.id for r in page if by_id[r.id][9] is not None)
         out: list[SearchItem] = []
         for r in page:
-            row = by_id[r.id]
+            item = item_from_row(self.dialect, by_id[r.id], value_of(r.id))
             out.append(
                 RankedItem(
-                    split_namespace(row[0]),
-                    row[1],
-                    value_of(r.id),
-                    self.dialect.ts_value(row[3]),  # type: ignore[arg-type]
-                    self.dialect.ts_value(row[4]),  # type: ignore[arg-type]
+                    item.namespace,
+                    item.key,
+                    item.value,
+                    item.created_at,
+                    item.updated_at,
                     r.score,
                     r.components._asdict(),
                 )

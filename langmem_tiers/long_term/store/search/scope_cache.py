@@ -704,9 +704,9 @@ class ScopeCache:
         write's first count takes in the write's items there (:meth:`ScopeData.changed`),
         so the next search reads nothing of them. Otherwise the cached prefixes above a
         namespace only learn that it was written: their searches ask for the changes first
-        instead of guessing their members. That is only a hint: a guess is proved by the counters, whoever wrote,
-        so a write of another process costs a wrong guess (one more statement), never a
-        wrong answer. And an entry is right for each namespace at its own count, so
+        instead of guessing their members. That is only a hint: a guess is proved by the
+        counters, whoever wrote, so a write of another process costs a wrong guess (one
+        more statement), never a wrong answer. And an entry is right for each namespace at its own count, so
         taking in some namespaces of a write and not others leaves it right.
         """
         taken: dict[str, tuple[ScopeData, list[str]]] = {}
