@@ -71,6 +71,9 @@ def rows_with_neighbours_sql(
     anchors: Sequence[str],
     where: str,
     params: Sequence[Any],
+    *,
+    neighbour_where: str | None = None,
+    neighbour_params: Sequence[Any] = (),
 ) -> tuple[str, list[Any]]:
     """One statement: the rows of ``ids`` and of the anchors' neighbours that match
     ``where`` (alias ``i``, ``?`` bound to ``params``), each with ``columns`` (``?`` bound to
@@ -79,7 +82,13 @@ def rows_with_neighbours_sql(
     after it, among the indexed items matching ``where`` (None where there is none within
     :data:`NEIGHBOUR_SPAN` events; None on other rows). The neighbours come with the rows
     they need, so a search reads both in one round trip.
+
+    ``neighbour_where`` (with ``neighbour_params``), when given, replaces ``where`` in the
+    search for neighbours: ``where`` without what every item of an anchor's namespace meets
+    (a neighbour shares its anchor's namespace, and every anchor matches ``where``).
     """
+    if neighbour_where is None:
+        neighbour_where, neighbour_params = where, params
     if not anchors:
         in_ids, id_params = dialect.in_list("i.id", ids)
         return (
@@ -92,19 +101,27 @@ def rows_with_neighbours_sql(
 
     def side(compare: str, order: str, offset: int) -> str:
         return (
-            f"(SELECT e.memory_id FROM {EVENTS} e JOIN {ITEMS} i ON i.id = e.memory_id"
+            f"(SELECT e.memory_id FROM {EVENTS} e"
             f" WHERE e.scope = a.scope AND e.seq {compare}"
             f" AND e.prefix = a.prefix AND e.type = '{_CREATED}' AND e.kind = '{NEIGHBOUR_KIND}'"
             " AND e.memory_id <> a.id"
+            # Each event's item is looked up by its key: OFFSET keeps PostgreSQL from turning
+            # the EXISTS into a join, which a plan made without the parameters' values (the
+            # namespace's size unknown) ran as a hash of every item in the namespace (77 ms
+            # against 0.7 over 10,000 items).
+            f" AND EXISTS (SELECT 1 FROM {ITEMS} i WHERE i.id = e.memory_id"
             # Put with index=False (no terms): never found by a query, nor through another.
-            f" AND i.doc_len > 0 AND {where} ORDER BY e.seq {order} LIMIT 1 OFFSET {offset})"
+            f" AND i.doc_len > 0 AND {neighbour_where} LIMIT 1 OFFSET 0)"
+            f" ORDER BY e.seq {order} LIMIT 1 OFFSET {offset})"
         )
 
     # One scalar subquery per neighbour: SQLite has no LATERAL join, and each is one probe
     # of the (scope, seq) index.
+    before = f"< a.seq AND e.seq >= a.seq - {NEIGHBOUR_SPAN}"
+    after = f"> a.seq AND e.seq <= a.seq + {NEIGHBOUR_SPAN}"
     sides = [
-        *(("< a.seq AND e.seq >= a.seq - ?", "DESC", n) for n in range(NEIGHBOUR_TURNS)),
-        *(("> a.seq AND e.seq <= a.seq + ?", "ASC", n) for n in range(NEIGHBOUR_TURNS)),
+        *((before, "DESC", n) for n in range(NEIGHBOUR_TURNS)),
+        *((after, "ASC", n) for n in range(NEIGHBOUR_TURNS)),
     ]
     names = [f"n{n}" for n in range(len(sides))]
     found = ", ".join(f"{side(*spec)} AS {name}" for spec, name in zip(sides, names, strict=True))
@@ -122,7 +139,7 @@ def rows_with_neighbours_sql(
         f" WHERE i.id IN ({id_rows} UNION ALL {listed}) AND {where}",
         [
             *anchor_params,
-            *[p for _ in sides for p in (NEIGHBOUR_SPAN, *params)],
+            *[p for _ in sides for p in neighbour_params],
             *column_params,
             *id_rows_params,
             *params,

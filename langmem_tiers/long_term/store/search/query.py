@@ -162,6 +162,11 @@ class PreparedSearch(NamedTuple):
     #: ``where`` and ``params`` with those instants left out: searches with the same key
     #: select the same items while no item's times lie between their instants.
     members_key: tuple[Any, ...] = ()
+    #: ``where`` without the condition on the namespace: what an item of a namespace the
+    #: search covers must meet to be found (a conversational neighbour shares its anchor's
+    #: namespace, so a search needs only this of it).
+    item_where: str = "1=1"
+    item_params: tuple[Any, ...] = ()
 
 
 #: Stands for an instant in :attr:`PreparedSearch.members_key`.
@@ -277,11 +282,15 @@ def prepare_search(
     where_parts.append(LIVE_SQL)
     instant_slots.append(len(bound))
     bound.append(dialect.ts_param(clock))
+    filter_sql, filter_params = compile_filter(conditions, dialect)
+    # An item of a namespace the search covers must meet these (the namespace's own
+    # condition left out).
+    item_where = " AND ".join([*where_parts, filter_sql])
+    item_params = (*bound, *filter_params)
     if prefix:
         under, under_params = dialect.under_namespace_sql("i.prefix", join_namespace(prefix))
         where_parts.append(under)
         bound.extend(under_params)
-    filter_sql, filter_params = compile_filter(conditions, dialect)
     where_parts.append(filter_sql)
     bound.extend(filter_params)
     where_sql = " AND ".join(where_parts)
@@ -300,6 +309,8 @@ def prepare_search(
         bool(op.refresh_ttl),
         (at, clock),
         (where_sql, *(_INSTANT if n in slots else p for n, p in enumerate(bound))),
+        item_where,
+        item_params,
     )
 
 
@@ -744,6 +755,8 @@ class StoreSearch:
                     anchors,
                     search.where,
                     search.params,
+                    neighbour_where=search.item_where,
+                    neighbour_params=search.item_params,
                 )
                 rows = yield Sql(text, params)
                 # Every row carries the guess's check; a right guess has candidates' rows.
