@@ -1169,7 +1169,7 @@ def _state(data: Any) -> tuple[Any, ...]:
     item holds any more may keep an empty posting)."""
     vectors: dict[str, list[bytes]] = {}
     for row, item in enumerate(data.vector_ids):
-        vectors.setdefault(item, []).append(data.matrix[row].tobytes())
+        vectors.setdefault(item, []).append(data.vectors.row(row).tobytes())
     return (
         data.version,
         data.counters,

@@ -64,7 +64,7 @@ import numpy as np
 
 from langmem_tiers.long_term.store.search.bm25 import BM25_B, BM25_K1, unpack_terms
 from langmem_tiers.long_term.store.search.neighbours import NEIGHBOUR_KIND
-from langmem_tiers.long_term.store.vectors import similarities
+from langmem_tiers.long_term.store.vectors import UnitVectors
 from langmem_tiers.sql.dialect import (
     CHANGES_KEPT,
     ITEM_CHANGES,
@@ -199,10 +199,10 @@ class ScopeData:
         "episodic",
         "ids",
         "lengths",
-        "matrix",
         "packed_terms",
         "row_of",
         "vector_ids",
+        "vectors",
         "version",
     )
 
@@ -240,7 +240,7 @@ class ScopeData:
         lengths: np.ndarray,
         packed_terms: Mapping[str, str],
         vector_ids: list[str],
-        matrix: np.ndarray,
+        vectors: np.ndarray | UnitVectors,
         episodic: AbstractSet[str],
         index: tuple[dict[str, int], list[int], np.ndarray, np.ndarray],
         vector_rows: tuple[np.ndarray, dict[str, int]] | None = None,
@@ -253,8 +253,8 @@ class ScopeData:
         self.row_of = row_of
         self.lengths = lengths
         self.packed_terms = packed_terms  # item -> its packed terms (items with terms)
-        self.vector_ids = vector_ids  # the item of each row of ``matrix``
-        self.matrix = matrix  # unit float32 vectors
+        self.vector_ids = vector_ids  # the item of each of ``vectors``
+        self.vectors = vectors if isinstance(vectors, UnitVectors) else UnitVectors(vectors)
         self.episodic = episodic  # the items of the kind that has neighbours
         if vector_rows is None:
             vector_rows = (
@@ -355,12 +355,7 @@ class ScopeData:
                 np.array([row_of[i] for i in vector_ids], dtype=np.int64),
             ]
         )
-        if len(matrix) and len(kept_vectors):
-            all_matrix = np.concatenate([self.matrix[kept_vectors], matrix])
-        elif len(matrix):
-            all_matrix = matrix
-        else:
-            all_matrix = self.matrix[kept_vectors] if len(kept_vectors) else _NO_VECTORS
+        all_vectors = self.vectors.kept_and_added(kept_vectors, matrix)
         data = object.__new__(ScopeData)
         data._set(
             version,
@@ -370,7 +365,7 @@ class ScopeData:
             lengths,
             packed_terms,
             all_vector_ids,
-            all_matrix,
+            all_vectors,
             episodic,
             index,
             (vector_item_rows, vector_row_of),
@@ -502,7 +497,7 @@ class ScopeData:
         """Best cosine similarity per member: the top ``k`` and the ``include`` items."""
         if not self.vector_ids:
             return {}
-        sims = similarities(self.matrix, vector)
+        sims = self.vectors.similarities(vector)
         if members.mask is None:
             rows = None
         else:
