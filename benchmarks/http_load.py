@@ -14,7 +14,8 @@ endpoints are measured, each for ``--duration`` seconds:
 
 Texts come from :class:`~benchmarks.fakes.SyntheticCorpus` (a made-up language of 6,000
 words with topics and a Zipf-like skew), so lexical and dense search see realistic term
-statistics; retrieval runs first, so it searches exactly the preload.
+statistics; retrieval runs first, so it searches exactly the preload, once the
+consolidations the preload started have finished (they run after the adds are answered).
 
 Both run against the embedded backend (an SQLite file) and PostgreSQL (a fresh schema,
 dropped afterwards, vacuumed and analyzed after the preload as autovacuum would). Texts are seeded; nothing touches the network beyond loopback. An
@@ -187,6 +188,23 @@ async def _counts(client: httpx.AsyncClient, admin: str) -> dict[str, int]:
     return {"episodic": 0, "semantic": 0, "procedural": 0, "total": 0}
 
 
+async def _settled_counts(
+    client: httpx.AsyncClient, admin: str, *, every: float = 2.0, limit: float = 120.0
+) -> dict[str, int]:
+    """The scope's counts once the consolidations the preload started have finished (the
+    server runs them after answering): the same counts ``every`` seconds apart. A load
+    measured while they run would measure them too."""
+    counts = await _counts(client, admin)
+    give_up = time.perf_counter() + limit
+    while time.perf_counter() < give_up:
+        await asyncio.sleep(every)
+        again = await _counts(client, admin)
+        if again == counts:
+            break
+        counts = again
+    return counts
+
+
 async def run_load(
     base: str,
     key: str,
@@ -262,7 +280,7 @@ def _run_backend(backend: str, args: argparse.Namespace, workdir: Path) -> list[
                 began = time.perf_counter()
                 await _preload(client, headers, args.memories, args.concurrency)
                 loaded = time.perf_counter() - began
-                counts = await _counts(client, admin)
+                counts = await _settled_counts(client, admin)
             if backend == "postgres":
                 # This machine's server runs without autovacuum: do what it would have done
                 # after the preload (statistics the planner needs, untimed).
