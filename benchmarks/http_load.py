@@ -1,7 +1,7 @@
 """HTTP API under a bounded load: requests/s, p50/p99 latency and errors, on loopback.
 
-The server is the real one (``python -m langmem_tiers serve``, uvicorn, one process) on
-127.0.0.1; the load generator is this process: ``--concurrency`` clients (asyncio +
+The server is the real one (``python -m langmem_tiers serve``, uvicorn) on 127.0.0.1, with
+one process and, where the machine has several CPUs, one process per CPU (``--workers``); the load generator is this process: ``--concurrency`` clients (asyncio +
 httpx), each sending its next request as soon as the previous one is answered (a closed
 loop, so the load is bounded by the number of clients, never by a queue that grows). Two
 endpoints are measured, each for ``--duration`` seconds:
@@ -65,6 +65,8 @@ API = "/api/v1"
 SCOPE = "bench-agent"
 
 _CORPUS_SEED = 7
+#: Seconds between two clients' first requests.
+JOIN_INTERVAL = 0.1
 
 
 @dataclass
@@ -225,6 +227,10 @@ async def run_load(
 
         async def worker(number: int) -> None:
             rng = random.Random(seed * 1000 + number)
+            # Clients join one by one, as a pool grows under load: connections opened in
+            # one burst would all be taken by one server process (uvicorn's processes
+            # share the socket and asyncio accepts every waiting connection at once).
+            await asyncio.sleep(number * JOIN_INTERVAL)
             while time.perf_counter() < stop_at:
                 index = rng.randrange(1_000_000)
                 if endpoint == "episodic_store":
@@ -263,54 +269,66 @@ def _database(backend: str, postgres_url: str, workdir: Path) -> Iterator[str]:
 
 
 def _run_backend(backend: str, args: argparse.Namespace, workdir: Path) -> list[dict[str, Any]]:
+    """Preload one database, then each endpoint under each of ``args.workers``'s server
+    process counts (a fresh server per run; every retrieve run before any episodic
+    store, so each retrieves over exactly the preload)."""
     summaries = []
-    with (
-        _database(backend, args.postgres_url, workdir) as url,
-        served(
-            url,
-            log=workdir / f"server-{backend}.log",
-            workers=args.workers,
-            pool_size=args.pool_size,
-        ) as (base, key, admin),
-    ):
+    log = workdir / f"server-{backend}.log"
+    with _database(backend, args.postgres_url, workdir) as url:
+        with served(url, log=log, workers=max(args.workers), pool_size=args.pool_size) as (
+            base,
+            key,
+            admin,
+        ):
 
-        async def all_phases() -> None:
-            headers = {"Authorization": f"Bearer {key}"}
-            async with httpx.AsyncClient(base_url=base, timeout=60) as client:
-                began = time.perf_counter()
-                await _preload(client, headers, args.memories, args.concurrency)
-                loaded = time.perf_counter() - began
-                counts = await _settled_counts(client, admin)
-            if backend == "postgres":
-                # This machine's server runs without autovacuum: do what it would have done
-                # after the preload (statistics the planner needs, untimed).
-                vacuum_analyze_schema(url)
-            print(
-                f"http_load: {backend} stored {args.memories:,} events in {loaded:.0f} s; "
-                f"the scope holds {counts['total']:,} memories {counts}",
-                flush=True,
-            )
-            for endpoint in ("retrieve", "episodic_store"):
-                print(f"http_load: {backend} {endpoint} for {args.duration:g} s", flush=True)
-                result = await run_load(
+            async def preload() -> tuple[float, dict[str, int]]:
+                headers = {"Authorization": f"Bearer {key}"}
+                async with httpx.AsyncClient(base_url=base, timeout=60) as client:
+                    began = time.perf_counter()
+                    await _preload(client, headers, args.memories, args.concurrency)
+                    loaded = time.perf_counter() - began
+                    return loaded, await _settled_counts(client, admin)
+
+            loaded, counts = asyncio.run(preload())
+        if backend == "postgres":
+            # This machine's server runs without autovacuum: do what it would have done
+            # after the preload (statistics the planner needs, untimed).
+            vacuum_analyze_schema(url)
+        print(
+            f"http_load: {backend} stored {args.memories:,} events in {loaded:.0f} s; "
+            f"the scope holds {counts['total']:,} memories {counts}",
+            flush=True,
+        )
+        for endpoint in ("retrieve", "episodic_store"):
+            for workers in args.workers:
+                with served(url, log=log, workers=workers, pool_size=args.pool_size) as (
                     base,
                     key,
-                    backend=backend,
-                    endpoint=endpoint,
-                    duration=args.duration,
-                    concurrency=args.concurrency,
-                    seed=args.seed,
-                )
-                summary = result.summary()
-                summary["memories"] = counts
+                    _,
+                ):
+                    print(
+                        f"http_load: {backend} {endpoint}, {workers} server process(es), "
+                        f"for {args.duration:g} s",
+                        flush=True,
+                    )
+                    result = asyncio.run(
+                        run_load(
+                            base,
+                            key,
+                            backend=backend,
+                            endpoint=endpoint,
+                            duration=args.duration,
+                            concurrency=args.concurrency,
+                            seed=args.seed,
+                        )
+                    )
+                summary = {**result.summary(), "workers": workers, "memories": counts}
                 print(
                     f"  {summary['requests_per_s']} req/s, p50 {summary['p50_ms']} ms, "
                     f"p99 {summary['p99_ms']} ms, {summary['errors']} errors",
                     flush=True,
                 )
                 summaries.append(summary)
-
-        asyncio.run(all_phases())
     return summaries
 
 
@@ -327,7 +345,13 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         type=int,
         help="events stored before the load (default 10000; 200 with --quick)",
     )
-    parser.add_argument("--workers", type=int, default=1, help="server processes (default 1)")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        nargs="+",
+        help="server process counts to measure, each in its own run (default: 1, and one per "
+        "CPU when there are several)",
+    )
     parser.add_argument(
         "--pool-size", type=int, help="PostgreSQL connections per process (server default)"
     )
@@ -339,6 +363,10 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     args = parser.parse_args(argv)
     args.duration = args.duration or (10.0 if args.quick else 60.0)
     args.memories = args.memories if args.memories is not None else (200 if args.quick else 10_000)
+    cpus = os.cpu_count() or 1
+    args.workers = sorted(set(args.workers or [1, cpus]))
+    if args.workers[0] < 1:
+        parser.error(f"--workers must be positive counts, got {args.workers}")
     out = args.out or (RESULTS / "quick" if args.quick else RESULTS) / "http_load.json"
 
     runs: list[dict[str, Any]] = []
@@ -357,13 +385,13 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "config": {
             "duration_s": args.duration,
             "concurrency": args.concurrency,
+            "join_interval_s": JOIN_INTERVAL,
             "preload": args.memories,
             "workers": args.workers,
             "pool_size": args.pool_size,
             "corpus": f"SyntheticCorpus(seed={_CORPUS_SEED}), scope 0",
             "seed": args.seed,
-            "server": f"python -m langmem_tiers serve (uvicorn, {args.workers} process(es), "
-            "loopback)",
+            "server": "python -m langmem_tiers serve --workers N (uvicorn, loopback)",
             "client": f"httpx {httpx.__version__}, asyncio, closed loop, same machine",
             "cpu_count": os.cpu_count(),
         },

@@ -437,12 +437,22 @@ _ENDPOINT_NAMES = {
 
 def _http_load(data: dict[str, Any]) -> list[str]:
     config = data["config"]
-    workers = int(config.get("workers") or 1)
-    processes = "one process" if workers == 1 else f"{workers} worker processes"
+    counts = config.get("workers") or [1]
+    counts = sorted(counts) if isinstance(counts, list) else [int(counts)]
+    processes = (
+        "one process"
+        if counts == [1]
+        else "; ".join(f"`--workers {c}`" for c in counts) + ", a row each"
+    )
     totals = sorted(
         {r["memories"]["total"] for r in data["runs"] if r.get("endpoint") == "retrieve"
          and isinstance(r.get("memories"), dict)}
     )  # fmt: skip
+    joining = (
+        f"; they join {config['join_interval_s']:g} s apart"
+        if config.get("join_interval_s")
+        else ""
+    )
     held = (
         f" (with the semantic memories consolidation makes of them, "
         f"{' / '.join(f'{t:,}' for t in totals)} memories)"
@@ -453,7 +463,8 @@ def _http_load(data: dict[str, Any]) -> list[str]:
         "### HTTP API under load",
         "",
         f"`python -m langmem_tiers serve` (uvicorn, {processes}) on loopback; "
-        f"{config['concurrency']} closed-loop clients (httpx, asyncio) on the same machine, "
+        f"{config['concurrency']} closed-loop clients (httpx, asyncio{joining}) on the same "
+        "machine, "
         f"{config['duration_s']:g} s per endpoint and backend. *retrieve* is a hybrid top-10 "
         f"search over {config['preload']:,} stored events{held}; *episodic store* adds a new "
         "event each time. An error is any answer that is not 2xx, or no answer. Client and "
@@ -466,6 +477,7 @@ def _http_load(data: dict[str, Any]) -> list[str]:
         [
             _BACKEND_NAMES.get(r["backend"], r["backend"]),
             _ENDPOINT_NAMES.get(r["endpoint"], r["endpoint"]),
+            str(r.get("workers", counts[0])),
             _num(r["requests"], 0, thousands=True),
             _num(r["requests_per_s"], 1),
             _num(r["p50_ms"], 1),
@@ -478,7 +490,17 @@ def _http_load(data: dict[str, Any]) -> list[str]:
     out += [
         "",
         *_table(
-            ["backend", "endpoint", "requests", "requests/s", "p50 ms", "p99 ms", "errors", "5xx"],
+            [
+                "backend",
+                "endpoint",
+                "server processes",
+                "requests",
+                "requests/s",
+                "p50 ms",
+                "p99 ms",
+                "errors",
+                "5xx",
+            ],
             rows,
         ),
     ]

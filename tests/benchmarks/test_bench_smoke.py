@@ -433,21 +433,23 @@ def test_report_renders_the_http_load_table(tmp_path: Path) -> None:
     data = {
         "benchmark": "http_load",
         "machine": report.machine_info(),
-        "config": {"duration_s": 2.0, "concurrency": 8, "preload": 1000},
-        "runs": [sqlite.summary(), postgres.summary()],
+        "config": {"duration_s": 2.0, "concurrency": 8, "preload": 1000, "workers": [1, 2]},
+        "runs": [{**sqlite.summary(), "workers": 2}, {**postgres.summary(), "workers": 1}],
         "skipped": [],
     }
     report.write_results(data, tmp_path / "http_load.json")
     markdown = report.render(tmp_path)
     assert "### HTTP API under load" in markdown
     assert "8 closed-loop clients" in markdown
+    assert "(uvicorn, `--workers 1`; `--workers 2`, a row each)" in markdown
     assert "Run: " + report._machine_line(data["machine"]) in markdown
     # One request got no answer and one a 503: two errors, one of them a 5xx.
-    row = "| embedded (SQLite) | retrieve (`POST /api/v1/memory/retrieve`) | 4 | 2.0 | 20.0 |"
+    row = "| embedded (SQLite) | retrieve (`POST /api/v1/memory/retrieve`) | 2 | 4 | 2.0 | 20.0 |"
     assert row in markdown
     assert "| 2 | 1 |" in markdown.split(row)[1].splitlines()[0]
-    assert "| PostgreSQL | episodic store (`POST /api/v1/memory/episodic`) | 2 | 1.0 | 5.0 |" in (
-        markdown
+    assert (
+        "| PostgreSQL | episodic store (`POST /api/v1/memory/episodic`) | 1 | 2 | 1.0 | 5.0 |"
+        in (markdown)
     )
 
 
