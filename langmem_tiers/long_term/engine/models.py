@@ -100,7 +100,13 @@ WriteAction = Literal[
 ]
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def _json_safe(value: Any) -> Any:
+    # The exact types first: values are JSON already, mostly strings and numbers.
+    if type(value) in _SCALARS:
+        return value
     if isinstance(value, datetime):
         return value.isoformat()
     if isinstance(value, dict):
@@ -117,13 +123,22 @@ class _Record:
 
     def to_dict(self) -> dict[str, Any]:
         """The record as a JSON-safe dict (times as ISO-8601 strings)."""
-        return {
-            f.name: _dump(getattr(self, f.name))
-            for f in dataclasses.fields(self)  # type: ignore[arg-type]
-        }
+        return {name: _dump(getattr(self, name)) for name in _field_names(type(self))}
+
+
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _field_names(record: type) -> tuple[str, ...]:
+    names = _FIELD_NAMES.get(record)
+    if names is None:
+        names = _FIELD_NAMES[record] = tuple(f.name for f in dataclasses.fields(record))
+    return names
 
 
 def _dump(value: Any) -> Any:
+    if type(value) in _SCALARS:
+        return value
     if isinstance(value, _Record):
         return value.to_dict()
     if isinstance(value, (list, tuple)):
