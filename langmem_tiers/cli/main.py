@@ -394,7 +394,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--workers",
         type=_positive,
         default=1,
-        help="server processes on the port (default %(default)s)",
+        help="server processes on the port (default %(default)s; one per CPU serves the most)",
     )
     p.add_argument(
         "--pool-size",
