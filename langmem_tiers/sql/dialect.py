@@ -426,6 +426,16 @@ class Dialect:
         """
         return expr
 
+    def filter_only(self, expr: str) -> str:
+        """``expr`` (text) as no planner looks it up in an index, with or without
+        statistics: for a condition on rows a statement finds another way (by id).
+
+        Example:
+            >>> SqliteDialect().filter_only("i.prefix"), PostgresDialect().filter_only("i.prefix")
+            ('+i.prefix', "(i.prefix || '')")
+        """
+        return f"+{expr}"
+
     def under_namespace_sql(self, column: str, prefix: str) -> tuple[str, list[str]]:
         """A condition: the joined namespace in ``column`` is ``prefix`` or below it.
 
@@ -944,6 +954,9 @@ class PostgresDialect(Dialect):
 
     def not_indexed(self, expr: str) -> str:
         return expr
+
+    def filter_only(self, expr: str) -> str:
+        return f"({expr} || '')"
 
     packed_separator_sql = "chr(31)"
 

@@ -74,6 +74,8 @@ def rows_with_neighbours_sql(
     *,
     neighbour_where: str | None = None,
     neighbour_params: Sequence[Any] = (),
+    row_where: str | None = None,
+    row_params: Sequence[Any] = (),
 ) -> tuple[str, list[Any]]:
     """One statement: the rows of ``ids`` and of the anchors' neighbours that match
     ``where`` (alias ``i``, ``?`` bound to ``params``), each with ``columns`` (``?`` bound to
@@ -86,9 +88,16 @@ def rows_with_neighbours_sql(
     ``neighbour_where`` (with ``neighbour_params``), when given, replaces ``where`` in the
     search for neighbours: ``where`` without what every item of an anchor's namespace meets
     (a neighbour shares its anchor's namespace, and every anchor matches ``where``).
+    ``row_where`` (with ``row_params``), when given, replaces it on the rows read by id:
+    ``where`` with its namespace condition on an expression no index serves. PostgreSQL's
+    plan for any values, which it may keep for a prepared statement, otherwise read every
+    row of a namespace of 10,000 through the namespace's index to find the hundred ids
+    (11-14 ms against 4).
     """
     if neighbour_where is None:
         neighbour_where, neighbour_params = where, params
+    if row_where is None:
+        row_where, row_params = where, params
     if not anchors:
         in_ids, id_params = dialect.in_list("i.id", ids)
         return (
@@ -136,13 +145,13 @@ def rows_with_neighbours_sql(
         f" SELECT {columns}, {', '.join(f'p.{name}' for name in names)}"
         f" FROM {ITEMS} i LEFT JOIN p ON p.id = i.id"
         # One IN over both lists: an OR of two made PostgreSQL scan the whole table.
-        f" WHERE i.id IN ({id_rows} UNION ALL {listed}) AND {where}",
+        f" WHERE i.id IN ({id_rows} UNION ALL {listed}) AND {row_where}",
         [
             *anchor_params,
             *[p for _ in sides for p in neighbour_params],
             *column_params,
             *id_rows_params,
-            *params,
+            *row_params,
         ],
     )
 

@@ -167,6 +167,11 @@ class PreparedSearch(NamedTuple):
     #: namespace, so a search needs only this of it).
     item_where: str = "1=1"
     item_params: tuple[Any, ...] = ()
+    #: ``where`` for rows read by id: the namespace's condition on an expression no index
+    #: serves, so that no plan (a prepared one made for any values included) reads the
+    #: namespace's rows to find a few ids among them.
+    row_where: str = "1=1"
+    row_params: tuple[Any, ...] = ()
 
 
 #: Stands for an instant in :attr:`PreparedSearch.members_key`.
@@ -287,8 +292,14 @@ def prepare_search(
     # condition left out).
     item_where = " AND ".join([*where_parts, filter_sql])
     item_params = (*bound, *filter_params)
+    row_where, row_params = item_where, item_params
     if prefix:
         under, under_params = dialect.under_namespace_sql("i.prefix", join_namespace(prefix))
+        probe, _ = dialect.under_namespace_sql(
+            dialect.filter_only("i.prefix"), join_namespace(prefix)
+        )
+        row_where = " AND ".join([*where_parts, probe, filter_sql])
+        row_params = (*bound, *under_params, *filter_params)
         where_parts.append(under)
         bound.extend(under_params)
     where_parts.append(filter_sql)
@@ -311,6 +322,8 @@ def prepare_search(
         (where_sql, *(_INSTANT if n in slots else p for n, p in enumerate(bound))),
         item_where,
         item_params,
+        row_where,
+        row_params,
     )
 
 
@@ -757,6 +770,8 @@ class StoreSearch:
                     search.params,
                     neighbour_where=search.item_where,
                     neighbour_params=search.item_params,
+                    row_where=search.row_where,
+                    row_params=search.row_params,
                 )
                 rows = yield Sql(text, params)
                 # Every row carries the guess's check; a right guess has candidates' rows.
