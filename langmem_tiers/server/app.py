@@ -226,8 +226,8 @@ def serve(
     may have them all served by one process: with 8 connections opened at once, one
     of two processes took them all in two runs of three (about 105-113 retrievals/s
     on SQLite, what one process serves), and the two shared them in every run where
-    the connections joined 0.1 s apart (177-196/s). Behind a load balancer or with clients that connect
-    over time, the processes share the load.
+    the connections joined 0.1 s apart (177-198/s). Behind a load balancer or with
+    clients that connect over time, the processes share the load.
 
     Raises:
         MissingDependencyError: uvicorn is not installed.

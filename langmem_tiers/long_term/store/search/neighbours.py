@@ -88,7 +88,8 @@ def rows_with_neighbours_sql(
     ``neighbour_where`` (with ``neighbour_params``), when given, replaces ``where`` in the
     search for neighbours: ``where`` without what every item of an anchor's namespace meets
     (a neighbour shares its anchor's namespace, and every anchor matches ``where``).
-    ``row_where`` (with ``row_params``), when given, replaces it on the rows read by id:
+    ``row_where`` (with ``row_params``), when given, replaces it on the rows read by id
+    (all rows of the statement):
     ``where`` with its namespace condition on an expression no index serves. PostgreSQL's
     plan for any values, which it may keep for a prepared statement, otherwise read every
     row of a namespace of 10,000 through the namespace's index to find the hundred ids
@@ -102,8 +103,8 @@ def rows_with_neighbours_sql(
         in_ids, id_params = dialect.in_list("i.id", ids)
         return (
             f"SELECT {columns}{', NULL' * 2 * NEIGHBOUR_TURNS} FROM {ITEMS} i"
-            f" WHERE {in_ids} AND {where}",
-            [*column_params, *id_params, *params],
+            f" WHERE {in_ids} AND {row_where}",
+            [*column_params, *id_params, *row_params],
         )
     in_anchors, anchor_params = dialect.in_list("e.memory_id", anchors)
     id_rows, id_rows_params = dialect.list_rows_sql(ids)
