@@ -1,10 +1,11 @@
 """HTTP API under a bounded load: requests/s, p50/p99 latency and errors, on loopback.
 
 The server is the real one (``python -m langmem_tiers serve``, uvicorn) on 127.0.0.1, with
-one process and, where the machine has several CPUs, one process per CPU (``--workers``); the load generator is this process: ``--concurrency`` clients (asyncio +
-httpx), each sending its next request as soon as the previous one is answered (a closed
-loop, so the load is bounded by the number of clients, never by a queue that grows). Two
-endpoints are measured, each for ``--duration`` seconds:
+one process and, where the machine has several CPUs, one process per CPU (``--workers``);
+the load generator is this process: ``--concurrency`` clients (asyncio + httpx), each
+sending its next request as soon as the previous one is answered (a closed loop, so the
+load is bounded by the number of clients, never by a queue that grows). Two endpoints are
+measured, each for ``--duration`` seconds:
 
 * ``retrieve``: ``POST /api/v1/memory/retrieve`` (hybrid search, top 10) over a seeded
   preload of ``--memories`` events of one agent (10,000; 200 with ``--quick``), stored
