@@ -25,6 +25,7 @@ Example:
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 from collections.abc import AsyncIterator
@@ -128,6 +129,7 @@ def create_app(
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     title: str = "langmem-tiers",
     pool_size: int = DEFAULT_POOL_SIZE,
+    freeze_startup_heap: bool = False,
 ) -> FastAPI:
     """The FastAPI application of the memory engine.
 
@@ -144,6 +146,10 @@ def create_app(
         title: the API's title in the OpenAPI schema.
         pool_size: PostgreSQL connections of the pool the app opens from a URL (unused
             for SQLite, and for a store you pass).
+        freeze_startup_heap: once started, hide what is alive from Python's cyclic
+            garbage collector (``gc.freeze``), process-wide: for a process that serves
+            this app alone (:func:`serve` sets it). Its full collections then scan what
+            requests left, not every module, class and function loaded.
 
     Raises:
         MissingDependencyError: FastAPI is not installed.
@@ -176,6 +182,7 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if state.store is not None:
             async with state.started():
+                _started(freeze_startup_heap)
                 yield
             return
         async with TieredMemoryStore.afrom_url(
@@ -184,6 +191,7 @@ def create_app(
             state.attach(store, engine, chat_model)
             try:
                 async with state.started():
+                    _started(freeze_startup_heap)
                     yield
             finally:
                 state.store = state.engine = state.keys = None
@@ -200,6 +208,15 @@ def create_app(
     app.add_middleware(BodyLimitAndErrorsMiddleware, max_body_bytes=max_body_bytes)
     app.include_router(build_router(), prefix=API_PREFIX)
     return app
+
+
+def _started(freeze_heap: bool) -> None:
+    if freeze_heap:
+        # A full collection scans every object the collector tracks; with the app's
+        # imports loaded that is ~120,000 objects and 55 ms, during which no request
+        # moves (the p99 of a loaded server). Frozen, they are never scanned again.
+        gc.collect()
+        gc.freeze()
 
 
 def serve(
@@ -242,7 +259,12 @@ def serve(
     url = url if url is not None else settings.url
     if workers == 1:
         app = create_app(
-            url, settings=settings, model=model, max_body_bytes=max_body_bytes, pool_size=pool_size
+            url,
+            settings=settings,
+            model=model,
+            max_body_bytes=max_body_bytes,
+            pool_size=pool_size,
+            freeze_startup_heap=True,
         )
         uvicorn.run(app, host=host, port=port, log_level=log_level)
         return
@@ -287,6 +309,7 @@ def create_app_from_environment() -> FastAPI:
         model=options["model"],
         max_body_bytes=options["max_body_bytes"],
         pool_size=options["pool_size"],
+        freeze_startup_heap=True,
     )
 
 

@@ -13,7 +13,7 @@ from langmem_tiers.long_term.engine.consolidation import Episode, group_episodes
 from langmem_tiers.long_term.engine.engine import MemoryEngine
 from langmem_tiers.tiers.base import Summarizer, Summary
 
-from .fakes import scripted
+from .fakes import WordEmbeddings, scripted
 
 T0 = datetime(2026, 2, 1, 9, 0, tzinfo=timezone.utc)
 
@@ -199,31 +199,97 @@ async def test_offline_summary_by_default(twin) -> None:
 
 async def test_a_group_consolidated_meanwhile_is_skipped(engine: MemoryEngine) -> None:
     from langmem_tiers.long_term.engine.consolidation import (
+        GroupSummary,
         summary_value,
         unconsolidated_flow,
-        write_group_flow,
+        write_groups_flow,
     )
     from langmem_tiers.long_term.store.scope import namespace_for
 
     engine.add_episodic("alice", "hello", session_id="s")
+    engine.add_episodic("alice", "goodbye", session_id="t")
     core = engine.store.core
-    (group,) = group_episodes(
+    hello, goodbye = group_episodes(
         engine.store.db.run(unconsolidated_flow(core, "alice")),
         gap=timedelta(hours=1),
         max_size=50,
     )
-    value = summary_value(group, Summary("hello summary", []))
     ns = namespace_for("alice", "semantic")
     now = core.dialect.now()
-    done = engine.store.db.run(
-        write_group_flow(core, namespace=ns, key="k1", group=group, value=value, vectors={}, at=now)
-    )
-    late = engine.store.db.run(
-        write_group_flow(core, namespace=ns, key="k2", group=group, value=value, vectors={}, at=now)
+
+    def summary(key: str, group: list[Episode]) -> GroupSummary:
+        return GroupSummary(ns, key, summary_value(group, Summary(f"{key} summary", [])), {}, group)
+
+    (done,) = engine.store.db.run(write_groups_flow(core, [summary("k1", hello)], at=now))
+    late, other = engine.store.db.run(
+        write_groups_flow(core, [summary("k2", hello), summary("k3", goodbye)], at=now)
     )
     assert done is not None
-    assert late is None
-    assert [m.key for m in engine.memories("alice", kinds="semantic")] == ["k1"]
+    assert other is not None
+    assert late is None  # only the group taken meanwhile is skipped
+    assert sorted(m.key for m in engine.memories("alice", kinds="semantic")) == ["k1", "k3"]
+    assert engine.get("alice", goodbye[0].id).consolidated_into_id == other.id
+
+
+class CallCountingEmbeddings(WordEmbeddings):
+    """Word embeddings that count calls of ``embed_documents`` too."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.document_calls = 0
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        self.document_calls += 1
+        return super().embed_documents(texts)
+
+
+async def test_a_run_embeds_its_summaries_in_one_call(make_engine, twin_of) -> None:
+    embeddings = CallCountingEmbeddings()
+    twin = twin_of(make_engine(settings={"embeddings": embeddings}, auto_consolidate=False))
+    for session in range(5):
+        for step in range(2):
+            await twin.add_episodic(
+                "alice", f"Alice did step {step} of task {session}", session_id=f"s{session}"
+            )
+    before = embeddings.document_calls
+    result = await twin.consolidate("alice")
+    assert (result.groups, result.episodes, result.skipped) == (5, 10, 0)
+    assert embeddings.document_calls - before == 1
+    for memory in result.memories:
+        assert [v.reason for v in await twin.evolution("alice", memory.id)] == [
+            "consolidated from episodes"
+        ]
+        for episode_id in memory.value["source_episodic_ids"]:
+            assert (await twin.get("alice", episode_id)).consolidated_into_id == memory.id
+    hits = await twin.retrieve("alice", "task 3", kinds="semantic")
+    assert hits[0].value["session_id"] == "s3"
+
+
+async def test_a_summariser_failing_midway_keeps_the_groups_summarised_before(
+    make_engine, twin_of
+) -> None:
+    class FailsThird(CountingSummarizer):
+        def summarize(self, messages):  # type: ignore[no-untyped-def]
+            if len(self.calls) == 2 and not getattr(self, "failed", False):
+                self.failed = True
+                raise RuntimeError("summariser down")
+            return super().summarize(messages)
+
+    summarizer = FailsThird()
+    twin = twin_of(make_engine(summarizer=summarizer, auto_consolidate=False))
+    for session in range(4):
+        await twin.add_episodic(
+            "alice", f"Alice spoke in session {session}", session_id=f"s{session}",
+            event_timestamp=_at(session),
+        )  # fmt: skip
+    with pytest.raises(RuntimeError, match="summariser down"):
+        await twin.consolidate("alice")
+    kept = await twin.memories("alice", kinds="semantic")
+    assert sorted(m.value["session_id"] for m in kept) == ["s0", "s1"]
+    assert (await twin.stats("alice"))["unconsolidated_episodes"] == 2
+    rest = await twin.consolidate("alice")
+    assert sorted(m.value["session_id"] for m in rest.memories) == ["s2", "s3"]
+    assert len(summarizer.calls) == 4  # each group summarised once
 
 
 async def test_a_failing_summariser_leaves_episodes_for_the_next_run(make_engine, twin_of) -> None:

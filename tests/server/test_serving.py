@@ -3,6 +3,8 @@ PostgreSQL pool the app opens, and several worker processes on one port."""
 
 from __future__ import annotations
 
+import gc
+import json
 import signal
 import socket
 import sqlite3
@@ -128,6 +130,41 @@ def test_a_worker_without_the_options_of_serve_says_how_to_start(
     monkeypatch.delenv(OPTIONS_ENV, raising=False)
     with pytest.raises(ConfigurationError, match="langmem-tiers serve"):
         create_app_from_environment()
+
+
+@pytest.fixture
+def unfrozen_heap() -> Iterator[None]:
+    """The collector's view of the heap restored after the test (freezing is process-wide)."""
+    assert gc.get_freeze_count() == 0
+    yield
+    gc.unfreeze()
+
+
+@pytest.mark.parametrize("freeze", [False, True])
+def test_a_served_app_hides_its_startup_heap_from_the_collector(
+    tmp_path: Path, freeze: bool, unfrozen_heap: None
+) -> None:
+    app = create_app(f"sqlite:///{tmp_path / 'heap.db'}", freeze_startup_heap=freeze)
+    assert gc.get_freeze_count() == 0  # not before start-up
+    with TestClient(app) as client:
+        assert client.get(f"{V1}/health").status_code == 200
+        frozen = gc.get_freeze_count()
+    if freeze:
+        assert frozen > 10_000  # the modules, classes and functions loaded
+    else:
+        assert frozen == 0
+
+
+def test_the_app_of_a_worker_process_freezes_its_startup_heap(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, unfrozen_heap: None
+) -> None:
+    options = {"url": f"sqlite:///{tmp_path / 'worker.db'}", "model": None}
+    monkeypatch.setenv(
+        OPTIONS_ENV, json.dumps({**options, "max_body_bytes": 1_000_000, "pool_size": 1})
+    )
+    with TestClient(create_app_from_environment()) as client:
+        assert client.get(f"{V1}/health").status_code == 200
+        assert gc.get_freeze_count() > 10_000
 
 
 def _free_port() -> int:

@@ -5,16 +5,16 @@
 2. Group them: by ``session_id``; episodes without one by time proximity (a new group
    after a gap longer than ``gap``). Long groups are cut into runs of ``max_group_size``.
 3. Summarise each group (the engine's summariser: a chat model, or offline).
-4. In one transaction per group: check that no episode of the group was consolidated
-   meanwhile (a concurrent run; the group is then skipped), store the summary as a
-   semantic memory (``category = "episode_summary"``, ``key_concepts``,
+4. Store the summaries of several groups at once (:func:`write_groups_flow`: their
+   texts embedded in one call, one transaction): check that no episode of a group was
+   consolidated meanwhile (a concurrent run; that group is then skipped), store each
+   summary as a semantic memory (``category = "episode_summary"``, ``key_concepts``,
    ``source_episodic_ids``, ``session_id``, ``source_message_ids`` of archived chat
-   messages, first and last event times) with its first
-   version, and mark every episode with ``consolidated_into_id``. Episodes stay
-   active and searchable.
+   messages, first and last event times) with its first version, and mark every
+   episode with ``consolidated_into_id``. Episodes stay active and searchable.
 
-A run that fails after some groups leaves those done; the next run takes the rest,
-and nothing is summarised twice.
+A run whose summariser fails stores the groups summarised before; the next run takes
+the rest, and nothing is summarised twice.
 
 Example:
     >>> from datetime import datetime, timedelta, timezone
@@ -41,7 +41,7 @@ from langmem_tiers.long_term.engine.models import (
     Memory,
     memory_from_snapshot,
 )
-from langmem_tiers.long_term.engine.versions import insert_version_flow
+from langmem_tiers.long_term.engine.versions import insert_versions_flow
 from langmem_tiers.long_term.store.core import StoreCore, WriteNote
 from langmem_tiers.long_term.store.events import snapshot_flow
 from langmem_tiers.long_term.store.records import item_id
@@ -52,10 +52,11 @@ from langmem_tiers.tiers.base import Summary
 __all__ = [
     "EPISODE_SUMMARY",
     "Episode",
+    "GroupSummary",
     "episode_messages",
     "group_episodes",
     "unconsolidated_flow",
-    "write_group_flow",
+    "write_groups_flow",
 ]
 
 EPISODE_SUMMARY = "episode_summary"
@@ -191,35 +192,32 @@ def summary_value(group: Sequence[Episode], summary: Summary) -> dict[str, Any]:
     return value
 
 
-def write_group_flow(
-    core: StoreCore,
-    *,
-    namespace: tuple[str, ...],
-    key: str,
-    group: Sequence[Episode],
-    value: dict[str, Any],
-    vectors: dict[str, list[float]],
-    at: datetime,
-) -> Flow[Memory | None]:
-    """Store one group's summary and mark its episodes; None when a concurrent run did."""
-    memory: Memory | None = yield Transaction(
-        _write_group(core, namespace, key, group, value, vectors, at)
-    )
-    return memory
+class GroupSummary(NamedTuple):
+    """One group's summary, ready to store: the semantic memory's namespace, key and
+    value, the vectors of its texts (by text), and the episodes it summarises."""
+
+    namespace: tuple[str, ...]
+    key: str
+    value: dict[str, Any]
+    vectors: dict[str, list[float]]
+    group: Sequence[Episode]
 
 
-def _write_group(
-    core: StoreCore,
-    namespace: tuple[str, ...],
-    key: str,
-    group: Sequence[Episode],
-    value: dict[str, Any],
-    vectors: dict[str, list[float]],
-    at: datetime,
-) -> Flow[Memory | None]:
+def write_groups_flow(
+    core: StoreCore, summaries: Sequence[GroupSummary], *, at: datetime
+) -> Flow[list[Memory | None]]:
+    """Store the groups' summaries and mark their episodes, in one transaction; for each
+    group its semantic memory, or None when a concurrent run consolidated one of its
+    episodes meanwhile (that group alone is skipped)."""
+    memories: list[Memory | None] = yield Transaction(_write_groups(core, summaries, at))
+    return memories
+
+
+def _write_groups(
+    core: StoreCore, summaries: Sequence[GroupSummary], at: datetime
+) -> Flow[list[Memory | None]]:
     d = core.dialect
-    ids = [e.id for e in group]
-    in_ids, ids_params = d.in_list("i.id", ids)
+    in_ids, ids_params = d.in_list("i.id", sorted({e.id for s in summaries for e in s.group}))
     path_sql, path_params = d.json_extract(["consolidated_into_id"])
     # Rows are locked in id order: two runs over overlapping episodes wait for each other
     # instead of each holding some the other needs.
@@ -229,25 +227,42 @@ def _write_group(
         f" ORDER BY i.id{d.for_update}",
         [*ids_params, *path_params],
     )
-    if len(rows) != len(ids):
-        return None  # consolidated by a concurrent run meanwhile
-    summary_id = item_id(namespace, key)
-    note = WriteNote(CREATED, {"action": "consolidated", "source_episodic_ids": ids})
+    waiting = {row[0] for row in rows}
+    kept = [s for s in summaries if all(e.id in waiting for e in s.group)]
+    if not kept:
+        return [None] * len(summaries)
+    summary_ids = [item_id(s.namespace, s.key) for s in kept]
+    notes = {
+        summary_id: WriteNote(
+            CREATED, {"action": "consolidated", "source_episodic_ids": [e.id for e in s.group]}
+        )
+        for summary_id, s in zip(summary_ids, kept, strict=True)
+    }
     yield from core.batch_flow(
-        [PutOp(namespace, key, value)], notes={summary_id: note}, vectors=vectors, now=at
+        [PutOp(s.namespace, s.key, s.value) for s in kept],
+        notes=notes,
+        vectors={text: vector for s in kept for text, vector in s.vectors.items()},
+        now=at,
     )
-    snap = (yield from snapshot_flow(d, [summary_id]))[summary_id]
-    yield from insert_version_flow(core, snap, "consolidated from episodes", at)
-    episodes = yield from memories_flow(d, in_ids, ids_params)
+    snaps = yield from snapshot_flow(d, summary_ids)
+    yield from insert_versions_flow(
+        core, [snaps[i] for i in summary_ids], "consolidated from episodes", at
+    )
+    into = {
+        e.id: summary_id for summary_id, s in zip(summary_ids, kept, strict=True) for e in s.group
+    }
+    in_episodes, episode_params = d.in_list("i.id", sorted(into))
+    episodes = yield from memories_flow(d, in_episodes, episode_params)
     changes = [
         Change(
             e.id,
             CONSOLIDATED,
-            value={**e.value, "consolidated_into_id": summary_id},
-            columns={"consolidated_into_id": summary_id},
-            metadata={"consolidated_into_id": summary_id},
+            value={**e.value, "consolidated_into_id": into[e.id]},
+            columns={"consolidated_into_id": into[e.id]},
+            metadata={"consolidated_into_id": into[e.id]},
         )
         for e in episodes
     ]
     yield from change_flow(d, changes, at=at, max_chars=core.settings.max_content_chars)
-    return memory_from_snapshot(snap)
+    written = {i: memory_from_snapshot(snaps[i]) for i in summary_ids}
+    return [written.get(item_id(s.namespace, s.key)) for s in summaries]

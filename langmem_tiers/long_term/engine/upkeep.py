@@ -9,6 +9,7 @@ timeline, and the counts an administrator asks for.
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 from collections.abc import Sequence
 from datetime import datetime
@@ -20,12 +21,13 @@ from tqdm import tqdm
 from langmem_tiers.errors import NotFoundError, ValidationError
 from langmem_tiers.long_term.engine import validate as check
 from langmem_tiers.long_term.engine.consolidation import (
+    GroupSummary,
     count_due_flow,
     episode_messages,
     group_episodes,
     summary_value,
     unconsolidated_flow,
-    write_group_flow,
+    write_groups_flow,
 )
 from langmem_tiers.long_term.engine.lifecycle import (
     compress_flow,
@@ -56,6 +58,17 @@ __all__ = ["COMPRESSED_SUMMARY", "Upkeep"]
 
 COMPRESSED_SUMMARY = "compressed_summary"
 """``category`` of the summaries compression writes."""
+
+CONSOLIDATION_WRITE_GROUPS = 16
+"""Summaries a consolidation embeds in one call and stores in one transaction, at most.
+
+Offline, storing each group alone cost more than summarising it: 8 groups of 5 episodes
+took 129 SQL statements in 8 transactions, and 17 in one stored together."""
+
+CONSOLIDATION_WRITE_SECONDS = 1.0
+"""Summaries waiting this long are stored without waiting for more: with a chat model
+(a second or so a group) each is stored soon after its call, so a run that dies loses
+little paid work."""
 
 
 class Upkeep:
@@ -101,36 +114,53 @@ class Upkeep:
         groups = group_episodes(
             episodes, gap=self.ops.consolidation_gap, max_size=self.ops.max_group_size
         )
-        memories: list[Memory] = []
-        done = skipped = 0
+        written: list[Memory | None] = []
+        pending: list[tuple[GroupSummary, list[str]]] = []
+        pending_since = 0.0
         bar = tqdm(groups, desc=f"consolidating {scope}", unit="group", disable=not progress)
         try:
             for group in bar:
-                summary = check.checked_summary((yield Summarize(episode_messages(group))))
-                value = summary_value(group, summary)
+                try:
+                    summary = check.checked_summary((yield Summarize(episode_messages(group))))
+                except BaseException:
+                    # The groups summarised so far are kept: no model call is wasted.
+                    written += yield from self._write_summaries(pending)
+                    raise
                 namespace, key = namespace_for(scope, "semantic"), uuid.uuid4().hex
-                vectors = yield from self.ops.embed_steps(
-                    index_texts(self.ops.core, namespace, key, value)
-                )
-                memory = yield Db(
-                    write_group_flow(
-                        self.ops.core,
-                        namespace=namespace,
-                        key=key,
-                        group=group,
-                        value=value,
-                        vectors=vectors,
-                        at=self.ops.now(),
-                    )
-                )
-                if memory is None:
-                    skipped += 1
-                else:
-                    memories.append(memory)
-                    done += len(group)
+                value = summary_value(group, summary)
+                texts = index_texts(self.ops.core, namespace, key, value)
+                if not pending:
+                    pending_since = time.monotonic()
+                pending.append((GroupSummary(namespace, key, value, {}, group), texts))
+                if (
+                    len(pending) >= CONSOLIDATION_WRITE_GROUPS
+                    or time.monotonic() - pending_since >= CONSOLIDATION_WRITE_SECONDS
+                ):
+                    written += yield from self._write_summaries(pending)
+                    pending = []
+            written += yield from self._write_summaries(pending)
         finally:
             bar.close()
-        return ConsolidationResult(scope, len(groups), done, memories, skipped)
+        memories = [m for m in written if m is not None]
+        done = sum(len(g) for g, m in zip(groups, written, strict=True) if m is not None)
+        return ConsolidationResult(scope, len(groups), done, memories, written.count(None))
+
+    def _write_summaries(
+        self, summaries: list[tuple[GroupSummary, list[str]]]
+    ) -> Steps[list[Memory | None]]:
+        """Embed the summaries' texts (the second of each pair) in one call and store the
+        summaries in one transaction."""
+        if not summaries:
+            return []
+        vectors = yield from self.ops.embed_steps([t for _, texts in summaries for t in texts])
+        memories: list[Memory | None] = yield Db(
+            write_groups_flow(
+                self.ops.core,
+                [s._replace(vectors={t: vectors[t] for t in texts}) for s, texts in summaries],
+                at=self.ops.now(),
+            )
+        )
+        return memories
 
     def consolidate_public_steps(self, scope: str, progress: bool) -> Steps[ConsolidationResult]:
         return (yield from self.consolidate_steps(scope, check.label(scope), progress=progress))

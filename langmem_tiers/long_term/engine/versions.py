@@ -18,9 +18,14 @@ from langmem_tiers.long_term.store.core import StoreCore
 from langmem_tiers.long_term.store.events import snapshot_flow
 from langmem_tiers.long_term.store.records import memory_text
 from langmem_tiers.sql.dialect import VERSIONS
-from langmem_tiers.sql.flow import Flow, Sql
+from langmem_tiers.sql.flow import Flow, Sql, SqlMany
 
-__all__ = ["close_versions_flow", "insert_version_flow", "versions_flow"]
+__all__ = [
+    "close_versions_flow",
+    "insert_version_flow",
+    "insert_versions_flow",
+    "versions_flow",
+]
 
 _VERSION_COLUMNS = (
     "memory_id, version, content, confidence, valid_from, valid_until, reason, value, created_at"
@@ -30,22 +35,35 @@ _VERSION_COLUMNS = (
 def insert_version_flow(
     core: StoreCore, snap: dict[str, Any], reason: str, at: datetime
 ) -> Flow[None]:
+    """Record ``snap`` (a memory's snapshot) as its current version, from ``at``."""
+    yield from insert_versions_flow(core, [snap], reason, at)
+
+
+def insert_versions_flow(
+    core: StoreCore, snaps: Sequence[dict[str, Any]], reason: str, at: datetime
+) -> Flow[None]:
+    """:func:`insert_version_flow` of several memories, in one statement."""
+    if not snaps:
+        return
     d = core.dialect
-    value = snap["value"]
-    yield Sql(
+    stamp = d.ts_param(at)
+    yield SqlMany(
         f"INSERT INTO {VERSIONS} (memory_id, version, scope, content, value, confidence,"
         " valid_from, valid_until, reason, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [
-            snap["id"],
-            int(snap["version"]),
-            snap["scope"],
-            memory_text(value),
-            d.json_param(value),
-            float(snap["confidence"]),
-            d.ts_param(at),
-            None,
-            reason,
-            d.ts_param(at),
+            [
+                snap["id"],
+                int(snap["version"]),
+                snap["scope"],
+                memory_text(snap["value"]),
+                d.json_param(snap["value"]),
+                float(snap["confidence"]),
+                stamp,
+                None,
+                reason,
+                stamp,
+            ]
+            for snap in snaps
         ],
     )
 
