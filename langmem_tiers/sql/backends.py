@@ -33,6 +33,7 @@ from langchain_core.embeddings import Embeddings
 
 from langmem_tiers.errors import ConfigurationError
 from langmem_tiers.sql.flow import (
+    BULK_MIN_ROWS,
     BinaryValue,
     Embed,
     Flow,
@@ -64,6 +65,15 @@ def _insert_sql(request: InsertRows) -> str:
     """The one-row INSERT statement of ``request`` (``?`` placeholders)."""
     marks = ", ".join("?" for _ in request.columns)
     return f"INSERT INTO {request.table} ({', '.join(request.columns)}) VALUES ({marks})"
+
+
+def _as_inserts(request: InsertRows) -> str | None:
+    """The INSERT (``%s`` placeholders) to send ``request`` with instead of a COPY, or None."""
+    if len(request.rows) >= BULK_MIN_ROWS:
+        return None
+    if any(type(v) is BinaryValue for row in request.rows for v in row):
+        return None  # the engine's binary form: COPY (FORMAT BINARY) alone takes it
+    return to_psycopg(_insert_sql(request))
 
 
 def is_pool(conn: Any) -> bool:
@@ -457,7 +467,12 @@ class _PgConnIO(_SharedIO):
 
     def insert_rows(self, request: InsertRows) -> None:
         # COPY streams every row in one statement: several times faster than a
-        # pipelined INSERT per row.
+        # pipelined INSERT per row, but for a few rows.
+        inserts = _as_inserts(request)
+        if inserts is not None:
+            for row in request.rows:  # prepared, as any statement run often
+                self.conn.execute(inserts, list(row))
+            return
         data = binary_copy_data(request.rows)
         if data is not None:
             with self.conn.cursor() as cur, cur.copy(_copy_sql(request, binary=True)) as copy:
@@ -571,6 +586,11 @@ class _AsyncPgConnIO(_AsyncShared):
             await cur.executemany(to_psycopg(request.text), [list(r) for r in request.rows])
 
     async def insert_rows(self, request: InsertRows) -> None:
+        inserts = _as_inserts(request)
+        if inserts is not None:
+            for row in request.rows:  # prepared, as any statement run often
+                await self.conn.execute(inserts, list(row))
+            return
         data = binary_copy_data(request.rows)
         if data is not None:
             async with (

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from langmem_tiers.sql.flow import BinaryValue, Flow, Sql
+from langmem_tiers.sql.flow import BULK_MIN_ROWS, BinaryValue, Flow, Sql
 
 if TYPE_CHECKING:
     import numpy as np
@@ -862,8 +862,12 @@ class PostgresDialect(Dialect):
     def vector_params(self, matrix: np.ndarray) -> list[Any]:
         # pgvector's binary form (dimensions, a reserved zero, big-endian float4s), loaded
         # by a binary COPY: formatting and parsing 256 numbers as text cost more than
-        # everything else a put sends.
+        # everything else a put sends. Rows too few for a COPY go in INSERTs, as text of
+        # their float4 values (exact in nine digits; a float8 could round differently).
         import numpy as np
+
+        if len(matrix) < BULK_MIN_ROWS:
+            return [self.vector_param(row) for row in matrix.astype(np.float32).tolist()]
 
         head = struct.pack("!hh", matrix.shape[1] if matrix.ndim == 2 else 0, 0)
         rows = np.ascontiguousarray(matrix, dtype=">f4")

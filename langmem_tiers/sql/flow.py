@@ -59,11 +59,19 @@ class SqlMany(NamedTuple):
     rows: Sequence[Sequence[Any]]
 
 
+BULK_MIN_ROWS = 4
+"""Rows from which a backend loads :class:`InsertRows` in bulk; fewer go as INSERTs. On
+PostgreSQL a COPY takes two round trips (the server answers its start before the rows
+are sent) and an INSERT of a row one: what a single add holds its namespace's change
+counter for, while every other writer of the namespace waits."""
+
+
 class InsertRows(NamedTuple):
     """Insert many rows into one table; the result is None.
 
     Plain inserts only (no conflict clause), so a backend may use its bulk path (COPY on
-    PostgreSQL) instead of one statement per row. Values are bound as they are given.
+    PostgreSQL, from :data:`BULK_MIN_ROWS` rows) instead of one statement per row. Values
+    are bound as they are given.
     """
 
     table: str

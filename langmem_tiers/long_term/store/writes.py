@@ -262,10 +262,13 @@ class StoreWriter:
             # Concurrent writers of one item take turns, so each event's "before" is the
             # previous event's "after" (READ COMMITTED alone lets both read the old row).
             yield Sql(lock, [sorted(set(all_ids))])
+        # The items' locks are enough to read them. Before the counters: every writer of
+        # a namespace waits for its counter until the holder commits, so the holder
+        # reads nothing under it that it can read before.
+        before = yield from snapshot_flow(d, all_ids)
         # After the items' locks, as every writer takes them.
         yield from lock_scope_changes_flow(d, {join_namespace(p.namespace) for p in puts})
         counts_before = (yield from scope_counts_flow(d, counted)) if counted else {}
-        before = yield from snapshot_flow(d, all_ids)
         deletes = [
             [join_namespace(p.namespace), p.key]
             for p in sorted(
