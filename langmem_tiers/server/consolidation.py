@@ -6,6 +6,12 @@ Under load one add in many waited that long (the p99 of ``POST /memory/episodic`
 consolidation of about 160 episodes). The server's engine instead hands the scope to a
 task of the server's loop and answers at once; the episodes are stored either way, and
 one consolidation at a time runs per scope, as in the add.
+
+The task waits a moment (``delay``) before it reads the scope's episodes, so that adds
+arriving together are consolidated together: a consolidation groups its episodes by
+session, and one started at once under eight concurrent writers of 20 sessions took
+about 20 episodes, a summary of one or two episodes each (6,738 summaries of 10,000
+events), where one started a second later took a second's adds.
 """
 
 from __future__ import annotations
@@ -14,10 +20,15 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING
 
+from langmem_tiers.errors import ConfigurationError
+
 if TYPE_CHECKING:
     from langmem_tiers.long_term.engine.engine import MemoryEngine
 
-__all__ = ["BackgroundConsolidation"]
+__all__ = ["DEFAULT_DELAY", "BackgroundConsolidation"]
+
+DEFAULT_DELAY = 0.5
+"""Seconds a consolidation waits for more adds of its scope before it starts."""
 
 logger = logging.getLogger(__name__)
 
@@ -28,7 +39,8 @@ class BackgroundConsolidation:
     :meth:`due` is the engine's ``consolidation_due``: until :meth:`start` it declines
     (the add consolidates as usual), afterwards it takes every scope, at most one
     consolidation running per scope (an add meanwhile leaves the scope to it; the next
-    add over the threshold after it starts another).
+    add over the threshold after it starts another). A scope's consolidation starts
+    ``delay`` seconds after it was taken.
 
     Example:
         >>> import asyncio
@@ -36,7 +48,7 @@ class BackgroundConsolidation:
         >>> from langmem_tiers.long_term.engine.engine import MemoryEngine
         >>> async def main() -> int:
         ...     async with TieredMemoryStore.afrom_url("sqlite:///:memory:") as store:
-        ...         background = BackgroundConsolidation()
+        ...         background = BackgroundConsolidation(delay=0)
         ...         engine = MemoryEngine(store, consolidation_due=background.due)
         ...         background.start(engine)
         ...         for n in range(store.settings.consolidation_threshold):
@@ -47,7 +59,10 @@ class BackgroundConsolidation:
         1
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, delay: float = DEFAULT_DELAY) -> None:
+        if isinstance(delay, bool) or not isinstance(delay, int | float) or not delay >= 0:
+            raise ConfigurationError(f"delay must be a number of seconds >= 0, got {delay!r}.")
+        self.delay = delay
         self._engine: MemoryEngine | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._running: dict[str, asyncio.Task[None]] = {}
@@ -97,6 +112,7 @@ class BackgroundConsolidation:
 
     async def _run(self, engine: MemoryEngine, scope: str) -> None:
         try:
+            await asyncio.sleep(self.delay)
             await engine.aconsolidate(scope)
         except asyncio.CancelledError:
             raise

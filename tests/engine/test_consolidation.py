@@ -265,6 +265,24 @@ async def test_a_run_embeds_its_summaries_in_one_call(make_engine, twin_of) -> N
     assert hits[0].value["session_id"] == "s3"
 
 
+async def test_a_run_stores_a_bounded_number_of_episodes_at_once(make_engine, twin_of) -> None:
+    from langmem_tiers.long_term.engine.upkeep import CONSOLIDATION_WRITE_EPISODES
+
+    embeddings = CallCountingEmbeddings()
+    twin = twin_of(make_engine(settings={"embeddings": embeddings}, auto_consolidate=False))
+    per_session = CONSOLIDATION_WRITE_EPISODES * 3 // 5  # two sessions pass the bound
+    for session in range(3):
+        for step in range(per_session):
+            await twin.add_episodic(
+                "alice", f"step {step} of task {session}", session_id=f"s{session}"
+            )
+    before = embeddings.document_calls
+    result = await twin.consolidate("alice")
+    assert (result.groups, result.episodes) == (3, 3 * per_session)
+    # The first two groups together, then the third: an embedding call for each write.
+    assert embeddings.document_calls - before == 2
+
+
 async def test_a_summariser_failing_midway_keeps_the_groups_summarised_before(
     make_engine, twin_of
 ) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,9 +15,11 @@ from langchain_core.messages import BaseMessage
 
 from langmem_tiers import TieredMemoryStore
 from langmem_tiers.config import Settings
+from langmem_tiers.errors import ConfigurationError
 from langmem_tiers.long_term.engine.engine import MemoryEngine
 from langmem_tiers.server import ApiKeys, create_app
 from langmem_tiers.server.app import ServerState
+from langmem_tiers.server.consolidation import BackgroundConsolidation
 from langmem_tiers.tiers.base import Summarizer
 from langmem_tiers.tiers.summarizer import OfflineSummarizer
 
@@ -146,3 +149,25 @@ def test_without_the_apps_loop_an_add_consolidates_itself(store_url: str) -> Non
             last = state.engine.add_episodic("agent-a", f"Maya booked room {n}")
         assert last is not None
         assert last.consolidated_into_id is not None
+
+
+async def test_adds_arriving_within_the_delay_are_consolidated_together(tmp_path: Path) -> None:
+    settings = Settings(consolidation_threshold=THRESHOLD)
+    async with TieredMemoryStore.afrom_url(
+        f"sqlite:///{tmp_path / 'delay.db'}", settings=settings
+    ) as store:
+        background = BackgroundConsolidation(delay=1.0)
+        engine = MemoryEngine(store, settings=settings, consolidation_due=background.due)
+        background.start(engine)
+        for n in range(3 * THRESHOLD):
+            await engine.aadd_episodic("alice", f"Alice booked room {n}", session_id="s")
+        assert background.running == {"alice"}
+        await background.stop(wait=True)
+        (summary,) = await engine.amemories("alice", kinds="semantic")
+        assert len(summary.value["source_episodic_ids"]) == 3 * THRESHOLD
+
+
+@pytest.mark.parametrize("delay", [-1, float("nan"), "1", True])
+def test_a_bad_delay_is_refused(delay: Any) -> None:
+    with pytest.raises(ConfigurationError, match="delay must be a number of seconds >= 0"):
+        BackgroundConsolidation(delay=delay)

@@ -65,6 +65,11 @@ CONSOLIDATION_WRITE_GROUPS = 16
 Offline, storing each group alone cost more than summarising it: 8 groups of 5 episodes
 took 129 SQL statements in 8 transactions, and 17 in one stored together."""
 
+CONSOLIDATION_WRITE_EPISODES = 50
+"""Episodes whose summaries are stored in one transaction, about: each is changed and
+logged there, while the scope's other writers wait for it (SQLite's write lock,
+PostgreSQL's change counter of the episodes' namespace)."""
+
 CONSOLIDATION_WRITE_SECONDS = 1.0
 """Summaries waiting this long are stored without waiting for more: with a chat model
 (a second or so a group) each is stored soon after its call, so a run that dies loses
@@ -134,6 +139,7 @@ class Upkeep:
                 pending.append((GroupSummary(namespace, key, value, {}, group), texts))
                 if (
                     len(pending) >= CONSOLIDATION_WRITE_GROUPS
+                    or sum(len(s.group) for s, _ in pending) >= CONSOLIDATION_WRITE_EPISODES
                     or time.monotonic() - pending_since >= CONSOLIDATION_WRITE_SECONDS
                 ):
                     written += yield from self._write_summaries(pending)
