@@ -244,7 +244,9 @@ def serve(
     of two processes took them all in two runs of three (about 105-113 retrievals/s
     on SQLite, what one process serves), and the two shared them in every run where
     the connections joined 0.1 s apart (177-198/s). Behind a load balancer or with
-    clients that connect over time, the processes share the load.
+    clients that connect over time, the processes share the load. Each process hides
+    what is alive once it has started from the garbage collector (``freeze_startup_heap``
+    of :func:`create_app`).
 
     Raises:
         MissingDependencyError: uvicorn is not installed.

@@ -9,9 +9,9 @@ one consolidation at a time runs per scope, as in the add.
 
 The task waits a moment (``delay``) before it reads the scope's episodes, so that adds
 arriving together are consolidated together: a consolidation groups its episodes by
-session, and one started at once under eight concurrent writers of 20 sessions took
-about 20 episodes, a summary of one or two episodes each (6,738 summaries of 10,000
-events), where one started a second later took a second's adds.
+session, and under eight concurrent writers of 20 sessions one started at once took
+about 20 episodes, a summary of one or two each (6,738 summaries of 10,000 events);
+started half a second later, 740-1,340 summaries.
 """
 
 from __future__ import annotations
