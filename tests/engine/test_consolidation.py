@@ -283,6 +283,24 @@ async def test_a_run_stores_a_bounded_number_of_episodes_at_once(make_engine, tw
     assert embeddings.document_calls - before == 2
 
 
+async def test_summaries_waiting_long_enough_are_stored_without_waiting_for_more(
+    make_engine, twin_of, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from langmem_tiers.long_term.engine import upkeep
+
+    monkeypatch.setattr(upkeep, "CONSOLIDATION_WRITE_SECONDS", 0.0)
+    embeddings = CallCountingEmbeddings()
+    twin = twin_of(make_engine(settings={"embeddings": embeddings}, auto_consolidate=False))
+    for session in range(3):
+        await twin.add_episodic(
+            "alice", f"Alice spoke in session {session}", session_id=f"s{session}"
+        )
+    before = embeddings.document_calls
+    result = await twin.consolidate("alice")
+    assert (result.groups, result.episodes) == (3, 3)
+    assert embeddings.document_calls - before == 3  # each summary stored on its own
+
+
 async def test_a_summariser_failing_midway_keeps_the_groups_summarised_before(
     make_engine, twin_of
 ) -> None:

@@ -125,15 +125,15 @@ class Upkeep:
         bar = tqdm(groups, desc=f"consolidating {scope}", unit="group", disable=not progress)
         try:
             for group in bar:
+                namespace, key = namespace_for(scope, "semantic"), uuid.uuid4().hex
                 try:
                     summary = check.checked_summary((yield Summarize(episode_messages(group))))
+                    value = summary_value(group, summary)
+                    texts = index_texts(self.ops.core, namespace, key, value)
                 except BaseException:
                     # The groups summarised so far are kept: no model call is wasted.
                     written += yield from self._write_summaries(pending)
                     raise
-                namespace, key = namespace_for(scope, "semantic"), uuid.uuid4().hex
-                value = summary_value(group, summary)
-                texts = index_texts(self.ops.core, namespace, key, value)
                 if not pending:
                     pending_since = time.monotonic()
                 pending.append((GroupSummary(namespace, key, value, {}, group), texts))
