@@ -76,6 +76,18 @@ def _as_inserts(request: InsertRows) -> str | None:
     return to_psycopg(_insert_sql(request))
 
 
+def _returned_rows(cursor: Any) -> bool:
+    """Whether the statement ``cursor`` ran returned rows (a SELECT, a RETURNING), so
+    that it has some to fetch. Not ``cursor.description is not None``: that builds a
+    column object per column at each call (10 us at 12 columns against 0.1; an add
+    runs about ten statements)."""
+    result = cursor.pgresult
+    return result is not None and result.status == _TUPLES_OK
+
+
+_TUPLES_OK = 2  # libpq's PGRES_TUPLES_OK (psycopg.pq.ExecStatus.TUPLES_OK)
+
+
 def is_pool(conn: Any) -> bool:
     """Whether ``conn`` is a psycopg_pool pool (a psycopg connection is not one)."""
     return type(conn).__module__.startswith("psycopg_pool")
@@ -459,7 +471,7 @@ class _PgConnIO(_SharedIO):
             list(request.params),
             binary=request.binary,
         )
-        return cur.fetchall() if cur.description is not None else []
+        return cur.fetchall() if _returned_rows(cur) else []
 
     def sql_many(self, request: SqlMany) -> None:
         with self.conn.cursor() as cur:
@@ -579,7 +591,7 @@ class _AsyncPgConnIO(_AsyncShared):
             list(request.params),
             binary=request.binary,
         )
-        return await cur.fetchall() if cur.description is not None else []
+        return await cur.fetchall() if _returned_rows(cur) else []
 
     async def sql_many(self, request: SqlMany) -> None:
         async with self.conn.cursor() as cur:
