@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from datetime import datetime, timezone
+from pathlib import Path
 
 import pytest
+from langgraph.store.base import PutOp
 
+from langmem_tiers import TieredMemoryStore
 from langmem_tiers.errors import InvalidNamespaceError, ValidationError
+from langmem_tiers.long_term.engine.engine import MemoryEngine
 from langmem_tiers.long_term.store.scope import namespace_for
 
 
@@ -138,3 +142,36 @@ async def test_procedural_bad_input(twin) -> None:
         await twin.set_procedural("alice", "k", {1, 2})
     with pytest.raises(ValidationError, match="key"):
         await twin.get_procedural("alice", None)
+
+
+async def test_an_episode_written_again_at_its_key_is_a_duplicate(twin) -> None:
+    write = PutOp(namespace_for("agent-1", "episodic"), "event-1", {"content": "Deployed"})
+    (first,) = await twin.write_many([write])
+    (again,) = await twin.write_many([write])  # a retry of the same request
+    assert (first.action, again.action) == ("created", "duplicate")
+    assert again.memory == first.memory
+    assert [m.id for m in await twin.memories("agent-1", kinds="episodic")] == [first.memory.id]
+
+
+def test_an_episode_with_a_new_key_is_not_looked_for_before_it_is_stored(
+    tmp_path: Path,
+) -> None:
+    # Its key is a UUID made for it: no memory can hold it, so the only read of memory
+    # rows is of the episode just stored.
+    with TieredMemoryStore.from_url(f"sqlite:///{tmp_path / 'm.db'}") as store:
+        engine = MemoryEngine(store, settings=store.settings)
+        engine.add_episodic("agent-1", "The deploy started")
+        conn = store.db.sync_io.conn
+        reader = conn.readers.lend()
+        conn.readers.give_back(reader)
+        statements: list[str] = []
+        for traced in (conn, reader):
+            traced.set_trace_callback(statements.append)
+        try:
+            memory = engine.add_episodic("agent-1", "The deploy finished")
+        finally:
+            for traced in (conn, reader):
+                traced.set_trace_callback(None)
+    memory_reads = [s for s in statements if s.startswith("SELECT i.id, i.prefix, i.key")]
+    assert len(memory_reads) == 1, memory_reads
+    assert memory.content == "The deploy finished"

@@ -184,7 +184,9 @@ class Operations:
         if metadata is not None:
             value["metadata"] = check.mapping("metadata", metadata)
         namespace = namespace_for(scope, "episodic")
-        (written,) = yield from write_steps(self, [PutOp(namespace, uuid.uuid4().hex, value)])
+        (written,) = yield from write_steps(
+            self, [PutOp(namespace, uuid.uuid4().hex, value)], new_keys=True
+        )
         return written.memory
 
     # -- semantic ------------------------------------------------------------------------

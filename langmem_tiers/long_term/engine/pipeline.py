@@ -70,15 +70,20 @@ _RETRIES = 10
 
 
 class PreparedWrite(NamedTuple):
-    """A validated write: its namespace, key and the record of its value."""
+    """A validated write: its namespace, key and the record of its value; ``new_key``:
+    the key was made for this write (a random UUID), so no memory holds it yet."""
 
     namespace: tuple[str, ...]
     key: str
     record: ItemRecord
+    new_key: bool = False
 
 
-def prepare_writes(ops: Operations, writes: Sequence[PutOp]) -> list[PreparedWrite]:
-    """Validate every write before any I/O (a bad one stores nothing of the batch)."""
+def prepare_writes(
+    ops: Operations, writes: Sequence[PutOp], *, new_keys: bool = False
+) -> list[PreparedWrite]:
+    """Validate every write before any I/O (a bad one stores nothing of the batch);
+    ``new_keys``: the caller made every key for these writes (see :func:`write_steps`)."""
     out = []
     for n, op in enumerate(writes):
         if not isinstance(op, PutOp):
@@ -101,19 +106,25 @@ def prepare_writes(ops: Operations, writes: Sequence[PutOp]) -> list[PreparedWri
                 "end in 'episodic', 'semantic' or 'procedural' (store other documents "
                 "with store.put)."
             )
-        out.append(PreparedWrite(tuple(op.namespace), key, record))
+        out.append(PreparedWrite(tuple(op.namespace), key, record, new_keys or op.key is None))
     return out
 
 
 def write_steps(
-    ops: Operations, writes: Sequence[PutOp], strategy: ConflictStrategy | None = None
+    ops: Operations,
+    writes: Sequence[PutOp],
+    strategy: ConflictStrategy | None = None,
+    *,
+    new_keys: bool = False,
 ) -> Steps[list[WriteResult]]:
     """Run writes through the pipeline; one :class:`WriteResult` per write, in order.
 
     Episodic writes of the batch share one transaction (they have no conflicts to
-    check); each semantic and procedural write has its own.
+    check); each semantic and procedural write has its own. ``new_keys``: the caller
+    made every key for these writes just now (random UUIDs), so an episode is not looked
+    for before it is stored (as it is when a retry may bring a key again).
     """
-    prepared = prepare_writes(ops, writes)
+    prepared = prepare_writes(ops, writes, new_keys=new_keys)
     results: dict[int, WriteResult] = {}
     episodic = [(i, p) for i, p in enumerate(prepared) if p.record.kind == "episodic"]
     if episodic:
@@ -143,7 +154,7 @@ def _holds(existing: Memory, record: ItemRecord) -> bool:
 def _episodic_steps(ops: Operations, writes: Sequence[PreparedWrite]) -> Steps[list[WriteResult]]:
     """Immutable events: a key already stored is returned as it is (an idempotent retry)."""
     ids = [p.record.id for p in writes]
-    before = yield from _existing_steps(ops, ids)
+    before = yield from _existing_steps(ops, [p.record.id for p in writes if not p.new_key])
     fresh = {p.record.id: p for p in writes if p.record.id not in before}
     if fresh:
         yield Db(
