@@ -13,6 +13,8 @@ from langmem_tiers.errors import InvalidNamespaceError, ValidationError
 from langmem_tiers.long_term.engine.engine import MemoryEngine
 from langmem_tiers.long_term.store.scope import namespace_for
 
+from .sqlite_trace import traced_statements
+
 
 async def test_episode_keeps_its_fields(twin) -> None:
     when = datetime(2026, 3, 1, 9, 30, tzinfo=timezone.utc)
@@ -161,17 +163,9 @@ def test_an_episode_with_a_new_key_is_not_looked_for_before_it_is_stored(
     with TieredMemoryStore.from_url(f"sqlite:///{tmp_path / 'm.db'}") as store:
         engine = MemoryEngine(store, settings=store.settings)
         engine.add_episodic("agent-1", "The deploy started")
-        conn = store.db.sync_io.conn
-        reader = conn.readers.lend()
-        conn.readers.give_back(reader)
-        statements: list[str] = []
-        for traced in (conn, reader):
-            traced.set_trace_callback(statements.append)
-        try:
-            memory = engine.add_episodic("agent-1", "The deploy finished")
-        finally:
-            for traced in (conn, reader):
-                traced.set_trace_callback(None)
+        memory, statements = traced_statements(
+            store, lambda: engine.add_episodic("agent-1", "The deploy finished")
+        )
     memory_reads = [s for s in statements if s.startswith("SELECT i.id, i.prefix, i.key")]
     assert len(memory_reads) == 1, memory_reads
     assert memory.content == "The deploy finished"

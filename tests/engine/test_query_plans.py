@@ -13,20 +13,12 @@ from typing import Any
 from langmem_tiers import TieredMemoryStore
 from langmem_tiers.long_term.engine.engine import MemoryEngine
 
+from .sqlite_trace import traced_statements
+
 
 def _plans(store: Any, run: Any) -> list[tuple[str, str]]:
     conn = store.db.sync_io.conn
-    # Reads run on the file's reader (there is one, lent again to every read).
-    reader = conn.readers.lend()
-    conn.readers.give_back(reader)
-    statements: list[str] = []
-    for traced in (conn, reader):
-        traced.set_trace_callback(statements.append)
-    try:
-        run()
-    finally:
-        for traced in (conn, reader):
-            traced.set_trace_callback(None)
+    _, statements = traced_statements(store, run)
     selects = [s for s in statements if s.lstrip().upper().startswith("SELECT")]
     return [
         (s, " / ".join(str(row[-1]) for row in conn.execute(f"EXPLAIN QUERY PLAN {s}")))
