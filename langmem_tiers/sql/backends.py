@@ -76,6 +76,9 @@ def _as_inserts(request: InsertRows) -> str | None:
     return to_psycopg(_insert_sql(request))
 
 
+_TUPLES_OK = 2  # libpq's PGRES_TUPLES_OK (psycopg.pq.ExecStatus.TUPLES_OK)
+
+
 def _returned_rows(cursor: Any) -> bool:
     """Whether the statement ``cursor`` ran returned rows (a SELECT, a RETURNING), so
     that it has some to fetch. Not ``cursor.description is not None``: that builds a
@@ -83,9 +86,6 @@ def _returned_rows(cursor: Any) -> bool:
     runs about ten statements)."""
     result = cursor.pgresult
     return result is not None and result.status == _TUPLES_OK
-
-
-_TUPLES_OK = 2  # libpq's PGRES_TUPLES_OK (psycopg.pq.ExecStatus.TUPLES_OK)
 
 
 def is_pool(conn: Any) -> bool:

@@ -42,7 +42,7 @@ def insert_version_flow(
 def insert_versions_flow(
     core: StoreCore, snaps: Sequence[dict[str, Any]], reason: str, at: datetime
 ) -> Flow[None]:
-    """:func:`insert_version_flow` of several memories, in one statement."""
+    """:func:`insert_version_flow` of several memories, in one :class:`SqlMany`."""
     if not snaps:
         return
     d = core.dialect
