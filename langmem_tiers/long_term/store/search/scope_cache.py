@@ -565,7 +565,13 @@ def _postings(
         np.asarray(rows, dtype=np.int64),
         [(text.count(PACKED_SEPARATOR) + 1) // 2 for text in texts],
     )
-    coded = np.array([codes.setdefault(w, len(codes)) for w in fields[0::2]], dtype=np.int64)
+    terms = fields[0::2]
+    # New terms are numbered once each, in order of first use; then every posting's code
+    # is one lookup in C (a Python loop here cost 0.5 us a posting, most of a load).
+    fresh = [term for term in dict.fromkeys(terms) if term not in codes]
+    first = len(codes)
+    codes.update(zip(fresh, range(first, first + len(fresh)), strict=True))
+    coded = np.fromiter(map(codes.__getitem__, terms), dtype=np.int64, count=len(terms))
     return coded, posting_rows, counts
 
 
@@ -1416,23 +1422,28 @@ def _read_rows(
 ) -> _ReadRows:
     read = _ReadRows({}, set(), [], [], set(), {}, {}, (0, None, 0, 0, 0, None))
     state = read.state
-    for kind, item, length, packed, flag, has_neighbours, *rest in rows:
-        if kind == "i":
-            read.items[item] = (length, packed, bool(has_neighbours))
-            if flag:
-                read.members.add(item)
+    # Indexed, not unpacked: a load of 10,000 items has 20,000 rows, and unpacking each
+    # into names and a list of the rest cost twice as much.
+    items, members, vector_ids, vectors = read.items, read.members, read.vector_ids, read.vectors
+    for row in rows:
+        kind = row[0]
+        if kind == "v":
+            vector_ids.append(row[1])
+            vectors.append(row[9])
+        elif kind == "i":
+            item = row[1]
+            items[item] = (row[2], row[3], row[5] == 1)
+            if row[4]:
+                members.add(item)
                 if member_rows is not None:
-                    member_rows[item] = rest[4:]
-        elif kind == "v":
-            read.vector_ids.append(item)
-            read.vectors.append(rest[3])
+                    member_rows[item] = row[10:]
         elif kind == "c":
-            read.changed.add(item)
+            read.changed.add(row[1])
         elif kind == "n":
-            read.counters[item] = int(length)
-            read.logged[item] = int(flag)
+            read.counters[row[1]] = int(row[2])
+            read.logged[row[1]] = int(row[4])
         else:
-            state = (int(length), item, int(flag), *rest[:3])
+            state = (int(row[2]), row[1], int(row[4]), *row[6:9])
     if any(i not in read.items for i in read.vector_ids):
         # A vector left without its item (deleted by SQL where foreign keys are off).
         kept = [r for r, i in enumerate(read.vector_ids) if i in read.items]
