@@ -203,7 +203,12 @@ def key_concepts(messages: Sequence[BaseMessage], limit: int = 12) -> list[str]:
         add(word, word, 1.0)
     # Dicts keep insertion order and sorted() is stable: ties stay in order of mention.
     ranked = sorted(shown, key=lambda ident: -scores[ident])
-    return [shown[ident] for ident in ranked[:limit]]
+    # Two values may show as one concept ("3" as the number of "3 wind", and "3 wind"):
+    # the higher ranked stays.
+    concepts: dict[str, str] = {}
+    for ident in ranked:
+        concepts.setdefault(shown[ident].lower(), shown[ident])
+    return list(concepts.values())[:limit]
 
 
 def _overlap(a: set[str], b: set[str]) -> float:

@@ -89,6 +89,11 @@ def test_key_concepts_rank_repeated_mentions_first() -> None:
     assert key_concepts(messages) == ["Anna", "Porto", "Bruno"]
 
 
+def test_key_concepts_shown_alike_are_one() -> None:
+    # The number 3 shows as the quantity "3 wind"; the words "3 Wind" are a concept too.
+    assert key_concepts([HumanMessage('Wind" 3 Wind"')]) == ["3 wind"]
+
+
 async def test_messages_without_text_are_skipped(twin_of: TwinOf) -> None:
     messages = [
         HumanMessage("What's the weather in Oslo?"),
