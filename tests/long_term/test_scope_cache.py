@@ -1240,6 +1240,31 @@ def test_a_namespace_written_from_its_start_is_searched_without_reading_it(db: s
             assert answer == _scores(reader, prefix, "apple music")
 
 
+def test_a_seed_of_many_writes_joined_is_the_entry_a_read_makes(
+    db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A seed joins its writes' chunks as it goes (here every third write): items written
+    again, deleted, written after their deletion, with two vectors or none, keep only
+    their last rows, and the entry is the one a store that never wrote reads."""
+    monkeypatch.setattr(scope_cache, "MAX_SEED_CHUNKS", 2)
+    notes = ("u3", "notes")
+    with _open_own(db) as store, _open_own(db) as reader:
+        for n in range(5):
+            store.put(notes, f"k{n}", {"content": f"apple {n} music"})
+        store.put(
+            notes, "k1", {"content": "banana bread", "title": "bread"}, index=["content", "title"]
+        )
+        store.delete(notes, "k2")
+        store.batch([_put(notes, "k3", "apple pie"), _put(notes, "k4", None)])
+        store.put(notes, "plain", {"content": "apple not indexed"}, index=False)
+        store.put(notes, "k2", {"content": "apple music again"})
+        with _item_reads(store) as seen:
+            answer = _scores(store, notes, "apple music")
+        assert seen == []
+        assert _state(_cache(store)._entries["u3.notes"]) == _read_state(reader, notes)
+        assert answer == _scores(reader, notes, "apple music")
+
+
 def test_own_writes_keep_the_entries_above_them_current(db: str) -> None:
     """Writes of this store to namespaces under cached prefixes are taken into those
     entries (no read of the namespace or of the log at the next search), beside entries
