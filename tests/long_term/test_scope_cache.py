@@ -1240,13 +1240,14 @@ def test_a_namespace_written_from_its_start_is_searched_without_reading_it(db: s
             assert answer == _scores(reader, prefix, "apple music")
 
 
-def test_a_seed_of_many_writes_joined_is_the_entry_a_read_makes(
+def test_a_seed_of_many_writes_is_the_entry_a_read_makes(
     db: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A seed joins its writes' chunks as it goes (here every third write): items written
-    again, deleted, written after their deletion, with two vectors or none, keep only
-    their last rows, and the entry is the one a store that never wrote reads."""
-    monkeypatch.setattr(scope_cache, "MAX_SEED_CHUNKS", 2)
+    """A seed appends every write's rows (joining its vector blocks as it goes, here
+    every third): items written again, deleted, written after their deletion, with two
+    vectors or none, keep only their last rows, and the entry is the one a store that
+    never wrote reads."""
+    monkeypatch.setattr(scope_cache, "MAX_SEED_BLOCKS", 2)
     notes = ("u3", "notes")
     with _open_own(db) as store, _open_own(db) as reader:
         for n in range(5):

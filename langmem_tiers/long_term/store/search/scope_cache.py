@@ -54,10 +54,12 @@ from __future__ import annotations
 
 import math
 import threading
+from array import array
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from datetime import datetime
+from itertools import chain
 from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple
 
 import numpy as np
@@ -1315,50 +1317,55 @@ class ScopeCache:
         return matrix.astype(np.float32, copy=False).reshape(len(vectors), -1)
 
 
-class _Chunk(NamedTuple):
-    """The items one write left in a seed, as arrays: what an entry is made of."""
-
-    ids: list[str]
-    lengths: np.ndarray  # int64, an item each
-    term_counts: np.ndarray  # int64, an item each: its postings
-    codes: np.ndarray  # int64, a posting each, in item order
-    frequencies: np.ndarray  # float64, a posting each
-    vector_counts: np.ndarray  # int64, an item each: its vectors
-    vectors: np.ndarray  # float32 rows, in item order
-
-
-_NO_INTS = np.zeros(0, dtype=np.int64)
-_NO_CHUNK = _Chunk([], _NO_INTS, _NO_INTS, _NO_INTS, np.zeros(0), _NO_INTS, _NO_VECTORS)
-
-#: Chunks a seed keeps before joining them into one: an entry is then made of a few
-#: arrays, not of one write's arrays each (a namespace written a few items at a time).
-MAX_SEED_CHUNKS = 32
+#: Vector blocks (one a write) a seed keeps before joining them into one.
+MAX_SEED_BLOCKS = 64
 
 
 class _Seed:
     """Every item of one namespace, as this process's writes left them since its count
     was 0, at ``count``.
 
-    Each write's items are kept as the arrays of one chunk (their terms already coded),
-    so the entry they make at the namespace's first search is a few joins of arrays, not
-    a pass over every item: over 1,000 items written five at a time, that pass was half
-    of such a search. An item written again, or deleted, leaves its earlier rows behind;
-    they are dropped when the chunks are joined.
+    The items are kept as columns that writes append to, in order: ids, lengths, postings
+    (terms coded at the write), vectors. The entry they make at the namespace's first
+    search is then a few array operations, not a pass over every item: over 1,000 items
+    written five at a time, that pass was half of such a search. Appending costs a write
+    no array of its own (typed arrays, C-speed extends). An item written again, or
+    deleted, leaves its earlier rows behind; the entry drops them.
     """
 
-    __slots__ = ("chunks", "codes", "count", "episodic", "items", "packed", "rewritten")
+    __slots__ = (
+        "blocks",
+        "codes",
+        "count",
+        "episodic",
+        "frequencies",
+        "ids",
+        "items",
+        "lengths",
+        "packed",
+        "posting_codes",
+        "rewritten",
+        "term_counts",
+        "vector_counts",
+    )
 
     def __init__(self) -> None:
         self.count = 0
-        # The ids only: a write's items live on as its chunk's arrays, not as objects
-        # the garbage collector would walk (one an item, 100,000 in a process that wrote
-        # as many, doubling the time of a full collection).
+        # The ids only: a write's items live on as columns, not as objects the garbage
+        # collector would walk (one an item, 100,000 in a process that wrote as many,
+        # doubling the time of a full collection).
         self.items: set[str] = set()
         self.codes: dict[str, int] = {}  # a code per term met (some may no longer occur)
         self.packed: dict[str, str] = {}  # item -> its packed terms (items with terms)
         self.episodic: set[str] = set()
-        self.chunks: list[_Chunk] = []
-        self.rewritten = False  # some chunk holds rows of an item written again or deleted
+        self.rewritten = False  # some rows are of an item written again or deleted
+        self.ids: list[str] = []  # a row a write of an item
+        self.lengths = array("q")  # a row each
+        self.term_counts = array("q")  # a row each: its postings
+        self.vector_counts = array("q")  # a row each: its vectors
+        self.posting_codes = array("q")  # a posting each, in row order
+        self.frequencies = array("d")  # a posting each
+        self.blocks: list[np.ndarray] = []  # float32 vector rows, in row order
 
     def take(self, items: Mapping[str, WrittenItem | None], count: int) -> None:
         written: list[tuple[str, WrittenItem]] = []
@@ -1384,46 +1391,36 @@ class _Seed:
         if not written:
             return
         terms = [w.terms if w.packed_terms else {} for _, w in written]
-        words = [word for one in terms for word in one]
+        words = list(chain.from_iterable(terms))
         codes = self.codes
         fresh = [word for word in dict.fromkeys(words) if word not in codes]
         first = len(codes)
         codes.update(zip(fresh, range(first, first + len(fresh)), strict=True))
-        blocks = [w.vectors for _, w in written if len(w.vectors)]
-        self.chunks.append(
-            _Chunk(
-                [item for item, _ in written],
-                np.fromiter((w.length for _, w in written), dtype=np.int64, count=len(written)),
-                np.fromiter(map(len, terms), dtype=np.int64, count=len(terms)),
-                np.fromiter(map(codes.__getitem__, words), dtype=np.int64, count=len(words)),
-                np.fromiter(
-                    (n for one in terms for n in one.values()), dtype=np.float64, count=len(words)
-                ),
-                np.fromiter(
-                    (len(w.vectors) for _, w in written), dtype=np.int64, count=len(written)
-                ),
-                np.concatenate(blocks) if blocks else _NO_VECTORS,
-            )
-        )
-        if len(self.chunks) > MAX_SEED_CHUNKS:
-            self.chunks = [self._joined()]
+        # Lists into typed arrays: ``fromlist`` copies in C, ``extend`` of an iterator
+        # converts element by element.
+        self.ids.extend([item for item, _ in written])
+        self.lengths.fromlist([w.length for _, w in written])
+        self.term_counts.fromlist(list(map(len, terms)))
+        self.vector_counts.fromlist([len(w.vectors) for _, w in written])
+        self.posting_codes.fromlist(list(map(codes.__getitem__, words)))
+        self.frequencies.fromlist([n for one in terms for n in one.values()])
+        self.blocks.extend(w.vectors for _, w in written if len(w.vectors))
+        if len(self.blocks) > MAX_SEED_BLOCKS:
+            self.blocks = [np.concatenate(self.blocks)]
 
-    def _joined(self) -> _Chunk:
-        """The chunks as one, each item's rows those of its last write (none if deleted)."""
-        chunks = self.chunks
-        if not chunks:
-            return _NO_CHUNK
-        if len(chunks) == 1 and not self.rewritten:
-            return chunks[0]
-        ids = [item for chunk in chunks for item in chunk.ids]
-        lengths, term_counts, codes, frequencies, vector_counts = (
-            np.concatenate([getattr(chunk, name) for chunk in chunks])
-            for name in ("lengths", "term_counts", "codes", "frequencies", "vector_counts")
-        )
-        blocks = [chunk.vectors for chunk in chunks if len(chunk.vectors)]
-        vectors = np.concatenate(blocks) if blocks else _NO_VECTORS
+    def entry(self, namespace: str) -> ScopeData:
+        """The entry of ``namespace`` (as its prefix) these items make, at ``count``. It
+        takes the seed's columns as they are: the seed is used up."""
+        ids = self.ids
+        lengths = np.frombuffer(self.lengths, dtype=np.int64)
+        term_counts = np.frombuffer(self.term_counts, dtype=np.int64)
+        vector_counts = np.frombuffer(self.vector_counts, dtype=np.int64)
+        codes = np.frombuffer(self.posting_codes, dtype=np.int64)
+        frequencies = np.frombuffer(self.frequencies, dtype=np.float64)
+        vectors = np.concatenate(self.blocks) if self.blocks else _NO_VECTORS
         if self.rewritten:
-            last = dict(zip(ids, range(len(ids)), strict=True))  # an id's last position
+            # An item's rows are those of its last write; a deleted item has none.
+            last = dict(zip(ids, range(len(ids)), strict=True))
             keep = np.zeros(len(ids), dtype=bool)
             keep[[at for item, at in last.items() if item in self.items]] = True
             ids = [item for item, kept in zip(ids, keep.tolist(), strict=True) if kept]
@@ -1436,24 +1433,16 @@ class _Seed:
                 term_counts[keep],
                 vector_counts[keep],
             )
-            self.rewritten = False
-        return _Chunk(ids, lengths, term_counts, codes, frequencies, vector_counts, vectors)
-
-    def entry(self, namespace: str) -> ScopeData:
-        """The entry of ``namespace`` (as its prefix) these items make, at ``count``. It
-        takes the seed's sets of terms and kinds as they are: the seed is used up."""
-        chunk = self._joined()
-        ids = chunk.ids
         rows = np.arange(len(ids), dtype=np.int64)
-        posting_rows = np.repeat(rows, chunk.term_counts)
+        posting_rows = np.repeat(rows, term_counts)
         # By code, rows ascending within one (the postings are in row order).
-        order = _by_code(chunk.codes, len(self.codes))
+        order = _by_code(codes, len(self.codes))
         starts = np.zeros(len(self.codes) + 1, dtype=np.int64)
-        np.cumsum(np.bincount(chunk.codes, minlength=len(self.codes)), out=starts[1:])
-        vector_item_rows = np.repeat(rows, chunk.vector_counts)
+        np.cumsum(np.bincount(codes, minlength=len(self.codes)), out=starts[1:])
+        vector_item_rows = np.repeat(rows, vector_counts)
         vector_ids = (
             list(ids)
-            if bool((chunk.vector_counts == 1).all())
+            if bool((vector_counts == 1).all())
             else [ids[row] for row in vector_item_rows.tolist()]
         )
         data = object.__new__(ScopeData)
@@ -1462,12 +1451,12 @@ class _Seed:
             {namespace: self.count},
             ids,
             dict(zip(ids, range(len(ids)), strict=True)),
-            chunk.lengths,
+            lengths,
             self.packed,
             vector_ids,
-            chunk.vectors,
+            vectors,
             self.episodic,
-            (self.codes, starts.tolist(), posting_rows[order], chunk.frequencies[order]),
+            (self.codes, starts.tolist(), posting_rows[order], frequencies[order]),
             # Each vector's item row, and each item's vector row (its last, if several).
             (vector_item_rows, dict(zip(vector_ids, range(len(vector_ids)), strict=True))),
         )
