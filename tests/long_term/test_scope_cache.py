@@ -1245,8 +1245,8 @@ def test_a_seed_of_many_writes_is_the_entry_a_read_makes(
 ) -> None:
     """A seed appends every write's rows (joining its vector blocks as it goes, here
     every third): items written again, deleted, written after their deletion, with two
-    vectors or none, keep only their last rows, and the entry is the one a store that
-    never wrote reads."""
+    vectors or none, keep only their last rows, the rows of items written again do not
+    pile up, and the entry is the one a store that never wrote reads."""
     monkeypatch.setattr(scope_cache, "MAX_SEED_BLOCKS", 2)
     notes = ("u3", "notes")
     with _open_own(db) as store, _open_own(db) as reader:
@@ -1259,6 +1259,11 @@ def test_a_seed_of_many_writes_is_the_entry_a_read_makes(
         store.batch([_put(notes, "k3", "apple pie"), _put(notes, "k4", None)])
         store.put(notes, "plain", {"content": "apple not indexed"}, index=False)
         store.put(notes, "k2", {"content": "apple music again"})
+        for n in range(40):
+            store.put(notes, "k0", {"content": f"apple music {n}"})
+        seed = _cache(store)._seeds["u3.notes"]
+        # Rows of items written again are dropped as they pile up.
+        assert len(seed.ids) <= 2 * len(seed.items) + scope_cache.MAX_SEED_BLOCKS + 1
         with _item_reads(store) as seen:
             answer = _scores(store, notes, "apple music")
         assert seen == []

@@ -1407,10 +1407,16 @@ class _Seed:
         self.blocks.extend(w.vectors for _, w in written if len(w.vectors))
         if len(self.blocks) > MAX_SEED_BLOCKS:
             self.blocks = [np.concatenate(self.blocks)]
+        if self.rewritten and len(self.ids) > 2 * len(self.items) + MAX_SEED_BLOCKS:
+            # Most rows are of items written again: the seed would grow with every write
+            # of the same keys while counting as few items.
+            self._compact()
 
-    def entry(self, namespace: str) -> ScopeData:
-        """The entry of ``namespace`` (as its prefix) these items make, at ``count``. It
-        takes the seed's columns as they are: the seed is used up."""
+    def _columns(
+        self,
+    ) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Ids, lengths, postings and vectors a row, postings' codes and frequencies, and
+        vectors: each item's last rows only (none for a deleted item)."""
         ids = self.ids
         lengths = np.frombuffer(self.lengths, dtype=np.int64)
         term_counts = np.frombuffer(self.term_counts, dtype=np.int64)
@@ -1419,7 +1425,6 @@ class _Seed:
         frequencies = np.frombuffer(self.frequencies, dtype=np.float64)
         vectors = np.concatenate(self.blocks) if self.blocks else _NO_VECTORS
         if self.rewritten:
-            # An item's rows are those of its last write; a deleted item has none.
             last = dict(zip(ids, range(len(ids)), strict=True))
             keep = np.zeros(len(ids), dtype=bool)
             keep[[at for item, at in last.items() if item in self.items]] = True
@@ -1433,6 +1438,24 @@ class _Seed:
                 term_counts[keep],
                 vector_counts[keep],
             )
+        return ids, lengths, term_counts, vector_counts, codes, frequencies, vectors
+
+    def _compact(self) -> None:
+        """Drop the rows of items written again or deleted."""
+        ids, lengths, term_counts, vector_counts, codes, frequencies, vectors = self._columns()
+        self.ids = ids
+        self.lengths = array("q", lengths.tobytes())
+        self.term_counts = array("q", term_counts.tobytes())
+        self.vector_counts = array("q", vector_counts.tobytes())
+        self.posting_codes = array("q", codes.tobytes())
+        self.frequencies = array("d", frequencies.tobytes())
+        self.blocks = [vectors] if len(vectors) else []
+        self.rewritten = False
+
+    def entry(self, namespace: str) -> ScopeData:
+        """The entry of ``namespace`` (as its prefix) these items make, at ``count``. It
+        takes the seed's columns as they are: the seed is used up."""
+        ids, lengths, term_counts, vector_counts, codes, frequencies, vectors = self._columns()
         rows = np.arange(len(ids), dtype=np.int64)
         posting_rows = np.repeat(rows, term_counts)
         # By code, rows ascending within one (the postings are in row order).
