@@ -118,6 +118,8 @@ _MONTH_ALONE = re.compile(
     re.I,
 )
 _YEAR_ALONE = re.compile(rf"\b{_YEAR_RE}\b")
+_WORD = re.compile(r"[^\W\d_]+")
+_DIGIT = re.compile(r"\d")
 _AGO = re.compile(rf"\b(?P<n>\d+|{_NUM_RE})\s+(?P<unit>day|week|month|year)s?\s+ago\b", re.I)
 _PAST_N = re.compile(
     rf"\b(?:in\s+the\s+|over\s+the\s+|during\s+the\s+|within\s+the\s+)?(?:last|past)\s+"
@@ -298,7 +300,15 @@ def parse_time_query(query: str, now: datetime) -> TimeQuery:
         a, b = match.span()
         text = text[:a] + " " * (b - a) + text[b:]
 
-    for pattern in (_ISO_DATE, _DAY_MONTH_YEAR, _MONTH_DAY_YEAR):
+    # Each pattern is tried only where the words it needs occur: a scan of a pattern of
+    # month names costs more than splitting the text into words once.
+    lowered = query.lower()
+    words = set(_WORD.findall(lowered))
+    digits = _DIGIT.search(query) is not None
+    months = not words.isdisjoint(_MONTH_ALIASES)
+    units = any(unit in lowered for unit in ("day", "week", "month", "year"))
+    dated = (_ISO_DATE, _DAY_MONTH_YEAR, _MONTH_DAY_YEAR) if digits and months else (_ISO_DATE,)
+    for pattern in dated if digits else ():
         for m in list(pattern.finditer(text)):
             month = m.group("month")
             month_n = int(month) if month.isdigit() else _MONTH_ALIASES[month.lower()]
@@ -306,14 +316,14 @@ def parse_time_query(query: str, now: datetime) -> TimeQuery:
             if d is not None:
                 add(_days_window(d, 1, tz), 0, m.start())
                 consume(m)
-    for m in list(_MONTH_YEAR.finditer(text)):
+    for m in list(_MONTH_YEAR.finditer(text)) if digits and months else ():
         add(
             _month_window(int(m.group("year")), _MONTH_ALIASES[m.group("month").lower()], tz),
             2,
             m.start(),
         )
         consume(m)
-    for pattern in (_DAY_MONTH, _MONTH_DAY):
+    for pattern in (_DAY_MONTH, _MONTH_DAY) if digits and months else ():
         for m in list(pattern.finditer(text)):
             month_n = _MONTH_ALIASES[m.group("month").lower()]
             d = _latest(month_n, int(m.group("day")), today)
@@ -325,7 +335,7 @@ def parse_time_query(query: str, now: datetime) -> TimeQuery:
                     (f"{TIME_TERM_PREFIX}{MONTHS[month_n - 1]}",),
                 )
                 consume(m)
-    for m in list(_MONTH_ALONE.finditer(text)):
+    for m in list(_MONTH_ALONE.finditer(text)) if months else ():
         word = m.group("month").lower()
         if (word in ("may", "march") or len(word) <= 4) and not m.group("lead"):
             continue  # "you may", "march on", "Jan": words before they are months
@@ -340,15 +350,16 @@ def parse_time_query(query: str, now: datetime) -> TimeQuery:
         terms[f"{TIME_TERM_PREFIX}{MONTHS[month_n - 1]}"] = 1.0
         found.append((2, m.start(), _month_window(year, month_n, tz)))
         consume(m)
-    for m in list(_YEAR_ALONE.finditer(text)):
+    for m in list(_YEAR_ALONE.finditer(text)) if digits else ():
         add(_year_window(int(m.group("year")), tz), 3, m.start())
         consume(m)
-    for m in list(_DAY_WORDS.finditer(text)):
+    day_words = any(word in lowered for word in ("yesterday", "today", "tonight"))
+    for m in list(_DAY_WORDS.finditer(text)) if day_words else ():
         word = re.sub(r"\s+", " ", m.group("word").lower())
         back = {"today": 0, "tonight": 0, "yesterday": 1}.get(word, 2)
         add(_days_window(today - timedelta(days=back), 1, tz), 0, m.start())
         consume(m)
-    for m in list(_AGO.finditer(text)):
+    for m in list(_AGO.finditer(text)) if units and "ago" in lowered else ():
         n, unit = _number(m.group("n")), m.group("unit").lower()
         if unit == "day":
             add(_days_window(today - timedelta(days=n), 1, tz), 0, m.start())
@@ -359,7 +370,7 @@ def parse_time_query(query: str, now: datetime) -> TimeQuery:
         else:
             add(_year_window(today.year - n, tz), 3, m.start())
         consume(m)
-    for m in list(_PAST_N.finditer(text)):
+    for m in list(_PAST_N.finditer(text)) if units else ():
         n, unit = _number(m.group("n")), m.group("unit").lower()
         days = {"day": n, "week": 7 * n, "month": 31 * n, "year": 366 * n}[unit]
         add(
@@ -368,7 +379,7 @@ def parse_time_query(query: str, now: datetime) -> TimeQuery:
             m.start(),
         )
         consume(m)
-    for m in list(_RELATIVE.finditer(text)):
+    for m in list(_RELATIVE.finditer(text)) if units else ():
         which, unit = m.group("which").lower(), m.group("unit").lower()
         this = which == "this"
         monday = today - timedelta(days=today.weekday())
@@ -384,7 +395,8 @@ def parse_time_query(query: str, now: datetime) -> TimeQuery:
         else:
             add(_year_window(today.year - (0 if this else 1), tz), 3, m.start())
         consume(m)
-    for m in list(_WEEKDAY.finditer(text)):
+    weekdays = any(day in lowered for day in WEEKDAYS)
+    for m in list(_WEEKDAY.finditer(text)) if weekdays else ():
         target = WEEKDAYS.index(m.group("weekday").lower())
         back = (today.weekday() - target) % 7
         lead = (m.group("lead") or "").lower()
