@@ -109,6 +109,20 @@ def test_event_time_is_found_by_its_words(
     assert hits[0].key == first, [(h.key, h.score) for h in hits]
 
 
+def test_a_time_the_text_names_is_found_by_its_words(
+    make_store: Callable[..., BaseStore], ours: None
+) -> None:
+    """ "Yesterday", said on 17 March 2022, is 16 March 2022: a question about that day
+    finds the message that says it before a closer match of the same day naming none."""
+    store = make_store(index=None)  # words alone
+    said = "2022-03-17T19:00:00+00:00"
+    named = {"content": "Yesterday James went bowling with John", "event_timestamp": said}
+    store.put(EPISODIC, "named", named)
+    store.put(EPISODIC, "plain", {"content": "James went bowling", "event_timestamp": said})
+    hits = store.search(EPISODIC, query="What did James do on March 16, 2022?")
+    assert [h.key for h in hits] == ["named", "plain"], [(h.key, h.score) for h in hits]
+
+
 async def test_time_filter_keeps_only_the_window(
     make_store: Callable[..., BaseStore], ours: None, twin_of: Any
 ) -> None:

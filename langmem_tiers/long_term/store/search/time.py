@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Mapping, Sequence
 from datetime import date, datetime, time, timedelta, timezone
 from typing import NamedTuple, TypeVar
 
@@ -119,6 +119,11 @@ _MONTH_ALONE = re.compile(
 )
 _YEAR_ALONE = re.compile(rf"\b{_YEAR_RE}\b")
 _WORD = re.compile(r"[^\W\d_]+")
+_UNIT_WORDS = frozenset(
+    f"{unit}{plural}"
+    for unit in ("day", "week", "weekend", "month", "year")
+    for plural in ("", "s")
+)
 _DIGIT = re.compile(r"\d")
 _AGO = re.compile(rf"\b(?P<n>\d+|{_NUM_RE})\s+(?P<unit>day|week|month|year)s?\s+ago\b", re.I)
 _PAST_N = re.compile(
@@ -188,6 +193,25 @@ def time_terms(at: datetime) -> list[str]:
         f"{p}{d.isoformat()}",
         f"{p}{WEEKDAYS[d.weekday()]}",
     ]
+
+
+def mentioned_time_terms(text: str, at: datetime, known: Sequence[str] = ()) -> list[str]:
+    """The time terms of the times ``text``, said at ``at``, names ("yesterday", "two weeks
+    ago", "last Friday", "on 8 May"), read as a query's are with ``at`` for its now; those
+    in ``known`` (the event time's own) left out.
+
+    "Yesterday I went bowling", said on 17 March 2022, is then found by "What did James
+    do on March 16, 2022?".
+
+    Example::
+
+        >>> said = datetime(2022, 3, 17, 19, 0, tzinfo=timezone.utc)
+        >>> mentioned_time_terms("By the way, yesterday I went bowling!", said, time_terms(said))
+        ['@2022-03-16']
+    """
+    skip = set(known)
+    found, _ = _time_expressions(text, at)
+    return [term for term, weight in found.items() if weight >= 1.0 and term not in skip]
 
 
 def _day_start(d: date, tz: timezone | None) -> datetime:
@@ -282,6 +306,12 @@ def parse_time_query(query: str, now: datetime) -> TimeQuery:
         >>> parse_time_query("You may like this", now)
         TimeQuery(terms={}, window=None, present=False)
     """
+    terms, window = _time_expressions(query, now)
+    return TimeQuery(terms, window, bool(_PRESENT.search(query)))
+
+
+def _time_expressions(query: str, now: datetime) -> tuple[dict[str, float], Window | None]:
+    """The terms and the window of :func:`parse_time_query`."""
     tz = now.tzinfo if isinstance(now.tzinfo, timezone) else timezone.utc
     today = now.astimezone(tz).date() if now.tzinfo else now.date()
     text = query
@@ -306,7 +336,8 @@ def parse_time_query(query: str, now: datetime) -> TimeQuery:
     words = set(_WORD.findall(lowered))
     digits = _DIGIT.search(query) is not None
     months = not words.isdisjoint(_MONTH_ALIASES)
-    units = any(unit in lowered for unit in ("day", "week", "month", "year"))
+    units = not words.isdisjoint(_UNIT_WORDS)
+    leads = units and not words.isdisjoint(("last", "this", "past", "previous"))
     dated = (_ISO_DATE, _DAY_MONTH_YEAR, _MONTH_DAY_YEAR) if digits and months else (_ISO_DATE,)
     for pattern in dated if digits else ():
         for m in list(pattern.finditer(text)):
@@ -359,7 +390,7 @@ def parse_time_query(query: str, now: datetime) -> TimeQuery:
         back = {"today": 0, "tonight": 0, "yesterday": 1}.get(word, 2)
         add(_days_window(today - timedelta(days=back), 1, tz), 0, m.start())
         consume(m)
-    for m in list(_AGO.finditer(text)) if units and "ago" in lowered else ():
+    for m in list(_AGO.finditer(text)) if units and "ago" in words else ():
         n, unit = _number(m.group("n")), m.group("unit").lower()
         if unit == "day":
             add(_days_window(today - timedelta(days=n), 1, tz), 0, m.start())
@@ -370,7 +401,7 @@ def parse_time_query(query: str, now: datetime) -> TimeQuery:
         else:
             add(_year_window(today.year - n, tz), 3, m.start())
         consume(m)
-    for m in list(_PAST_N.finditer(text)) if units else ():
+    for m in list(_PAST_N.finditer(text)) if leads else ():
         n, unit = _number(m.group("n")), m.group("unit").lower()
         days = {"day": n, "week": 7 * n, "month": 31 * n, "year": 366 * n}[unit]
         add(
@@ -379,7 +410,7 @@ def parse_time_query(query: str, now: datetime) -> TimeQuery:
             m.start(),
         )
         consume(m)
-    for m in list(_RELATIVE.finditer(text)) if units else ():
+    for m in list(_RELATIVE.finditer(text)) if leads else ():
         which, unit = m.group("which").lower(), m.group("unit").lower()
         this = which == "this"
         monday = today - timedelta(days=today.weekday())
@@ -406,7 +437,7 @@ def parse_time_query(query: str, now: datetime) -> TimeQuery:
         add(_days_window(day, 1, tz), 0, m.start(), (f"{TIME_TERM_PREFIX}{WEEKDAYS[target]}",))
         consume(m)
     window = min(found, key=lambda f: (f[0], f[1]))[2] if found else None
-    return TimeQuery(terms, window, bool(_PRESENT.search(query)))
+    return terms, window
 
 
 def window_fit(at: datetime, window: Window) -> float:
