@@ -60,7 +60,7 @@ from langmem_tiers.long_term.engine.steps import (
     Steps,
 )
 from langmem_tiers.long_term.engine.versions import versions_flow
-from langmem_tiers.long_term.store.core import WriteNote
+from langmem_tiers.long_term.store.core import StoreCore, WriteNote
 from langmem_tiers.long_term.store.records import STATUSES, item_id, memory_text
 from langmem_tiers.long_term.store.scope import namespace_for
 from langmem_tiers.long_term.store.search.options import check_min_score, options_filter
@@ -472,35 +472,55 @@ class Operations:
         # to take every status.
         clock = self.now()
         prefix = (label, wanted[0]) if len(wanted) == 1 else (label,)
-        items = yield Db(
-            self.core.search_flow(
-                SearchOp(
-                    prefix,
-                    query=query,
-                    limit=limit,
-                    filter=options_filter(None, now=clock, min_score=floor),
-                ),
+        search = SearchOp(
+            prefix,
+            query=query,
+            limit=limit,
+            filter=options_filter(None, now=clock, min_score=floor),
+        )
+        hits: list[ScoredMemory] = yield Db(
+            _found_memories_flow(
+                self.core,
+                search,
+                label,
                 statuses=None if include_inactive else ("active",),
                 where=where,
                 params=params,
             )
         )
-        ids = [item_id(it.namespace, it.key) for it in items]
-        if not ids:
-            return []
-        in_ids, params = d.in_list("i.id", ids)
-        memories: list[Memory] = yield Db(
-            _in_transaction(
-                memories_flow(d, f"{in_ids} AND {d.not_indexed('i.scope')} = ?", [*params, label]),
-                read_only=True,
-            )
-        )
-        by_id = {m.id: m for m in memories}
-        return [
-            scored(by_id[i], it.score or 0.0, getattr(it, "scores", {}))
-            for i, it in zip(ids, items, strict=True)
-            if i in by_id
-        ]
+        return hits
+
+
+def _found_memories_flow(
+    core: StoreCore,
+    search: SearchOp,
+    label: str,
+    *,
+    statuses: Sequence[str] | None,
+    where: str,
+    params: Sequence[Any],
+) -> Flow[list[ScoredMemory]]:
+    """A search's hits as memories with their scores.
+
+    One flow, so one trip to the database's thread or connection: the memories' own
+    read follows the search on the connection the search used.
+    """
+    items = yield from core.search_flow(search, statuses=statuses, where=where, params=params)
+    ids = [item_id(it.namespace, it.key) for it in items]
+    if not ids:
+        return []
+    d = core.dialect
+    in_ids, id_params = d.in_list("i.id", ids)
+    memories: list[Memory] = yield Transaction(
+        memories_flow(d, f"{in_ids} AND {d.not_indexed('i.scope')} = ?", [*id_params, label]),
+        read_only=True,
+    )
+    by_id = {m.id: m for m in memories}
+    return [
+        scored(by_id[i], it.score or 0.0, getattr(it, "scores", {}))
+        for i, it in zip(ids, items, strict=True)
+        if i in by_id
+    ]
 
 
 def _in_transaction(flow: Flow[T], *, read_only: bool = False) -> Flow[T]:
