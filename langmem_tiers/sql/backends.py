@@ -41,6 +41,7 @@ from langmem_tiers.sql.flow import (
     QdrantCall,
     Sql,
     SqlMany,
+    TakeCounters,
     arun,
     run,
 )
@@ -53,6 +54,7 @@ __all__ = [
     "SqliteFile",
     "SqliteIO",
     "SqliteReaders",
+    "WriterTurns",
     "is_pool",
     "psycopg_query",
     "to_psycopg",
@@ -238,6 +240,13 @@ class _SharedIO:
     def __init__(self, embeddings: Embeddings | None, qdrant: Any | None) -> None:
         self.embeddings = embeddings
         self.qdrant_client = qdrant
+
+    def sql(self, request: Sql) -> list[tuple[Any, ...]]:
+        raise NotImplementedError
+
+    def take_counters(self, request: TakeCounters) -> list[tuple[Any, ...]]:
+        # Threads wait for the counters in the database's own queue.
+        return self.sql(request.statement)
 
     def embed(self, request: Embed) -> list[list[float]]:
         if self.embeddings is None:
@@ -555,10 +564,125 @@ class PostgresIO(_SharedIO):
                 return run(flow, io)
 
 
+TURN_WAIT_SECONDS = 1.0
+"""How long a writer waits for its turn before it queues in the database's lock instead
+(where a deadlock with a writer that holds other locks is detected; a turn never is)."""
+
+
+TURN_DEPTH = 2
+"""Writers of one namespace let through at once: the one holding its counter and the next,
+already waiting in the database, so the counter passes on without a round trip."""
+
+
+class WriterTurns:
+    """The writers of each namespace on one event loop, served in the order they came.
+
+    Writers of one namespace take turns at its change counter (a row lock). PostgreSQL
+    wakes every waiter of a row lock when it is released and the first to run takes it,
+    so under load some writer loses several times running: eight writers of one
+    namespace over one pool saw p50 5 ms and p99 50 ms, the same with a first-come
+    queue in front of the lock p50 9-10 ms and p99 14-17 ms. Turns are a queue only: the
+    counters themselves are still the database's, taken after the turn, so writers of
+    other processes and threads are as safe as before, and a writer that waited
+    :data:`TURN_WAIT_SECONDS` for its turn goes to the database's queue without it.
+
+    Example:
+        >>> async def two_writers() -> list[str]:
+        ...     turns, order = WriterTurns(depth=1), []
+        ...     first = await turns.take(["agent.episodic"])
+        ...     async def second() -> None:
+        ...         held = await turns.take(["agent.episodic"])
+        ...         order.append("second")
+        ...         turns.give_back(held)
+        ...     waiting = asyncio.ensure_future(second())
+        ...     await asyncio.sleep(0)
+        ...     order.append("first")
+        ...     turns.give_back(first)
+        ...     await waiting
+        ...     return order
+        >>> asyncio.run(two_writers())
+        ['first', 'second']
+    """
+
+    def __init__(self, *, wait: float = TURN_WAIT_SECONDS, depth: int = TURN_DEPTH) -> None:
+        self.wait = wait
+        self.depth = depth
+        self._locks: dict[str, asyncio.Semaphore] = {}
+        self._users: dict[str, int] = {}
+
+    async def take(self, names: Sequence[str]) -> list[str]:
+        """Wait for the turn of each namespace (in one order, as the counters are taken);
+        the names whose turn was taken (those not taken within :attr:`wait` are left to
+        the database)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.wait
+        held: list[str] = []
+        for name in sorted(set(names)):
+            lock = self._locks.get(name)
+            if lock is None:
+                lock = self._locks[name] = asyncio.Semaphore(self.depth)
+            self._users[name] = self._users.get(name, 0) + 1
+            try:
+                taken = await _acquire(lock, deadline - loop.time())
+            except BaseException:
+                self._leave(name)
+                self.give_back(held)
+                raise
+            if not taken:
+                self._leave(name)
+                break
+            held.append(name)
+        return held
+
+    def give_back(self, names: Sequence[str]) -> None:
+        """End the turns :meth:`take` gave."""
+        for name in reversed(names):
+            self._locks[name].release()
+            self._leave(name)
+
+    def _leave(self, name: str) -> None:
+        left = self._users[name] - 1
+        if left:
+            self._users[name] = left
+        else:  # nobody holds or waits for it: a namespace written once costs nothing
+            del self._users[name]
+            del self._locks[name]
+
+
+async def _acquire(lock: asyncio.Semaphore, timeout: float) -> bool:
+    """Whether ``lock`` was acquired within ``timeout`` seconds.
+
+    Not ``asyncio.wait_for``: on Python 3.11 it can lose an acquisition that completes
+    as the timeout fires, and the lock would stay held for good.
+    """
+    if timeout <= 0:
+        return False
+    waiter = asyncio.ensure_future(lock.acquire())
+    try:
+        done, _ = await asyncio.wait({waiter}, timeout=timeout)
+    except BaseException:
+        if waiter.done() and not waiter.cancelled():
+            lock.release()  # taken just as this was cancelled: nobody else will
+        else:
+            waiter.cancel()  # it raises where it waits and never takes the lock
+        raise
+    if done:
+        return True
+    waiter.cancel()
+    return False
+
+
 class _AsyncShared:
     def __init__(self, embeddings: Embeddings | None, qdrant: Any | None) -> None:
         self.embeddings = embeddings
         self.qdrant_client = qdrant
+
+    async def sql(self, request: Sql) -> list[tuple[Any, ...]]:
+        raise NotImplementedError
+
+    async def take_counters(self, request: TakeCounters) -> list[tuple[Any, ...]]:
+        # Outside a transaction there is nothing to hold a turn for.
+        return await self.sql(request.statement)
 
     async def embed(self, request: Embed) -> list[list[float]]:
         if self.embeddings is None:
@@ -580,9 +704,30 @@ class _AsyncShared:
 
 
 class _AsyncPgConnIO(_AsyncShared):
-    def __init__(self, conn: Any, embeddings: Embeddings | None, qdrant: Any | None) -> None:
+    def __init__(
+        self,
+        conn: Any,
+        embeddings: Embeddings | None,
+        qdrant: Any | None,
+        turns: WriterTurns | None = None,
+    ) -> None:
         super().__init__(embeddings, qdrant)
         self.conn = conn
+        self.turns = turns
+        self.held: list[str] = []
+
+    async def take_counters(self, request: TakeCounters) -> list[tuple[Any, ...]]:
+        # Only a transaction's first take waits for turns: one holding counters already
+        # would wait in Python for writers the database may need it to let go of.
+        if self.turns is not None and not self.held:
+            self.held = await self.turns.take(request.names)
+        return await self.sql(request.statement)
+
+    def end_turns(self) -> None:
+        """Let the next writers of the namespaces this transaction took turns in go."""
+        if self.turns is not None:
+            self.turns.give_back(self.held)
+        self.held = []
 
     async def sql(self, request: Sql) -> list[tuple[Any, ...]]:
         # Prepared as the sync twin's (see _PgConnIO.sql).
@@ -627,6 +772,7 @@ class AsyncPostgresIO(_AsyncShared):
         super().__init__(embeddings, qdrant)
         self.conn = conn
         self._owner = ConnectionOwner.of(conn)
+        self._turns = WriterTurns()
 
     @asynccontextmanager
     async def _connection(self) -> AsyncIterator[Any]:
@@ -655,8 +801,11 @@ class AsyncPostgresIO(_AsyncShared):
 
     async def transaction(self, flow: Flow[T], read_only: bool = False) -> T:
         async with self._connection() as conn:
-            io = _AsyncPgConnIO(conn, self.embeddings, self.qdrant_client)
+            io = _AsyncPgConnIO(conn, self.embeddings, self.qdrant_client, self._turns)
             if read_only and conn.autocommit:  # see PostgresIO.transaction
                 return await arun(flow, io)
-            async with conn.transaction():
-                return await arun(flow, io)
+            try:
+                async with conn.transaction():
+                    return await arun(flow, io)
+            finally:
+                io.end_turns()  # after the commit (or rollback) gave the counters back

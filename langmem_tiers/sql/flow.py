@@ -33,6 +33,7 @@ __all__ = [
     "Sql",
     "SqlMany",
     "SyncIO",
+    "TakeCounters",
     "Transaction",
     "WaitFor",
     "arun",
@@ -87,6 +88,19 @@ class BinaryValue(NamedTuple):
     """
 
     data: bytes
+
+
+class TakeCounters(NamedTuple):
+    """Run ``statement``, which takes the change counters of the namespaces ``names``
+    until the transaction ends; the result is its rows.
+
+    A backend whose writers share an event loop lets them take turns first, in the order
+    they asked, so that one namespace's writers are served in arrival order rather than
+    as the database wakes its lock's waiters (see :class:`~langmem_tiers.sql.backends.WriterTurns`).
+    """
+
+    statement: Sql
+    names: tuple[str, ...]
 
 
 class Embed(NamedTuple):
@@ -184,7 +198,7 @@ class WaitFor(NamedTuple):
     timeout: float
 
 
-Request = Sql | SqlMany | InsertRows | Embed | QdrantCall | Transaction | WaitFor
+Request = Sql | SqlMany | InsertRows | TakeCounters | Embed | QdrantCall | Transaction | WaitFor
 Flow = Generator[Request, Any, T]
 
 
@@ -194,6 +208,7 @@ class SyncIO(Protocol):
     def sql(self, request: Sql) -> list[tuple[Any, ...]]: ...
     def sql_many(self, request: SqlMany) -> None: ...
     def insert_rows(self, request: InsertRows) -> None: ...
+    def take_counters(self, request: TakeCounters) -> list[tuple[Any, ...]]: ...
     def embed(self, request: Embed) -> list[list[float]]: ...
     def qdrant(self, request: QdrantCall) -> Any: ...
     def transaction(self, flow: Flow[T], read_only: bool = False) -> T: ...
@@ -205,6 +220,7 @@ class AsyncIO(Protocol):
     async def sql(self, request: Sql) -> list[tuple[Any, ...]]: ...
     async def sql_many(self, request: SqlMany) -> None: ...
     async def insert_rows(self, request: InsertRows) -> None: ...
+    async def take_counters(self, request: TakeCounters) -> list[tuple[Any, ...]]: ...
     async def embed(self, request: Embed) -> list[list[float]]: ...
     async def qdrant(self, request: QdrantCall) -> Any: ...
     async def transaction(self, flow: Flow[T], read_only: bool = False) -> T: ...
@@ -218,6 +234,7 @@ def run(flow: Flow[T], io: SyncIO) -> T:
             Sql: io.sql,
             SqlMany: io.sql_many,
             InsertRows: io.insert_rows,
+            TakeCounters: io.take_counters,
             Embed: io.embed,
             QdrantCall: io.qdrant,
             Transaction: lambda request: io.transaction(request.flow, request.read_only),
@@ -234,6 +251,7 @@ async def arun(flow: Flow[T], io: AsyncIO) -> T:
             Sql: io.sql,
             SqlMany: io.sql_many,
             InsertRows: io.insert_rows,
+            TakeCounters: io.take_counters,
             Embed: io.embed,
             QdrantCall: io.qdrant,
             Transaction: lambda request: io.transaction(request.flow, request.read_only),

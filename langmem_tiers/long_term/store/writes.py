@@ -39,7 +39,7 @@ from langmem_tiers.long_term.store.search.keys import extra_terms
 from langmem_tiers.long_term.store.search.neighbours import NEIGHBOUR_KIND
 from langmem_tiers.long_term.store.vectors import VectorIndex, VectorRow
 from langmem_tiers.sql.dialect import ITEMS, SCOPE_CHANGES, TERMS, Dialect, item_columns
-from langmem_tiers.sql.flow import Flow, InsertRows, Sql, SqlMany
+from langmem_tiers.sql.flow import Flow, InsertRows, Sql, SqlMany, TakeCounters
 
 __all__ = [
     "ENGINE_COLUMNS",
@@ -181,7 +181,7 @@ def lock_scope_changes_flow(dialect: Dialect, prefixes: Iterable[str]) -> Flow[N
     wanted = sorted(set(prefixes))
     statement = dialect.lock_scope_changes_sql()
     if statement and wanted and dialect.counts_scope_changes:
-        yield Sql(statement, [wanted])
+        yield TakeCounters(Sql(statement, [wanted]), tuple(wanted))
 
 
 def scope_counts_flow(dialect: Dialect, namespaces: Sequence[str]) -> Flow[dict[str, int]]:
