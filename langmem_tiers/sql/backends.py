@@ -715,11 +715,13 @@ class _AsyncPgConnIO(_AsyncShared):
         self.conn = conn
         self.turns = turns
         self.held: list[str] = []
+        self.asked = False
 
     async def take_counters(self, request: TakeCounters) -> list[tuple[Any, ...]]:
         # Only a transaction's first take waits for turns: one holding counters already
         # would wait in Python for writers the database may need it to let go of.
-        if self.turns is not None and not self.held:
+        if self.turns is not None and not self.asked:
+            self.asked = True
             self.held = await self.turns.take(request.names)
         return await self.sql(request.statement)
 
@@ -728,6 +730,7 @@ class _AsyncPgConnIO(_AsyncShared):
         if self.turns is not None:
             self.turns.give_back(self.held)
         self.held = []
+        self.asked = False
 
     async def sql(self, request: Sql) -> list[tuple[Any, ...]]:
         # Prepared as the sync twin's (see _PgConnIO.sql).

@@ -117,3 +117,35 @@ async def test_turns_end_with_the_transaction_committed_or_rolled_back(
         memories = await engine.amemories("alice", kinds="episodic", limit=100)
         assert {m.id for m in added} <= {m.id for m in memories}
         assert len(memories) == 41
+
+
+def _take(*names: str) -> Flow[None]:
+    from langmem_tiers.sql.dialect import PostgresDialect
+
+    statement = PostgresDialect().lock_scope_changes_sql()
+    assert statement is not None
+    for name in names:
+        yield TakeCounters(Sql(statement, [[name]]), (name,))
+
+
+def _in_transaction(flow: Flow[None]) -> Flow[None]:
+    yield Transaction(flow)
+
+
+async def test_only_a_transactions_first_take_waits_for_turns(
+    postgres_schemas: Callable[[], str],
+) -> None:
+    async with TieredMemoryStore.afrom_url(postgres_schemas(), pool_size=2) as store:
+        turns = store.db.async_io._turns
+        turns.wait, turns.depth = 30.0, 1
+        elsewhere = await turns.take(["b"])  # a turn of "b" this transaction will not get
+        # Holding "a"'s counter, it goes to the database for "b" at once: waiting in
+        # Python there could wait for a writer that needs "a".
+        await asyncio.wait_for(store.db.arun(_in_transaction(_take("a", "b"))), 10)
+        assert set(turns._locks) == {"b"}
+        with pytest.raises(TimeoutError):
+            # A first take of "b" waits for its turn.
+            await asyncio.wait_for(store.db.arun(_in_transaction(_take("b"))), 0.5)
+        turns.give_back(elsewhere)
+        await asyncio.wait_for(store.db.arun(_in_transaction(_take("b", "a"))), 10)
+        assert turns._locks == {}
