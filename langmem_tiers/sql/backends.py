@@ -25,6 +25,7 @@ import sqlite3
 import struct
 import threading
 import weakref
+from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any, ClassVar, TypeVar
@@ -236,13 +237,13 @@ def _call_qdrant(client: Any, request: QdrantCall) -> Any:
         return method(**request.kwargs)
 
 
-class _SharedIO:
+class _SharedIO(ABC):
     def __init__(self, embeddings: Embeddings | None, qdrant: Any | None) -> None:
         self.embeddings = embeddings
         self.qdrant_client = qdrant
 
-    def sql(self, request: Sql) -> list[tuple[Any, ...]]:
-        raise NotImplementedError
+    @abstractmethod
+    def sql(self, request: Sql) -> list[tuple[Any, ...]]: ...
 
     def take_counters(self, request: TakeCounters) -> list[tuple[Any, ...]]:
         # Threads wait for the counters in the database's own queue.
@@ -579,9 +580,9 @@ class WriterTurns:
 
     Writers of one namespace take turns at its change counter (a row lock). PostgreSQL
     wakes every waiter of a row lock when it is released and the first to run takes it,
-    so under load some writer loses several times running: eight writers of one
-    namespace over one pool saw p50 5 ms and p99 50 ms, the same with a first-come
-    queue in front of the lock p50 9-10 ms and p99 14-17 ms. Turns are a queue only: the
+    so under load some writer loses several times running: eight connections taking one
+    counter row in a loop saw p50 5 ms and p99 50 ms, the same with a first-come queue
+    in front of the lock p50 9-10 ms and p99 14-17 ms. Turns are a queue only: the
     counters themselves are still the database's, taken after the turn, so writers of
     other processes and threads are as safe as before, and a writer that waited
     :data:`TURN_WAIT_SECONDS` for its turn goes to the database's queue without it.
@@ -607,7 +608,7 @@ class WriterTurns:
     def __init__(self, *, wait: float = TURN_WAIT_SECONDS, depth: int = TURN_DEPTH) -> None:
         self.wait = wait
         self.depth = depth
-        self._locks: dict[str, asyncio.Semaphore] = {}
+        self._queues: dict[str, asyncio.Semaphore] = {}
         self._users: dict[str, int] = {}
 
     async def take(self, names: Sequence[str]) -> list[str]:
@@ -618,12 +619,12 @@ class WriterTurns:
         deadline = loop.time() + self.wait
         held: list[str] = []
         for name in sorted(set(names)):
-            lock = self._locks.get(name)
-            if lock is None:
-                lock = self._locks[name] = asyncio.Semaphore(self.depth)
+            queue = self._queues.get(name)
+            if queue is None:
+                queue = self._queues[name] = asyncio.Semaphore(self.depth)
             self._users[name] = self._users.get(name, 0) + 1
             try:
-                taken = await _acquire(lock, deadline - loop.time())
+                taken = await _acquire(queue, deadline - loop.time())
             except BaseException:
                 self._leave(name)
                 self.give_back(held)
@@ -637,7 +638,7 @@ class WriterTurns:
     def give_back(self, names: Sequence[str]) -> None:
         """End the turns :meth:`take` gave."""
         for name in reversed(names):
-            self._locks[name].release()
+            self._queues[name].release()
             self._leave(name)
 
     def _leave(self, name: str) -> None:
@@ -646,25 +647,25 @@ class WriterTurns:
             self._users[name] = left
         else:  # nobody holds or waits for it: a namespace written once costs nothing
             del self._users[name]
-            del self._locks[name]
+            del self._queues[name]
 
 
-async def _acquire(lock: asyncio.Semaphore, timeout: float) -> bool:
-    """Whether ``lock`` was acquired within ``timeout`` seconds.
+async def _acquire(queue: asyncio.Semaphore, timeout: float) -> bool:
+    """Whether a place in ``queue`` was taken within ``timeout`` seconds.
 
     Not ``asyncio.wait_for``: on Python 3.11 it can lose an acquisition that completes
-    as the timeout fires, and the lock would stay held for good.
+    as the timeout fires, and the place would stay taken for good.
     """
     if timeout <= 0:
         return False
-    waiter = asyncio.ensure_future(lock.acquire())
+    waiter = asyncio.ensure_future(queue.acquire())
     try:
         done, _ = await asyncio.wait({waiter}, timeout=timeout)
     except BaseException:
         if waiter.done() and not waiter.cancelled():
-            lock.release()  # taken just as this was cancelled: nobody else will
+            queue.release()  # taken just as this was cancelled: nobody else will
         else:
-            waiter.cancel()  # it raises where it waits and never takes the lock
+            waiter.cancel()  # it raises where it waits and never takes the place
         raise
     if done:
         return True
@@ -672,13 +673,13 @@ async def _acquire(lock: asyncio.Semaphore, timeout: float) -> bool:
     return False
 
 
-class _AsyncShared:
+class _AsyncShared(ABC):
     def __init__(self, embeddings: Embeddings | None, qdrant: Any | None) -> None:
         self.embeddings = embeddings
         self.qdrant_client = qdrant
 
-    async def sql(self, request: Sql) -> list[tuple[Any, ...]]:
-        raise NotImplementedError
+    @abstractmethod
+    async def sql(self, request: Sql) -> list[tuple[Any, ...]]: ...
 
     async def take_counters(self, request: TakeCounters) -> list[tuple[Any, ...]]:
         # Outside a transaction there is nothing to hold a turn for.

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any
 
 import pytest
 
 from langmem_tiers import TieredMemoryStore
 from langmem_tiers.long_term.engine.engine import MemoryEngine
+from langmem_tiers.long_term.store.records import join_namespace
+from langmem_tiers.long_term.store.scope import namespace_for
 from langmem_tiers.sql.backends import WriterTurns
+from langmem_tiers.sql.dialect import PostgresDialect
 from langmem_tiers.sql.flow import Flow, Sql, TakeCounters, Transaction
 
 
@@ -42,7 +44,7 @@ async def test_writers_of_one_namespace_are_served_in_arrival_order() -> None:
     await asyncio.gather(*waiting)
     assert log == [f"w{n}:a" for n in range(6)]
     # Nothing is kept for namespaces nobody writes now.
-    assert turns._locks == {}
+    assert turns._queues == {}
 
 
 async def test_depth_lets_the_next_writer_wait_in_the_database_already() -> None:
@@ -82,14 +84,41 @@ async def test_a_cancelled_writer_leaves_no_turn_taken() -> None:
     assert await asyncio.wait_for(turns.take(["a"]), 1) == ["a"]
 
 
-def _take_then_fail(name: str) -> Flow[None]:
-    # The statement the store's writers take counters with, then a failing statement.
-    from langmem_tiers.sql.dialect import PostgresDialect
+# -- on PostgreSQL, through the store ---------------------------------------------------------
 
+
+def _take(*names: str) -> Flow[None]:
+    """Take the counters of ``names`` one after another, as the store's writers take them."""
     statement = PostgresDialect().lock_scope_changes_sql()
     assert statement is not None
-    yield TakeCounters(Sql(statement, [[name]]), (name,))
+    for name in names:
+        yield TakeCounters(Sql(statement, [[name]]), (name,))
+
+
+def _take_then_fail(name: str) -> Flow[None]:
+    yield from _take(name)
     yield Sql("SELECT 1 / 0")
+
+
+def _in_transaction(flow: Flow[None]) -> Flow[None]:
+    yield Transaction(flow)
+
+
+async def test_the_stores_writes_wait_for_their_turn(
+    postgres_schemas: Callable[[], str],
+) -> None:
+    async with TieredMemoryStore.afrom_url(postgres_schemas(), pool_size=2) as store:
+        engine = MemoryEngine(store, auto_consolidate=False)
+        await engine.aadd_episodic("alice", "Alice noted the shelf")
+        turns = store.db.async_io._turns
+        turns.wait, turns.depth = 30.0, 1
+        elsewhere = await turns.take([join_namespace(namespace_for("alice", "episodic"))])
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(engine.aadd_episodic("alice", "Alice came back"), 0.5)
+        await engine.aadd_episodic("bob", "Bob is another namespace")  # does not wait
+        turns.give_back(elsewhere)
+        await asyncio.wait_for(engine.aadd_episodic("alice", "Alice came back"), 10)
+        assert len(await engine.amemories("alice", kinds="episodic")) == 2
 
 
 async def test_turns_end_with_the_transaction_committed_or_rolled_back(
@@ -103,33 +132,15 @@ async def test_turns_end_with_the_transaction_committed_or_rolled_back(
         ]
         added = await asyncio.gather(*adds)
         turns = store.db.async_io._turns
-        assert turns._locks == {}
-        failing: Any = Transaction(_take_then_fail("alice.episodic"))
-
-        def one_failing_flow() -> Flow[None]:
-            yield failing
-
+        assert turns._queues == {}
         with pytest.raises(Exception, match="division by zero"):
-            await store.db.arun(one_failing_flow())
-        assert turns._locks == {}
+            await store.db.arun(_in_transaction(_take_then_fail("alice.episodic")))
+        assert turns._queues == {}
         # The namespace is writable at once, and every add is there.
         await asyncio.wait_for(engine.aadd_episodic("alice", "Alice came back"), 5)
         memories = await engine.amemories("alice", kinds="episodic", limit=100)
         assert {m.id for m in added} <= {m.id for m in memories}
         assert len(memories) == 41
-
-
-def _take(*names: str) -> Flow[None]:
-    from langmem_tiers.sql.dialect import PostgresDialect
-
-    statement = PostgresDialect().lock_scope_changes_sql()
-    assert statement is not None
-    for name in names:
-        yield TakeCounters(Sql(statement, [[name]]), (name,))
-
-
-def _in_transaction(flow: Flow[None]) -> Flow[None]:
-    yield Transaction(flow)
 
 
 async def test_only_a_transactions_first_take_waits_for_turns(
@@ -142,10 +153,10 @@ async def test_only_a_transactions_first_take_waits_for_turns(
         # Holding "a"'s counter, it goes to the database for "b" at once: waiting in
         # Python there could wait for a writer that needs "a".
         await asyncio.wait_for(store.db.arun(_in_transaction(_take("a", "b"))), 10)
-        assert set(turns._locks) == {"b"}
+        assert set(turns._queues) == {"b"}
         with pytest.raises(TimeoutError):
             # A first take of "b" waits for its turn.
             await asyncio.wait_for(store.db.arun(_in_transaction(_take("b"))), 0.5)
         turns.give_back(elsewhere)
         await asyncio.wait_for(store.db.arun(_in_transaction(_take("b", "a"))), 10)
-        assert turns._locks == {}
+        assert turns._queues == {}

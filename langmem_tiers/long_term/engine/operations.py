@@ -511,7 +511,7 @@ def _found_memories_flow(
         return []
     d = core.dialect
     in_ids, id_params = d.in_list("i.id", ids)
-    memories: list[Memory] = yield Transaction(
+    memories: list[Memory] = yield from _in_transaction(
         memories_flow(d, f"{in_ids} AND {d.not_indexed('i.scope')} = ?", [*id_params, label]),
         read_only=True,
     )
