@@ -59,6 +59,7 @@ import gc
 import json
 import os
 import re
+import resource
 import subprocess
 import sys
 import tempfile
@@ -495,10 +496,15 @@ def _dense_stage(store: Any) -> DenseStage:
 
 @contextmanager
 def open_system(
-    name: str, embeddings: SeededEmbeddings, postgres_url: str
+    name: str,
+    embeddings: SeededEmbeddings,
+    postgres_url: str,
+    *,
+    scope_cache_items: int | None = None,
 ) -> Iterator[tuple[BaseStore, DenseStage | None, Settle]]:
     """A fresh, empty store of system ``name``, its dense stage when it has one, and what
-    to run after loading it (VACUUM ANALYZE on PostgreSQL)."""
+    to run after loading it (VACUUM ANALYZE on PostgreSQL). ``scope_cache_items``: this
+    project's setting of that name (None: its default)."""
     if name == "langgraph-inmemory":
         from langgraph.store.memory import InMemoryStore
 
@@ -528,15 +534,20 @@ def open_system(
             yield pg_store, None, lambda: vacuum_analyze_schema(url)
         return
 
-    from langmem_tiers import TieredMemoryStore
+    from langmem_tiers import Settings, TieredMemoryStore
 
     index = _index_config(embeddings)
+    overrides: dict[str, Any] = (
+        {} if scope_cache_items is None else {"scope_cache_items": scope_cache_items}
+    )
+    settings = Settings.from_env(**overrides)
     if name == "ours-sqlite":
         with (
             tempfile.TemporaryDirectory(prefix="langmem-bench-") as directory,
             TieredMemoryStore.from_url(
                 f"sqlite:///{directory}/memory.db",
                 index=index,  # type: ignore[arg-type]
+                settings=settings,
             ) as store,
         ):
             yield store, _dense_stage(store), _nothing
@@ -544,9 +555,21 @@ def open_system(
     qdrant = ":memory:" if name == "ours-postgres-qdrant" else None
     with (
         temporary_schema(postgres_url) as url,
-        TieredMemoryStore.from_url(url, index=index, qdrant=qdrant) as store,  # type: ignore[arg-type]
+        TieredMemoryStore.from_url(
+            url,
+            index=index,  # type: ignore[arg-type]
+            qdrant=qdrant,
+            settings=settings,
+        ) as store,
     ):
         yield store, _dense_stage(store), lambda: vacuum_analyze_schema(url)
+
+
+def _scope_cache_items(asked: int | None) -> int:
+    """The ``scope_cache_items`` this project's stores run with."""
+    from langmem_tiers import Settings
+
+    return asked if asked is not None else Settings.from_env().scope_cache_items
 
 
 # -- one run ----------------------------------------------------------------------------------
@@ -562,13 +585,15 @@ def run_one(
     embeddings: SeededEmbeddings,
     postgres_url: str,
     *,
+    scope_cache_items: int | None = None,
     log: Callable[[str], None] = print,
 ) -> dict[str, Any]:
     """Load ``workload`` into a fresh ``name`` store and time puts, gets and searches."""
     profile = StatementProfile()
     ours = name.startswith("ours-")
     profiling = profile.active() if ours else nullcontext(profile)
-    with profiling, open_system(name, embeddings, postgres_url) as (store, dense, settle):
+    opened = open_system(name, embeddings, postgres_url, scope_cache_items=scope_cache_items)
+    with profiling, opened as (store, dense, settle):
         gc.collect()
         profile.phase = "put"
         batch_seconds: list[float] = []
@@ -682,6 +707,8 @@ def run_one(
             "writer_items_per_s": round(writer_rate, 1),
         },
         "new_process_search": timing_summary(new_process),
+        # The process's peak so far: of this run when it is the process's first.
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
     }
     if ours:
         result["profile"] = {
@@ -882,6 +909,12 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument(
         "--qdrant-cap", type=int, default=None, help=f"default {QDRANT_LOCAL_CAP:,}, quick 2,000"
     )
+    parser.add_argument(
+        "--scope-cache-items",
+        type=int,
+        default=None,
+        help="this project's scope_cache_items setting (default: the setting's default)",
+    )
     parser.add_argument("--out", type=Path, default=RESULTS / "store_speed.json")
     parser.add_argument("--plot", type=Path, default=RESULTS / "search_p95.png")
     parser.add_argument(
@@ -949,7 +982,15 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
                     assert peer is not None
                     runs.append(run_in_peer(peer, name, size, args, log=print))
                 else:
-                    runs.append(run_one(name, workload, embeddings, args.postgres_url))
+                    runs.append(
+                        run_one(
+                            name,
+                            workload,
+                            embeddings,
+                            args.postgres_url,
+                            scope_cache_items=args.scope_cache_items,
+                        )
+                    )
             except Exception as err:  # a broken backend is a result to report, not a crash
                 print(f"  {name} @ {size}: failed: {type(err).__name__}: {err}", flush=True)
                 skipped.append(
@@ -972,6 +1013,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             "seed": args.seed,
             "embeddings": repr(embeddings),
             "qdrant_local_cap": qdrant_cap,
+            "scope_cache_items": _scope_cache_items(args.scope_cache_items),
         },
         "runs": runs,
         "skipped": skipped,

@@ -146,6 +146,11 @@ class Settings:
     # -- limits -------------------------------------------------------------------
     max_content_chars: int = field(default=1_000_000, metadata=_env("MAX_CONTENT_CHARS"))
     """Largest message or memory text accepted; larger input is refused, not cut."""
+    scope_cache_items: int = field(default=200_000, metadata=_env("SCOPE_CACHE_ITEMS"))
+    """Memories whose terms and vectors a store keeps in process over all the namespaces it
+    searched or wrote (about 0.8 KB an item plus 4 bytes a vector dimension): a search of a
+    namespace held there reads one short statement, one of a namespace not held loads it
+    (evicting the least recently used). 0 keeps none: every search reads the database."""
 
     # -- short-term memory --------------------------------------------------------
     memory_window_limit: int = field(
@@ -217,6 +222,7 @@ class Settings:
             _require_int(name, getattr(self, name), minimum=1)
         _require_int("context_token_buffer", self.context_token_buffer, minimum=0)
         _require_int("max_regenerations", self.max_regenerations, minimum=0)
+        _require_int("scope_cache_items", self.scope_cache_items, minimum=0)
         if self.context_soft_budget is not None:
             _require_int("context_soft_budget", self.context_soft_budget, minimum=1)
             if self.context_soft_budget > self.context_token_limit:

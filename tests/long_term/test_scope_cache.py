@@ -22,6 +22,8 @@ import numpy as np
 import pytest
 
 from langmem_tiers import TieredMemoryStore
+from langmem_tiers.config import Settings
+from langmem_tiers.errors import ConfigurationError
 from langmem_tiers.long_term.store.search import scope_cache
 from langmem_tiers.long_term.store.search.scope_cache import ScopeCache, ScopeData
 from langmem_tiers.sql import migrations as schema
@@ -453,6 +455,35 @@ def test_the_cache_is_bounded(store: Any) -> None:
     cache.max_items = 3  # fewer than the namespace holds: the SQL path answers
     assert _answer(store, "apple") == pytest.approx(expected, abs=1e-6)
     assert not cache._entries
+
+
+@pytest.mark.parametrize("items", [0, 3, 50])
+def test_the_cache_bound_is_a_setting(db: str, items: int) -> None:
+    """``scope_cache_items`` bounds what a store keeps; 0 keeps nothing. Whatever the
+    bound, a search answers what the database holds."""
+    with _open(db) as reference:
+        for key, text in TEXTS.items():
+            reference.put(NS, key, {"content": text})
+        expected = {q: _fresh(reference, q) for q in QUERIES}
+    settings = Settings.from_env(scope_cache_items=items, environ={}, dotenv=None)
+    with TieredMemoryStore.from_url(
+        db, index=default_index(fields=("content",)), settings=settings
+    ) as bounded:
+        cache = bounded.core.search.scope_cache
+        if items == 0:
+            assert cache is None
+        else:
+            assert isinstance(cache, ScopeCache) and cache.max_items == items
+        for query in QUERIES:
+            assert _answer(bounded, query) == pytest.approx(expected[query], abs=1e-6)
+        held = sum(len(d.ids) for d in cache._entries.values()) if cache is not None else 0
+        assert held == (len(TEXTS) if items >= len(TEXTS) else 0)
+
+
+@pytest.mark.parametrize("value", [-1, 2.5, "many", True])
+def test_a_bad_cache_bound_is_refused(value: Any) -> None:
+    with pytest.raises(ConfigurationError, match="scope_cache_items must be a whole number >= 0"):
+        Settings.from_env(scope_cache_items=value, environ={}, dotenv=None)
 
 
 def _before_counter_upgrade(steps: list[Any], dialect: Dialect) -> list[Any]:

@@ -431,7 +431,11 @@ class StoreSearch:
         # table a statement can read, a namespace's terms and vectors are kept between
         # searches and scored in process (an index elsewhere keeps its own path).
         self.scope_cache: ScopeCache | None = (
-            ScopeCache(dialect) if dialect.counts_scope_changes and index.in_vectors_table else None
+            ScopeCache(dialect, max_items=settings.scope_cache_items)
+            if dialect.counts_scope_changes
+            and index.in_vectors_table
+            and settings.scope_cache_items > 0
+            else None
         )
 
     def nearest_flow(

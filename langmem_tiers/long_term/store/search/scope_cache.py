@@ -84,7 +84,6 @@ if TYPE_CHECKING:
 __all__ = [
     "COUNTED_GUESS_MAX",
     "LOAD_WAIT_SECONDS",
-    "MAX_CACHED_ITEMS",
     "MAX_SETTLED",
     "MAX_TAKEN_ITEMS",
     "MEMBER_ROWS_MAX",
@@ -94,9 +93,6 @@ __all__ = [
     "ScopeCache",
     "ScopeData",
 ]
-
-#: Items kept over all cached prefixes; the least recently searched prefixes leave first.
-MAX_CACHED_ITEMS = 200_000
 
 #: A load brings the ``columns`` of each member (what the search reads of its candidates
 #: next) only while the members are at most this many. Each member row costs the reading
@@ -680,9 +676,11 @@ class Guess(NamedTuple):
 
 
 class ScopeCache:
-    """:class:`ScopeData` per namespace prefix, bounded by ``max_items`` (thread-safe)."""
+    """:class:`ScopeData` per namespace prefix, bounded by ``max_items`` over all prefixes
+    (``Settings.scope_cache_items``); the least recently searched prefixes leave first
+    (thread-safe)."""
 
-    def __init__(self, dialect: Dialect, max_items: int = MAX_CACHED_ITEMS) -> None:
+    def __init__(self, dialect: Dialect, max_items: int) -> None:
         self.dialect = dialect
         self.max_items = max_items
         self._entries: OrderedDict[str, ScopeData] = OrderedDict()
