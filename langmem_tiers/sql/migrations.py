@@ -264,6 +264,8 @@ def migrations(dialect: Dialect) -> list[list[MigrationStep]]:
         dialect.change_log_migration(),
         # PostgreSQL: the terms read from the items' packed column, not written twice.
         dialect.terms_view_migration(),
+        # SQLite: the same, unpacked by its JSON functions.
+        dialect.json_terms_view_migration(),
     ]
 
 

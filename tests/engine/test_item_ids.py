@@ -152,11 +152,10 @@ def _downgrade(store: TieredMemoryStore) -> dict[str, str]:
     """
 
     def flow() -> Flow[dict[str, str]]:
-        if not store.db.dialect.writes_terms_rows:
-            # The terms were a table then (a later migration made them a view).
-            yield Sql("CREATE TABLE lmt_terms_rows AS SELECT item_id, term, tf FROM lmt_terms")
-            yield Sql("DROP VIEW lmt_terms")
-            yield Sql("ALTER TABLE lmt_terms_rows RENAME TO lmt_terms")
+        # The terms were a table then (a later migration made them a view).
+        yield Sql("CREATE TABLE lmt_terms_rows AS SELECT item_id, term, tf FROM lmt_terms")
+        yield Sql("DROP VIEW lmt_terms")
+        yield Sql("ALTER TABLE lmt_terms_rows RENAME TO lmt_terms")
         renames = yield from rekey_items_flow(store.db.dialect, first_scheme_id)
         yield Sql(f"DROP TABLE {ID_MAP}")
         yield Sql("DELETE FROM lmt_migrations WHERE version >= ?", [_rekey_version(store)])

@@ -1,4 +1,4 @@
-"""The PostgreSQL store as it was while its terms were a table of their own.
+"""The stores as they were while their terms were a table of their own.
 
 Tests that build a database with an older schema, then open it with this package to see it
 upgraded, write the old database with the writer of that time: these statements are what
@@ -7,20 +7,40 @@ it wrote terms with and read a search's postings from.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
 import pytest
 
-from langmem_tiers.sql.dialect import TERMS, PostgresDialect
+from langmem_tiers.long_term.store.writes import StoreWriter
+from langmem_tiers.sql.dialect import TERMS, Dialect, PostgresDialect, SqliteDialect
+from langmem_tiers.sql.flow import Flow, Sql
+from langmem_tiers.sql.item_ids import item_id
 
-
-def _insert_terms_sql(self: PostgresDialect) -> str:
-    return (
+_INSERT_TERMS = {
+    "sqlite": (
+        f"INSERT INTO {TERMS} (item_id, term, tf)"
+        " SELECT a.key, t.key, t.value FROM json_each(?) AS a, json_each(a.value) AS t"
+        " ORDER BY 1, 2"
+    ),
+    "postgres": (
         f"INSERT INTO {TERMS} (item_id, term, tf)"
         " SELECT a.key, t.key, t.value::int"
         " FROM json_each(?::json) AS a, json_each_text(a.value) AS t ORDER BY 1, 2"
+    ),
+}
+
+
+def _sqlite_scope_postings_sql(self: SqliteDialect, term_set: str) -> str:
+    return (
+        "SELECT t.item_id, t.term, t.tf, c.doc_len FROM c CROSS JOIN"
+        f" {TERMS} t WHERE t.item_id = c.id AND +t.term IN {term_set}"
     )
 
 
-def _scope_postings_sql(self: PostgresDialect, term_set: str) -> str:
+def _postgres_scope_postings_sql(self: PostgresDialect, term_set: str) -> str:
     return (
         "SELECT t.item_id, t.term, t.tf, c.doc_len FROM c CROSS JOIN LATERAL"
         f" (SELECT t.item_id, t.term, t.tf FROM {TERMS} t WHERE t.item_id = c.id"
@@ -28,9 +48,33 @@ def _scope_postings_sql(self: PostgresDialect, term_set: str) -> str:
     )
 
 
+def _with_terms_rows(write_flow: Callable[..., Flow[Any]]) -> Callable[..., Flow[Any]]:
+    """``StoreWriter.write_flow`` that also writes each put's terms rows, as it did."""
+
+    def written(
+        self: StoreWriter,
+        puts: Sequence[Any],
+        rows: Sequence[Any],
+        now: datetime,
+        notes: Mapping[str, Any],
+        **options: Any,
+    ) -> Flow[Any]:
+        own = yield from write_flow(self, puts, rows, now, notes, **options)
+        dialect: Dialect = self.dialect
+        in_ids, params = dialect.in_list("item_id", [item_id(p.namespace, p.key) for p in puts])
+        yield Sql(f"DELETE FROM {TERMS} WHERE {in_ids}", params)
+        terms = {p.record.id: p.terms for p in puts if p.record is not None and p.terms}
+        if terms:
+            yield Sql(_INSERT_TERMS[dialect.name], [json.dumps(terms)])
+        return own
+
+    return written
+
+
 def write_terms_table(patch: pytest.MonkeyPatch) -> None:
-    """Make PostgreSQL stores write and read the terms table, as before the terms view."""
-    patch.setattr(PostgresDialect, "writes_terms_rows", True)
-    patch.setattr(PostgresDialect, "insert_terms_sql", _insert_terms_sql)
-    patch.setattr(PostgresDialect, "scope_postings_sql", _scope_postings_sql)
-    patch.setattr(PostgresDialect, "postings_scope_columns", "i.id, i.doc_len")
+    """Make stores write and read the terms table, as before the terms views."""
+    patch.setattr(StoreWriter, "write_flow", _with_terms_rows(StoreWriter.write_flow))
+    patch.setattr(SqliteDialect, "scope_postings_sql", _sqlite_scope_postings_sql)
+    patch.setattr(PostgresDialect, "scope_postings_sql", _postgres_scope_postings_sql)
+    for dialect in (SqliteDialect, PostgresDialect):
+        patch.setattr(dialect, "postings_scope_columns", "i.id, i.doc_len")

@@ -473,7 +473,8 @@ def test_the_cache_bound_is_a_setting(db: str, items: int) -> None:
         if items == 0:
             assert cache is None
         else:
-            assert isinstance(cache, ScopeCache) and cache.max_items == items
+            assert isinstance(cache, ScopeCache)
+            assert cache.max_items == items
         for query in QUERIES:
             assert _answer(bounded, query) == pytest.approx(expected[query], abs=1e-6)
         held = sum(len(d.ids) for d in cache._entries.values()) if cache is not None else 0

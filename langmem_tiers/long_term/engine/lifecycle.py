@@ -48,7 +48,7 @@ from langmem_tiers.long_term.store.events import EventRow, snapshot_flow, write_
 from langmem_tiers.long_term.store.records import item_id, split_namespace, validate_value
 from langmem_tiers.long_term.store.vectors import VectorIndex
 from langmem_tiers.long_term.store.writes import lock_scope_changes_flow
-from langmem_tiers.sql.dialect import ITEMS, TERMS, VECTORS, Dialect
+from langmem_tiers.sql.dialect import ITEMS, VECTORS, Dialect
 from langmem_tiers.sql.flow import Flow, Sql, SqlMany, Transaction
 
 __all__ = [
@@ -307,11 +307,9 @@ def drop_index_flow(index: VectorIndex, ids: Sequence[str]) -> Flow[None]:
         # The new lengths are counted per namespace: their counters taken in one order first.
         rows = yield Sql(f"SELECT DISTINCT prefix FROM {ITEMS} WHERE {in_ids}", params)
         yield from lock_scope_changes_flow(d, (r[0] for r in rows))
-    in_items, params = d.in_list("item_id", ids)
-    if d.writes_terms_rows:
-        yield Sql(f"DELETE FROM {TERMS} WHERE {in_items}", params)
     yield Sql(f"UPDATE {ITEMS} SET doc_len = 0, terms = NULL WHERE {in_ids}", params)
     if index.in_database:
+        in_items, params = d.in_list("item_id", ids)
         yield Sql(f"DELETE FROM {VECTORS} WHERE {in_items}", params)
 
 

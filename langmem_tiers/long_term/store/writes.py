@@ -7,10 +7,9 @@ one event per changed item with its before and after snapshots.
 
 from __future__ import annotations
 
-import json
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
@@ -38,7 +37,7 @@ from langmem_tiers.long_term.store.search import bm25
 from langmem_tiers.long_term.store.search.keys import extra_terms
 from langmem_tiers.long_term.store.search.neighbours import NEIGHBOUR_KIND
 from langmem_tiers.long_term.store.vectors import VectorIndex, VectorRow
-from langmem_tiers.sql.dialect import ITEMS, SCOPE_CHANGES, TERMS, Dialect, item_columns
+from langmem_tiers.sql.dialect import ITEMS, SCOPE_CHANGES, Dialect, item_columns
 from langmem_tiers.sql.flow import Flow, InsertRows, Sql, SqlMany, TakeCounters
 
 __all__ = [
@@ -113,29 +112,6 @@ class OwnWrite(NamedTuple):
     before: Mapping[str, int]
     after: Mapping[str, int]
     items: Mapping[str, Mapping[str, WrittenItem | None]]
-
-
-#: Terms rows bound in one statement at most (its parameter stays well under the engines'
-#: limits on one value however long a batch's texts are).
-TERMS_PER_STATEMENT = 200_000
-
-
-def _term_chunks(terms: dict[str, dict[str, int]]) -> Iterator[dict[str, dict[str, int]]]:
-    """``terms`` (item -> term -> tf) in pieces of about :data:`TERMS_PER_STATEMENT` rows."""
-    chunk: dict[str, dict[str, int]] = {}
-    rows = 0
-    for item, frequencies in terms.items():
-        if chunk and rows + len(frequencies) > TERMS_PER_STATEMENT:
-            yield chunk
-            chunk, rows = {}, 0
-        chunk[item] = frequencies
-        rows += len(frequencies)
-    if chunk:
-        yield chunk
-
-
-def _compact_json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def validate_ttl(ttl: Any) -> float | None:
@@ -299,8 +275,10 @@ class StoreWriter:
                 yield SqlMany(
                     d.upsert_items_sql(), [self._item_row(p, packed, now, stamp) for p in known]
                 )
-            # Terms and vectors belong to their item (foreign keys): a new item has none.
-            yield from self._index_flow(upserts, rows, [i for i in ids if i in before])
+            # Vectors belong to their item (a foreign key): a new item has none. Its terms
+            # are the packed column of its row.
+            if self.index.in_database:
+                yield from self.index.write_flow(rows, [i for i in ids if i in before])
         for note_id, note in notes.items():
             if note.columns and note_id in ids:
                 names = sorted(note.columns)
@@ -351,24 +329,6 @@ class StoreWriter:
             )
         yield from write_events_flow(d, events, now)
         return own
-
-    def _index_flow(
-        self, upserts: list[PreparedPut], rows: list[VectorRow], replaced: list[str]
-    ) -> Flow[None]:
-        """Write the terms and in-database vectors of ``upserts``; ``replaced``: items that had some."""
-        if self.dialect.writes_terms_rows:
-            yield from self._terms_rows_flow(upserts, replaced)
-        if self.index.in_database:
-            yield from self.index.write_flow(rows, replaced)
-
-    def _terms_rows_flow(self, upserts: list[PreparedPut], replaced: list[str]) -> Flow[None]:
-        """Write the terms rows of ``upserts`` (``replaced``: items that had some)."""
-        if replaced:
-            in_ids, params = self.dialect.in_list("item_id", replaced)
-            yield Sql(f"DELETE FROM {TERMS} WHERE {in_ids}", params)
-        terms = {p.record.id: p.terms for p in upserts if p.record is not None and p.terms}
-        for chunk in _term_chunks(terms):
-            yield Sql(self.dialect.insert_terms_sql(), [_compact_json(chunk)])
 
     def _item_row(
         self, p: PreparedPut, packed: Mapping[str, str | None], now: datetime, stamp: Any
