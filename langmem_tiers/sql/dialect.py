@@ -291,6 +291,13 @@ class Dialect:
         reads an index alone (none: it reads the table)."""
         return []
 
+    def membership_times_index_migration(self) -> list[MigrationStep]:
+        """Statements that put every time a search's members change at
+        (:data:`MEMBERSHIP_TIMES`) in the live index, so the next such time of a namespace
+        (:meth:`next_time_sql`) is read from the index alone (none where
+        :meth:`namespace_load_index_migration` did)."""
+        return []
+
     #: Statements run in process, with no round trip to pay: a search that loads a
     #: namespace reads its candidates' rows in a statement of their own after ranking,
     #: instead of every member's row with the namespace (a table read per item that the
@@ -1111,6 +1118,17 @@ class PostgresDialect(Dialect):
             f"(SELECT least({firsts}) FROM {ITEMS} i WHERE {under})",
             [*(since for _ in MEMBERSHIP_TIMES), *params],
         )
+
+    def membership_times_index_migration(self) -> list[MigrationStep]:
+        # Without the two last times, that pass read every row of the namespace from the
+        # table: where namespaces interleave, a page per item (a first search of a
+        # namespace of 10,000 among 200,000 items: 20-74 ms against 8-14 for the statement).
+        live = ["prefix", "status", "id", "valid_from", "valid_until", "expires_at", "doc_len"]
+        live += ["scope", "kind", *(t for t in MEMBERSHIP_TIMES if t not in live)]
+        return [
+            f"DROP INDEX IF EXISTS {ITEMS}_live",
+            f"CREATE INDEX {ITEMS}_live ON {ITEMS} ({', '.join(live)})",
+        ]
 
     def folding_moves(self, update: str) -> str:
         # For statements that lock item rows and no counter (a TTL refresh): a counter

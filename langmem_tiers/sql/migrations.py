@@ -266,6 +266,8 @@ def migrations(dialect: Dialect) -> list[list[MigrationStep]]:
         dialect.terms_view_migration(),
         # SQLite: the same, unpacked by its JSON functions.
         dialect.json_terms_view_migration(),
+        # PostgreSQL: the next time a namespace's members change at, read from one index.
+        dialect.membership_times_index_migration(),
     ]
 
 

@@ -1,7 +1,7 @@
 """What a put writes beside its item, and the item indexes a database upgrades to.
 
-Puts write each item's terms in one statement from one JSON parameter; the rows must be
-exactly the analyzer's term frequencies, whatever characters a term holds. The migration
+Puts write each item's terms packed beside it; the terms view must read back exactly the
+analyzer's term frequencies, whatever characters a term holds. The migration
 that dropped the indexes no read needed upgrades an existing database in place, and the
 reads those indexes served answer as before.
 """
@@ -26,7 +26,15 @@ from langmem_tiers.long_term.store.scope import namespace_for
 from langmem_tiers.long_term.store.search import bm25
 from langmem_tiers.long_term.store.vectors import normalize_rows
 from langmem_tiers.sql import migrations as schema
-from langmem_tiers.sql.dialect import ITEMS, TERMS, VECTORS, Dialect, PostgresDialect, SqliteDialect
+from langmem_tiers.sql.dialect import (
+    ITEMS,
+    MEMBERSHIP_TIMES,
+    TERMS,
+    VECTORS,
+    Dialect,
+    PostgresDialect,
+    SqliteDialect,
+)
 from langmem_tiers.sql.flow import Sql, Transaction
 
 from .fakes import KeywordEmbeddings, default_index
@@ -97,6 +105,46 @@ def test_terms_rows_are_the_analyzer_frequencies(
     assert {(i, t, int(n)) for i, t, n in after if i != plain} == {
         (i, t, n) for i, terms in expected.items() if i != plain for t, n in terms.items()
     }
+
+
+def _live_index_columns(store: Any, backend: str) -> list[str]:
+    if backend == "sqlite":
+        rows = _query(store, f"SELECT name FROM pragma_index_info('{ITEMS}_live') ORDER BY seqno")
+    else:
+        rows = _query(
+            store,
+            "SELECT a.attname FROM pg_index x"
+            " JOIN pg_class c ON c.oid = x.indexrelid"
+            " JOIN LATERAL unnest(x.indkey) WITH ORDINALITY AS k (attnum, n) ON true"
+            " JOIN pg_attribute a ON a.attrelid = x.indrelid AND a.attnum = k.attnum"
+            f" WHERE c.relname = '{ITEMS}_live' AND c.relnamespace = current_schema()::regnamespace"
+            " ORDER BY k.n",
+        )
+    return [name for (name,) in rows]
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_the_live_index_holds_every_membership_time_after_an_upgrade(
+    backend: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    request: pytest.FixtureRequest,
+) -> None:
+    """The next time a namespace's members change at is read from the live index alone,
+    on a new database and on one made before the index held every time."""
+    url = _url(backend, tmp_path, request)
+    full: Callable[[Dialect], list[Any]] = schema.migrations
+    with monkeypatch.context() as old:
+        old.setattr(schema, "migrations", lambda dialect: full(dialect)[:-1])
+        with TieredMemoryStore.from_url(url, index=default_index(fields=("content",))) as store:
+            for key, text in TEXTS.items():
+                store.put(NS, key, {"content": text})
+            before = [h.key for h in store.search(NS, query="oil engine", limit=2)]
+    with TieredMemoryStore.from_url(url, index=default_index(fields=("content",))) as store:
+        columns = _live_index_columns(store, backend)
+        assert columns[:3] == ["prefix", "status", "id"]
+        assert set(MEMBERSHIP_TIMES) <= set(columns)
+        assert [h.key for h in store.search(NS, query="oil engine", limit=2)] == before
 
 
 def _before_index_drop(steps: list[Any]) -> list[Any]:
