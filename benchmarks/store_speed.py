@@ -59,7 +59,6 @@ import gc
 import json
 import os
 import re
-import resource
 import subprocess
 import sys
 import tempfile
@@ -707,8 +706,6 @@ def run_one(
             "writer_items_per_s": round(writer_rate, 1),
         },
         "new_process_search": timing_summary(new_process),
-        # The process's peak so far: of this run when it is the process's first.
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
     }
     if ours:
         result["profile"] = {
