@@ -4,8 +4,11 @@ Three implementations of one small interface:
 
 * :class:`SqliteVectorIndex`: float32 blobs in the SQLite file, exact cosine search in
   process with numpy. No extension to load, works on every Python.
-* :class:`PgVectorIndex`: a pgvector column with an HNSW index. Filtered searches turn on
-  pgvector's iterative scan, so a search filtered to one scope still returns ``k`` rows.
+* :class:`PgVectorIndex`: a pgvector column, a scope's vectors scored exactly through the
+  namespace's index (no approximate index over every scope, which each insert paid for).
+  Above 50,000 candidates a search orders by distance in the database and turns on
+  pgvector's iterative scan, so an HNSW index a deployment adds still returns ``k`` rows
+  to a search filtered to one scope.
 * :class:`QdrantIndex`: a Qdrant collection (a server, or qdrant-client's local mode);
   the payload carries every namespace prefix of an item, so scope filtering happens
   inside Qdrant.
@@ -296,7 +299,7 @@ class SqliteVectorIndex(VectorIndex):
 
 
 class PgVectorIndex(VectorIndex):
-    """pgvector HNSW with iterative scans for filtered queries."""
+    """pgvector: exact scans of a scope, iterative scans where an HNSW index serves one."""
 
     def __init__(
         self, dialect: Dialect, *, ef_search: int = 100, exact_below: int = 50_000
