@@ -9,7 +9,7 @@ from langgraph.store.base import PutOp, SearchOp
 
 from langmem_tiers import TieredMemoryStore
 from langmem_tiers.long_term.store.search import bm25 as lexical
-from langmem_tiers.long_term.store.search.query import CachedSet, prepare_search
+from langmem_tiers.long_term.store.search.query import CachedSet, prepare_search, query_weights
 
 DOCS = {
     "d1": "Caroline painted a sunrise over the lake last summer",
@@ -57,7 +57,8 @@ def _lexical(search: Any, query: str, prepared: Any, *, cached: bool) -> Any:
     scope = None
     if cached:
         scope = yield from search.scope_cache.members_flow("agent", prepared.where, prepared.params)
-    return (yield from search.lexical_flow(query, prepared, scope))
+    weights = query_weights(query, prepared)
+    return (yield from search.lexical_flow(weights, prepared, scope))
 
 
 def _in_tx(flow: object) -> object:

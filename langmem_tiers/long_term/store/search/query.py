@@ -400,6 +400,13 @@ class CachedSet:
         yield  # pragma: no cover - makes this a generator
 
 
+def scores_of(scores: Mapping[str, float], items: Iterable[str]) -> dict[str, float]:
+    """The scores of those of ``items`` that ``scores`` holds."""
+    if isinstance(scores, ArrayScores):
+        return scores.of(items)
+    return {i: scores[i] for i in items if i in scores}
+
+
 def top_scores(scores: Mapping[str, float], k: int) -> list[tuple[str, float]]:
     """The ``k`` best ``(item, score)``, best first, ties in id order."""
     if isinstance(scores, ArrayScores):
@@ -604,20 +611,20 @@ class StoreSearch:
 
     def lexical_flow(
         self,
-        query: str,
+        weights: Mapping[str, float],
         search: PreparedSearch,
         scope: tuple[ScopeData, Members] | None = None,
         vector: Sequence[float] | None = None,
     ) -> Flow[tuple[Mapping[str, float], LexicalSet]]:
         """BM25 with pseudo-relevance feedback: expand the query with its best hits' terms.
 
-        Returns the BM25 score of every item of the filtered set that has a term of the
-        expanded query (the others score 0) and the set as read (its statistics, and its
-        members when the vector index wants them). Read from a cached namespace when
-        ``scope`` is given, else from SQL in two round trips at most: the query's postings
-        with the statistics, then the feedback items' terms.
+        ``weights`` are the search's lexical query (:func:`query_weights`). Returns the BM25
+        score of every item of the filtered set that has a term of the expanded query (the
+        others score 0) and the set as read (its statistics, and its members when the
+        vector index wants them). Read from a cached namespace when ``scope`` is given,
+        else from SQL in two round trips at most: the query's postings with the
+        statistics, then the feedback items' terms.
         """
-        weights = query_weights(query, search)
         found: LexicalSet
         if scope is not None:
             found = CachedSet(*scope)
@@ -663,10 +670,10 @@ class StoreSearch:
         """The fused relevance of the lexical and dense candidates (``pool`` of each), read
         from ``scope`` when given (a cached namespace and the search's members)."""
         assert search.query is not None
-        scores, found = yield from self.lexical_flow(
-            search.query, search, scope, None if scope is not None else vector
-        )
         weights = query_weights(search.query, search)
+        scores, found = yield from self.lexical_flow(
+            weights, search, scope, None if scope is not None else vector
+        )
         # The first read holds the postings of every query term: their document frequencies.
         mass = idf_mass(weights, found.document_frequencies(weights), found.n_docs)
         lex = dict(top_scores(scores, pool))
@@ -691,7 +698,7 @@ class StoreSearch:
                 include=list(lex),
                 members=found.members,
             )
-        lex.update((i, scores[i]) for i in dense if i in scores)
+        lex.update(scores_of(scores, dense))
         if not dense and not lex:
             return {}
         return absolute_relevance(

@@ -466,23 +466,45 @@ class ScopeData:
     ) -> ArrayScores:
         """BM25 of every member with a weighted term, as :func:`bm25.score_postings` gives
         from the members' postings (the same operations in the same order, so the same
-        floats)."""
+        floats).
+
+        Every term's postings are gathered into one array, in term order, and summed per
+        item by one ``bincount``, which adds an item's contributions in that order: a few
+        array operations for the whole query, not a few for each of its (expanded) terms.
+        """
         k1, b = BM25_K1, BM25_B
-        scores = np.zeros(len(self.ids), dtype=np.float64)
-        mask = members.mask
+        terms, starts, sizes = [], [], []
         for term in sorted(weights):
-            if not self.frequency(term):
-                continue
-            rows, counts = self.posting(term)
-            if mask is not None:
-                kept = mask[rows]
-                rows, counts = rows[kept], counts[kept]
-            df = len(rows)
-            if df == 0:
-                continue
-            idf_weight = weights[term] * math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
-            norm = 1.0 - b + b * self.lengths[rows] / avgdl
-            scores[rows] += idf_weight * counts * (k1 + 1.0) / (counts + k1 * norm)
+            code = self._codes.get(term)
+            if code is not None:
+                terms.append(term)
+                starts.append(self._starts[code])
+                sizes.append(self._starts[code + 1] - self._starts[code])
+        if not terms:
+            return ArrayScores(self, np.zeros(len(self.ids), dtype=np.float64))
+        size = np.array(sizes, dtype=np.int64)
+        # The concatenated ranges [start, start + size) of every term.
+        gather = np.arange(int(size.sum()), dtype=np.int64) + np.repeat(
+            np.array(starts, dtype=np.int64) - (np.cumsum(size) - size), size
+        )
+        rows, counts = self._posting_rows[gather], self._posting_counts[gather]
+        term_of = np.repeat(np.arange(len(terms)), size)
+        mask = members.mask
+        if mask is not None:
+            kept = mask[rows]
+            rows, counts, term_of = rows[kept], counts[kept], term_of[kept]
+            size = np.bincount(term_of, minlength=len(terms))
+        # The idf in Python (math.log), as score_postings computes it.
+        idf_weights = np.array(
+            [
+                weights[term] * math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+                for term, df in zip(terms, size.tolist(), strict=True)
+            ],
+            dtype=np.float64,
+        )
+        norm = 1.0 - b + b * self.lengths[rows] / avgdl
+        parts = idf_weights[term_of] * counts * (k1 + 1.0) / (counts + k1 * norm)
+        scores = np.bincount(rows, weights=parts, minlength=len(self.ids))
         return ArrayScores(self, scores)
 
     def dense(
@@ -641,6 +663,15 @@ class ArrayScores(Mapping[str, float]):
 
     def __len__(self) -> int:
         return int(np.count_nonzero(self._scores > 0))
+
+    def of(self, items: Iterable[str]) -> dict[str, float]:
+        """The scores of those of ``items`` that score above 0 (one array read for all)."""
+        row_of = self._data.row_of
+        found = [(item, row) for item in items if (row := row_of.get(item)) is not None]
+        if not found:
+            return {}
+        values = self._scores[[row for _, row in found]].tolist()
+        return {item: v for (item, _), v in zip(found, values, strict=True) if v > 0}
 
     def top(self, k: int) -> list[tuple[str, float]]:
         """The ``k`` best ``(item, score)``, best first, ties in id order."""
