@@ -648,6 +648,41 @@ def test_inverted_index_answers_each_terms_postings_as_the_items_hold_them() -> 
     assert rows.tolist() == sorted(rows.tolist())
 
 
+def test_bm25_over_the_index_gives_score_postings_floats_with_and_without_members() -> None:
+    """One pass over every term's postings adds an item's terms in sorted order, as
+    score_postings does: the same floats to the bit, whoever the members are, for terms
+    the namespace lacks and for an item without terms."""
+    from langmem_tiers.long_term.store.search.bm25 import pack_terms, score_postings
+    from langmem_tiers.long_term.store.search.scope_cache import ScopeData
+
+    rng = np.random.default_rng(11)
+    vocabulary = [f"w{n}" for n in range(40)]
+    terms = {
+        f"i{n:02d}": {
+            vocabulary[int(k)]: int(rng.integers(1, 4))
+            for k in rng.choice(40, size=int(rng.integers(3, 12)), replace=False)
+        }
+        for n in range(60)
+    }
+    terms["i05"] = {}
+    packed = {i: pack_terms(tf) for i, tf in terms.items() if tf}
+    lengths = {i: sum(tf.values()) for i, tf in terms.items()}
+    data = ScopeData(1, lengths, packed, [], np.zeros((0, 0), dtype=np.float32))  # type: ignore[arg-type]
+    # Many weighted terms an item: a different order of their additions shows in the bits.
+    weights = {w: float(rng.uniform(0.01, 3.0)) for w in vocabulary} | {"absent": 1.0}
+    for chosen in (set(terms), {i for n, i in enumerate(sorted(terms)) if n % 3}):
+        members = data.members(PACKED_SEPARATOR.join(sorted(chosen)))
+        n_docs, avgdl = data.statistics(members)
+        tf = {term: {i: terms[i][term] for i in chosen if term in terms[i]} for term in weights}
+        expected = score_postings(weights, n_docs, avgdl, tf, lengths)
+        got = data.bm25(weights, n_docs, avgdl, members)
+        assert dict(got) == expected
+        assert got.of(["i05", *sorted(expected)[:5], "unknown"]) == {
+            i: expected[i] for i in sorted(expected)[:5]
+        }
+    assert dict(data.bm25({"absent": 1.0}, 59, 7.0, data.every_member())) == {}
+
+
 @pytest.mark.parametrize("n_codes", [3_000, 1 << 16, (1 << 16) + 1, 200_000])
 def test_postings_are_ordered_by_code_keeping_their_order_within_one(n_codes: int) -> None:
     """Either sort (16-bit codes or wider) gives the order of a stable sort by code."""
