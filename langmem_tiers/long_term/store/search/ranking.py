@@ -121,20 +121,15 @@ def rank(
     mode: RankingMode = "gated",
 ) -> list[Ranked]:
     """Score candidates and sort them best first (ties broken by id, so the order is stable)."""
-    # recency() and frequency() written out, with the same operations: this loop runs for
-    # every candidate of every search.
     w_semantic, w_recency = weights.semantic, weights.recency
     w_frequency, w_confidence = weights.frequency, weights.confidence
     gated = mode == "gated"
-    exp = math.exp
     ranked: list[Ranked] = []
     for c in candidates:
-        age_days = max(0.0, (now - c.time).total_seconds() / 86_400.0)
-        n = max(0, c.access_count)
         parts = ScoreComponents(
             min(1.0, max(0.0, c.relevance)),
-            exp(-_LN2 * age_days / half_life_days),
-            n / (n + FREQUENCY_HALF_COUNT),
+            recency(c.time, now, half_life_days),
+            frequency(c.access_count),
             min(1.0, max(0.0, c.confidence)),
         )
         context = w_recency * parts[1] + w_frequency * parts[2] + w_confidence * parts[3]
