@@ -512,6 +512,15 @@ class Dialect:
         """
         return None
 
+    def add_accesses_sql(self) -> str | None:
+        """A statement adding access counts to the items no other transaction has locked,
+        never waiting for one, and returning the ids it updated (three ``?``: the ids,
+        their counts and their last access times, as lists).
+
+        None when transactions are already serial: one UPDATE an item, none ever waits.
+        """
+        return None
+
     def lock_keys_sql(self, *, shared: bool = False) -> str | None:
         """A statement taking transaction locks on names (one ``?``: the list of names).
 
@@ -971,6 +980,18 @@ class PostgresDialect(Dialect):
         )
 
     for_update = " FOR UPDATE"
+
+    def add_accesses_sql(self) -> str | None:
+        # Rows another transaction holds are skipped, not waited for: a write transaction
+        # writes the counts after its own rows, so waiting here could close a cycle with a
+        # writer holding one of the counted rows and waiting for one of the write's.
+        return (
+            "WITH u AS (SELECT * FROM unnest(?::text[], ?::bigint[], ?::timestamptz[])"
+            f" AS u(id, n, at)), taken AS (SELECT i.id FROM {ITEMS} i JOIN u ON i.id = u.id"
+            " ORDER BY i.id FOR UPDATE OF i SKIP LOCKED)"
+            f" UPDATE {ITEMS} i SET access_count = i.access_count + u.n, last_accessed_at = u.at"
+            " FROM u JOIN taken t ON t.id = u.id WHERE i.id = u.id RETURNING i.id"
+        )
 
     def not_indexed(self, expr: str) -> str:
         return expr

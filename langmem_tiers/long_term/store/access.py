@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from langmem_tiers.sql.dialect import ITEMS, Dialect
-from langmem_tiers.sql.flow import Flow, SqlMany
+from langmem_tiers.sql.flow import Flow, Sql, SqlMany
 
 __all__ = ["AccessBuffer"]
 
@@ -74,20 +74,42 @@ class AccessBuffer:
     def flush_flow(self, dialect: Dialect) -> Flow[None]:
         """Write the pending counts (inside the caller's transaction); kept on failure.
 
-        Rows are updated in id order, the order every writer locks items in: in the order
-        items were first counted, two flushes (or a flush and a write) could each hold an
-        item the other waits for, and PostgreSQL failed one with a deadlock (3 of 2,523
-        requests under the HTTP load).
+        Where writers run concurrently (PostgreSQL), an item another transaction has
+        locked is not waited for: its count stays pending for the next flush. A write
+        transaction flushes after writing its own items, so waiting could close a cycle
+        with a writer that holds a counted item and waits for one of the write's; the
+        server failed one in about 2,000 adds with a deadlock under background
+        consolidation. Elsewhere rows are updated in id order.
         """
         rows = sorted(self.take(), key=lambda row: row[2])
         if not rows:
             return
         try:
-            yield SqlMany(
-                f"UPDATE {ITEMS} SET access_count = access_count + ?, last_accessed_at = ?"
-                " WHERE id = ?",
-                [(n, dialect.ts_param(at), item_id) for n, at, item_id in rows],
+            statement = dialect.add_accesses_sql()
+            if statement is None:
+                yield SqlMany(
+                    f"UPDATE {ITEMS} SET access_count = access_count + ?, last_accessed_at = ?"
+                    " WHERE id = ?",
+                    [(n, dialect.ts_param(at), item_id) for n, at, item_id in rows],
+                )
+                return
+            written = yield Sql(
+                statement,
+                [
+                    [item_id for _, _, item_id in rows],
+                    [n for n, _, _ in rows],
+                    [dialect.ts_param(at) for _, at, _ in rows],
+                ],
             )
+            done = {r[0] for r in written}
+            skipped = [row for row in rows if row[2] not in done]
+            if skipped:
+                # Locked or deleted: only the items still there keep their counts.
+                in_ids, params = dialect.in_list("id", [row[2] for row in skipped])
+                there = {
+                    r[0] for r in (yield Sql(f"SELECT id FROM {ITEMS} WHERE {in_ids}", params))
+                }
+                self.restore([row for row in skipped if row[2] in there])
         except BaseException:
             self.restore(rows)
             raise
