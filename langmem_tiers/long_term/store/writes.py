@@ -245,14 +245,17 @@ class StoreWriter:
         # After the items' locks, as every writer takes them.
         yield from lock_scope_changes_flow(d, {join_namespace(p.namespace) for p in puts})
         counts_before = (yield from scope_counts_flow(d, counted)) if counted else {}
-        deletes = [
-            [join_namespace(p.namespace), p.key]
-            for p in sorted(
-                (p for p in puts if p.record is None), key=lambda p: item_id(p.namespace, p.key)
-            )
-        ]
+        deletes = sorted({item_id(p.namespace, p.key) for p in puts if p.record is None})
         if deletes:
-            yield SqlMany(f"DELETE FROM {ITEMS} WHERE prefix = ? AND key = ?", deletes)
+            # One statement, rows locked in id order: a statement per item fired the count
+            # triggers per item, and PostgreSQL's counter row grew a version each time
+            # (70,000 deletes of one namespace: 41 s; one statement: 2 s).
+            in_ids, params = d.in_list("id", deletes)
+            yield Sql(
+                f"DELETE FROM {ITEMS} WHERE id IN (SELECT id FROM {ITEMS} WHERE {in_ids}"
+                f" ORDER BY id{d.for_update})",
+                params,
+            )
         upserts = [p for p in puts if p.record is not None]
         ids = [p.record.id for p in upserts if p.record is not None]
         packed = {p.record.id: bm25.pack_terms(p.terms) for p in upserts if p.record is not None}
@@ -260,8 +263,8 @@ class StoreWriter:
             # Items not there before are plain inserts (COPY on PostgreSQL): the item
             # locks above (or SQLite's write transaction) keep anyone else from adding them.
             fresh = [p for p in upserts if p.record is not None and p.record.id not in before]
-            # In id order, as deletes above and access counts are written: rows locked
-            # in one order by everyone cannot deadlock.
+            # In id order, as deletes above: rows locked in one order by every writer
+            # cannot deadlock.
             known = sorted(
                 (p for p in upserts if p.record is not None and p.record.id in before),
                 key=lambda p: p.record.id if p.record is not None else "",
