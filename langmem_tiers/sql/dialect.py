@@ -103,6 +103,22 @@ item_columns: tuple[str, ...] = (
     "ttl_minutes",
 )
 
+# PostgreSQL's types of item_columns, for binding each as an array.
+_ITEM_COLUMN_TYPES: dict[str, str] = {
+    **dict.fromkeys(item_columns, "text"),
+    "value": "jsonb",
+    **dict.fromkeys(
+        ("created_at", "updated_at", "event_at", "valid_from", "valid_until", "expires_at"),
+        "timestamptz",
+    ),
+    **dict.fromkeys(("confidence", "importance", "ttl_minutes"), "float8"),
+    "doc_len": "int4",
+}
+
+# The columns whose change counts as a change of an item's namespace on update (what a
+# search keeps of a namespace depends on them; a put always sets updated_at).
+_COUNTED_ON_UPDATE = ("prefix", "value", "doc_len", "terms", "updated_at")
+
 # Columns an update must not overwrite: creation time and usage statistics.
 _KEEP_ON_UPDATE = {"id", "prefix", "key", "created_at"}
 
@@ -248,6 +264,12 @@ class Dialect:
         so a reader finding fewer rows than the counter moved knows it is too far behind.
         None where changes are not counted.
         """
+        return []
+
+    def update_count_per_statement_migration(self) -> list[MigrationStep]:
+        """Statements that count an update's changes once per statement, not per row,
+        where a row trigger updated the counter per row (none: SQLite's row triggers
+        count in place)."""
         return []
 
     def lock_scope_changes_sql(self) -> str | None:
@@ -589,6 +611,12 @@ class Dialect:
             # The id is derived from (prefix, key), so it is the one arbiter both conflicts share.
             f"ON CONFLICT (id) DO UPDATE SET {updates}"
         )
+
+    def upsert_items_arrays_sql(self) -> str | None:
+        """:meth:`upsert_items_sql` for many rows in one statement, each column bound as one
+        array (``item_columns`` order), rows written in array order; None where the rows
+        go a statement each."""
+        return None
 
     def placeholder(self, column: str) -> str:
         return "?"
@@ -1061,19 +1089,7 @@ class PostgresDialect(Dialect):
         # old and new row, as SQLite's trigger does. The log's own row trigger cuts it when
         # a count reaches a multiple of CHANGES_KEPT (its condition, false for all other
         # rows, queues nothing).
-        def counted(changed: str) -> str:
-            return (
-                f"WITH counted AS (SELECT prefix, count(*) AS n FROM {changed} GROUP BY prefix),"
-                f" bumped AS (INSERT INTO {SCOPE_CHANGES} AS s (prefix, changes)"
-                ' SELECT prefix, n FROM counted ORDER BY prefix COLLATE "C"'
-                " ON CONFLICT (prefix) DO UPDATE SET changes = s.changes + excluded.changes"
-                " RETURNING s.prefix, s.changes)"
-                f" INSERT INTO {ITEM_CHANGES} (prefix, changes, item_id)"
-                " SELECT r.prefix, b.changes + 1 - row_number() OVER"
-                f" (PARTITION BY r.prefix ORDER BY r.id), r.id FROM {changed} r"
-                " JOIN bumped b ON b.prefix = r.prefix;"
-            )
-
+        counted = self._count_changes_sql
         row = counted("pairs").replace(
             "WITH ",
             "WITH pairs AS (SELECT DISTINCT p AS prefix, i AS id FROM"
@@ -1097,6 +1113,58 @@ class PostgresDialect(Dialect):
             " LANGUAGE plpgsql SET search_path FROM CURRENT AS"
             f" $$ BEGIN {row} RETURN NULL; END $$",
         ]
+
+    @staticmethod
+    def _count_changes_sql(changed: str) -> str:
+        # The counters of the namespaces of ``changed`` (rows of prefix and id) moved by
+        # their rows, each count logged with its item (see change_log_migration).
+        return (
+            f"WITH counted AS (SELECT prefix, count(*) AS n FROM {changed} GROUP BY prefix),"
+            f" bumped AS (INSERT INTO {SCOPE_CHANGES} AS s (prefix, changes)"
+            ' SELECT prefix, n FROM counted ORDER BY prefix COLLATE "C"'
+            " ON CONFLICT (prefix) DO UPDATE SET changes = s.changes + excluded.changes"
+            " RETURNING s.prefix, s.changes)"
+            f" INSERT INTO {ITEM_CHANGES} (prefix, changes, item_id)"
+            " SELECT r.prefix, b.changes + 1 - row_number() OVER"
+            f" (PARTITION BY r.prefix ORDER BY r.id), r.id FROM {changed} r"
+            " JOIN bumped b ON b.prefix = r.prefix;"
+        )
+
+    def update_count_per_statement_migration(self) -> list[MigrationStep]:
+        # The row trigger ran the counting statement once per updated row, each a new
+        # version of the namespace's counter row in the transaction, which the next one
+        # walks to: 75 us a row, and quadratic (70,000 overwrites of one namespace took
+        # 48 s). Counted from the statement's transition tables instead, once. A
+        # statement trigger takes no column list with them, so the rows counted are those
+        # whose cached columns differ: an access count, a TTL or a status alone counts
+        # nothing, as before; a put always sets updated_at, so it always counts.
+        differ = " OR ".join(f"o.{c} IS DISTINCT FROM n.{c}" for c in _COUNTED_ON_UPDATE)
+        pairs = (
+            "WITH pairs AS (SELECT o.prefix, o.id FROM old_rows o"
+            f" LEFT JOIN new_rows n ON n.id = o.id WHERE n.id IS NULL OR {differ}"
+            " UNION SELECT n.prefix, n.id FROM new_rows n"
+            f" LEFT JOIN old_rows o ON o.id = n.id WHERE o.id IS NULL OR {differ}), "
+        )
+        statement = self._count_changes_sql("pairs").replace("WITH ", pairs, 1)
+        return [
+            f"CREATE OR REPLACE FUNCTION {SCOPE_CHANGES}_updated() RETURNS trigger"
+            " LANGUAGE plpgsql SET search_path FROM CURRENT AS"
+            f" $$ BEGIN {statement} RETURN NULL; END $$",
+            f"DROP TRIGGER IF EXISTS {SCOPE_CHANGES}_update ON {ITEMS}",
+            f"CREATE TRIGGER {SCOPE_CHANGES}_update AFTER UPDATE ON {ITEMS}"
+            " REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT"
+            f" EXECUTE FUNCTION {SCOPE_CHANGES}_updated()",
+            f"DROP FUNCTION IF EXISTS {SCOPE_CHANGES}_row()",
+        ]
+
+    def upsert_items_arrays_sql(self) -> str | None:
+        # One statement: a statement per row cost a round trip's worth of work each.
+        arrays = ", ".join(f"?::{_ITEM_COLUMN_TYPES[c]}[]" for c in item_columns)
+        updates = ", ".join(f"{c} = excluded.{c}" for c in item_columns if c not in _KEEP_ON_UPDATE)
+        return (
+            f"INSERT INTO {ITEMS} ({', '.join(item_columns)}) SELECT * FROM unnest({arrays})"
+            f" ON CONFLICT (id) DO UPDATE SET {updates}"
+        )
 
     counts_membership_changes = True
 

@@ -268,6 +268,8 @@ def migrations(dialect: Dialect) -> list[list[MigrationStep]]:
         dialect.json_terms_view_migration(),
         # PostgreSQL: the next time a namespace's members change at, read from one index.
         dialect.membership_times_index_migration(),
+        # PostgreSQL: an update's changes counted once per statement, not per row.
+        dialect.update_count_per_statement_migration(),
     ]
 
 

@@ -328,6 +328,36 @@ def test_the_change_log_keeps_the_last_changes_of_a_namespace(db: str) -> None:
     assert CHANGES_KEPT <= len(numbers) < 2 * CHANGES_KEPT + 500
 
 
+def test_an_overwrite_batch_counts_each_item_and_usage_counts_nothing(db: str) -> None:
+    """500 items of one namespace overwritten in one batch count each once (PostgreSQL,
+    one statement; SQLite's row trigger counts the old and the new row) and are logged;
+    access counts and TTL refreshes of them move no counter."""
+    n = 500
+    with _open(db) as store:
+        store.batch([_put(NS, f"k{i}", "first words") for i in range(n)])
+        before = int(_query(db, "SELECT changes FROM lmt_scope_changes")[0][0])
+        store.batch([_put(NS, f"k{i}", f"new words {i}") for i in range(n)])
+        after = int(_query(db, "SELECT changes FROM lmt_scope_changes")[0][0])
+        logged = [
+            r[0] for r in _query(db, f"SELECT item_id FROM {ITEM_CHANGES} WHERE changes > {before}")
+        ]
+        store.core.access.record(
+            [item_id(NS, f"k{i}") for i in range(n)], datetime.now(timezone.utc)
+        )
+        store.db.run(store.core.flush_flow())
+        store.put(NS, "ttl", {"content": "kept a while"}, ttl=5.0)
+        counted = int(_query(db, "SELECT changes FROM lmt_scope_changes")[0][0])
+        assert store.get(NS, "ttl", refresh_ttl=True) is not None
+        store.db.run(store.core.flush_flow())
+        final = int(_query(db, "SELECT changes FROM lmt_scope_changes")[0][0])
+        counts = _query(db, "SELECT count(*) FROM lmt_items WHERE access_count = 1")
+    per_item = 2 if db.startswith("sqlite") else 1
+    assert after - before == per_item * n
+    assert sorted(logged) == sorted(item_id(NS, f"k{i}") for i in range(n) for _ in range(per_item))
+    assert final == counted
+    assert counts[0][0] == n + 1
+
+
 def _query(url: str, sql: str) -> list[Any]:
     if url.startswith("sqlite:///"):
         conn = sqlite3.connect(url.removeprefix("sqlite:///"))

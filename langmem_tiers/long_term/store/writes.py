@@ -275,9 +275,12 @@ class StoreWriter:
                     ITEMS, item_columns, [self._item_row(p, packed, now, stamp) for p in fresh]
                 )
             if known:
-                yield SqlMany(
-                    d.upsert_items_sql(), [self._item_row(p, packed, now, stamp) for p in known]
-                )
+                item_rows = [self._item_row(p, packed, now, stamp) for p in known]
+                arrays = d.upsert_items_arrays_sql()
+                if arrays is None:
+                    yield SqlMany(d.upsert_items_sql(), item_rows)
+                else:
+                    yield Sql(arrays, [list(column) for column in zip(*item_rows, strict=True)])
             # Vectors belong to their item (a foreign key): a new item has none. Its terms
             # are the packed column of its row.
             if self.index.in_database:
