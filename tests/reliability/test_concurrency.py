@@ -31,7 +31,7 @@ from typing import Any
 import psycopg
 import pytest
 from langchain_core.messages import HumanMessage
-from langgraph.store.base import PutOp
+from langgraph.store.base import GetOp, PutOp
 
 from langmem_tiers.config import Settings
 from langmem_tiers.long_term.store.events import snapshot_flow
@@ -483,6 +483,57 @@ def test_a_write_never_waits_for_an_item_it_only_counts_an_access_of(postgres_ur
     assert item is not None
     assert item.value["content"] == "new words"
     assert counts == [(1,)]
+
+
+def test_a_batch_that_writes_restarts_the_ttls_it_read_after_its_commit(postgres_url: str) -> None:
+    # A batch that reads an item with a TTL and writes another: restarting the TTL inside
+    # the write's transaction waited for the read item while holding the written one, and
+    # a transaction holding the read item and writing the other next closed the cycle.
+    with _open(postgres_url) as store:
+        store.put(NAMESPACE, "written", {"content": "first words"})
+        store.put(NAMESPACE, "read", {"content": "kept a while"}, ttl=5.0)
+        written, read = item_id(NAMESPACE, "written"), item_id(NAMESPACE, "read")
+        (expiry_before,) = sql_rows(store, "SELECT expires_at FROM lmt_items WHERE id = ?", [read])
+        locked, go = threading.Event(), threading.Event()
+        failures: list[BaseException] = []
+        results: list[Any] = []
+
+        def run(call: Any) -> None:
+            try:
+                results.append(call())
+            except BaseException as err:  # reported below
+                failures.append(err)
+
+        holder = threading.Thread(
+            target=run,
+            args=(
+                lambda: store.db.run(_in_transaction(_update_then_wait(read, written, locked, go))),
+            ),
+        )
+        holder.start()
+        assert locked.wait(30)
+        batch = threading.Thread(
+            target=run,
+            args=(
+                lambda: store.batch(
+                    [
+                        GetOp(NAMESPACE, "read", refresh_ttl=True),
+                        PutOp(NAMESPACE, "written", {"content": "new words"}),
+                    ]
+                ),
+            ),
+        )
+        batch.start()
+        _wait_for_lock_wait_or(batch, postgres_url)
+        go.set()
+        holder.join(60)
+        batch.join(60)
+        assert failures == []
+        (expiry_after,) = sql_rows(store, "SELECT expires_at FROM lmt_items WHERE id = ?", [read])
+        item = store.get(NAMESPACE, "written")
+    assert item is not None
+    assert item.value["content"] == "new words"
+    assert expiry_after[0] > expiry_before[0]
 
 
 def test_a_flush_writes_free_items_and_keeps_held_and_forgets_deleted_ones(

@@ -205,7 +205,7 @@ class StoreCore:
             cache = self.search.scope_cache
             namespaces = {join_namespace(p.namespace) for p in puts.values()}
             results: list[Result]
-            results, own = yield Transaction(
+            results, own, refresh = yield Transaction(
                 self._transaction_flow(
                     ops,
                     searches,
@@ -219,6 +219,11 @@ class StoreCore:
             )
             if cache is not None:
                 cache.written(namespaces, own)
+            if refresh:
+                # After the write's commit, in a transaction holding nothing else: inside
+                # the write, waiting for a read item another writer held while that
+                # writer waited for one of the write's items was a deadlock.
+                yield Transaction(self._refresh_flow(refresh, now))
         else:
             # Reads only: a read transaction (on PostgreSQL no transaction block at all, on
             # SQLite no write lock). The TTL refreshes and buffered access counts they call
@@ -244,12 +249,14 @@ class StoreCore:
         now: datetime,
         notes: Mapping[str, WriteNote],
         counted: Sequence[str],
-    ) -> Flow[tuple[list[Result], OwnWrite | None]]:
+    ) -> Flow[tuple[list[Result], OwnWrite | None, list[str]]]:
+        """The batch's reads and writes in one transaction, with the buffered access counts;
+        also the ids of the items read whose TTL to restart (after it commits)."""
         results, accessed, refresh = yield from self._reads_flow(ops, searches, query_vector, now)
         own = yield from self.writer.write_flow(puts, rows, now, notes, counted=counted)
-        yield from self._upkeep_flow(refresh, now, force=True)
+        yield from self._upkeep_flow((), now, force=True)
         self.access.record(accessed, now)
-        return results, own
+        return results, own, refresh
 
     def _reads_flow(
         self,
@@ -291,7 +298,6 @@ class StoreCore:
         """Restart the TTL of the items in ``refresh``, then write the buffered access
         counts when they are due (``force``: whenever there are some)."""
         if refresh:
-            # After the writes: their item locks come first, as in every other writer.
             yield from self._refresh_flow(refresh, now)
         if self.access.due(force=force):
             yield from self.access.flush_flow(self.dialect)
