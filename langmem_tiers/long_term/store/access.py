@@ -77,9 +77,9 @@ class AccessBuffer:
         Where writers run concurrently (PostgreSQL), an item another transaction has
         locked is not waited for: its count stays pending for the next flush. A write
         transaction flushes after writing its own items, so waiting could close a cycle
-        with a writer that holds a counted item and waits for one of the write's; the
-        server failed one in about 2,000 adds with a deadlock under background
-        consolidation. Elsewhere rows are updated in id order.
+        with a writer that holds a counted item and waits for one of the write's (a
+        deadlock PostgreSQL broke by failing an add of the server, beside its background
+        consolidation). Elsewhere rows are updated in id order.
         """
         rows = sorted(self.take(), key=lambda row: row[2])
         if not rows:
