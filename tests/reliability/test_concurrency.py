@@ -23,7 +23,7 @@ import json
 import threading
 import time
 from collections import Counter
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -438,6 +438,39 @@ def _wait_for_lock_wait_or(done: threading.Thread, url: str) -> None:
             time.sleep(0.1)
 
 
+def _beside_a_holder(
+    store: Any, url: str, held: str, then_written: str, call: Callable[[], Any]
+) -> list[BaseException]:
+    """Run ``call`` while another transaction holds the item ``held`` and, once ``call``
+    waits for a lock or has ended, writes ``then_written``; what either raised."""
+    locked, go = threading.Event(), threading.Event()
+    failures: list[BaseException] = []
+
+    def run(target: Callable[[], Any]) -> None:
+        try:
+            target()
+        except BaseException as err:  # returned
+            failures.append(err)
+
+    holder = threading.Thread(
+        target=run,
+        args=(
+            lambda: store.db.run(
+                _in_transaction(_update_then_wait(held, then_written, locked, go))
+            ),
+        ),
+    )
+    holder.start()
+    assert locked.wait(30)
+    caller = threading.Thread(target=run, args=(call,))
+    caller.start()
+    _wait_for_lock_wait_or(caller, url)
+    go.set()
+    caller.join(60)
+    holder.join(60)
+    return failures
+
+
 def test_a_write_never_waits_for_an_item_it_only_counts_an_access_of(postgres_url: str) -> None:
     # A write transaction writes its item, then the buffered access counts. Another
     # transaction holds a counted item and will write the written one next: had the
@@ -447,34 +480,14 @@ def test_a_write_never_waits_for_an_item_it_only_counts_an_access_of(postgres_ur
         store.put(NAMESPACE, "written", {"content": "first words"})
         store.put(NAMESPACE, "counted", {"content": "counted words"})
         written, counted = item_id(NAMESPACE, "written"), item_id(NAMESPACE, "counted")
-        locked, go = threading.Event(), threading.Event()
-        failures: list[BaseException] = []
-
-        def run(call: Any) -> None:
-            try:
-                call()
-            except BaseException as err:  # reported below
-                failures.append(err)
-
-        holder = threading.Thread(
-            target=run,
-            args=(
-                lambda: store.db.run(
-                    _in_transaction(_update_then_wait(counted, written, locked, go))
-                ),
-            ),
-        )
-        holder.start()
-        assert locked.wait(30)
         store.core.access.record([counted], datetime.now(timezone.utc))
-        writer = threading.Thread(
-            target=run, args=(lambda: store.put(NAMESPACE, "written", {"content": "new words"}),)
+        failures = _beside_a_holder(
+            store,
+            postgres_url,
+            counted,
+            written,
+            lambda: store.put(NAMESPACE, "written", {"content": "new words"}),
         )
-        writer.start()
-        _wait_for_lock_wait_or(writer, postgres_url)
-        go.set()
-        writer.join(60)
-        holder.join(60)
         assert failures == []
         assert store.core.access.pending(counted) == 1  # kept for the next flush
         store.db.run(store.core.flush_flow())
@@ -494,40 +507,18 @@ def test_a_batch_that_writes_restarts_the_ttls_it_read_after_its_commit(postgres
         store.put(NAMESPACE, "read", {"content": "kept a while"}, ttl=5.0)
         written, read = item_id(NAMESPACE, "written"), item_id(NAMESPACE, "read")
         (expiry_before,) = sql_rows(store, "SELECT expires_at FROM lmt_items WHERE id = ?", [read])
-        locked, go = threading.Event(), threading.Event()
-        failures: list[BaseException] = []
-        results: list[Any] = []
-
-        def run(call: Any) -> None:
-            try:
-                results.append(call())
-            except BaseException as err:  # reported below
-                failures.append(err)
-
-        holder = threading.Thread(
-            target=run,
-            args=(
-                lambda: store.db.run(_in_transaction(_update_then_wait(read, written, locked, go))),
+        failures = _beside_a_holder(
+            store,
+            postgres_url,
+            read,
+            written,
+            lambda: store.batch(
+                [
+                    GetOp(NAMESPACE, "read", refresh_ttl=True),
+                    PutOp(NAMESPACE, "written", {"content": "new words"}),
+                ]
             ),
         )
-        holder.start()
-        assert locked.wait(30)
-        batch = threading.Thread(
-            target=run,
-            args=(
-                lambda: store.batch(
-                    [
-                        GetOp(NAMESPACE, "read", refresh_ttl=True),
-                        PutOp(NAMESPACE, "written", {"content": "new words"}),
-                    ]
-                ),
-            ),
-        )
-        batch.start()
-        _wait_for_lock_wait_or(batch, postgres_url)
-        go.set()
-        holder.join(60)
-        batch.join(60)
         assert failures == []
         (expiry_after,) = sql_rows(store, "SELECT expires_at FROM lmt_items WHERE id = ?", [read])
         item = store.get(NAMESPACE, "written")
