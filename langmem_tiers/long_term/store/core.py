@@ -254,7 +254,7 @@ class StoreCore:
         also the ids of the items read whose TTL to restart (after it commits)."""
         results, accessed, refresh = yield from self._reads_flow(ops, searches, query_vector, now)
         own = yield from self.writer.write_flow(puts, rows, now, notes, counted=counted)
-        yield from self._upkeep_flow((), now, force=True)
+        yield from self.access.flush_flow(self.dialect)
         self.access.record(accessed, now)
         return results, own, refresh
 
