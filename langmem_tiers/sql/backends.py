@@ -39,6 +39,7 @@ from langmem_tiers.sql.flow import (
     Embed,
     Flow,
     InsertRows,
+    Pipeline,
     QdrantCall,
     Sql,
     SqlMany,
@@ -77,6 +78,27 @@ def _as_inserts(request: InsertRows) -> str | None:
     if any(type(v) is BinaryValue for row in request.rows for v in row):
         return None  # the engine's binary form: COPY (FORMAT BINARY) alone takes it
     return to_psycopg(_insert_sql(request))
+
+
+Pipelined = Sql | SqlMany | InsertRows
+
+
+def _segments(
+    requests: Sequence[Pipelined],
+) -> Iterator[list[tuple[int, Pipelined]] | tuple[int, InsertRows]]:
+    """``requests`` with their positions, in runs a pipeline carries, each COPY alone
+    between them (psycopg's pipeline mode cannot carry one)."""
+    run: list[tuple[int, Pipelined]] = []
+    for position, request in enumerate(requests):
+        if type(request) is InsertRows and _as_inserts(request) is None:
+            if run:
+                yield run
+                run = []
+            yield position, request
+        else:
+            run.append((position, request))
+    if run:
+        yield run
 
 
 _TUPLES_OK = 2  # libpq's PGRES_TUPLES_OK (psycopg.pq.ExecStatus.TUPLES_OK)
@@ -244,6 +266,24 @@ class _SharedIO(ABC):
 
     @abstractmethod
     def sql(self, request: Sql) -> list[tuple[Any, ...]]: ...
+
+    @abstractmethod
+    def sql_many(self, request: SqlMany) -> None: ...
+
+    @abstractmethod
+    def insert_rows(self, request: InsertRows) -> None: ...
+
+    def pipeline(self, request: Pipeline) -> list[Any]:
+        # In process (or outside a transaction) there is no round trip to save.
+        return [self._one(r) for r in request.requests]
+
+    def _one(self, request: Pipelined) -> Any:
+        if type(request) is Sql:
+            return self.sql(request)
+        if type(request) is SqlMany:
+            return self.sql_many(request)
+        assert type(request) is InsertRows
+        return self.insert_rows(request)
 
     def take_counters(self, request: TakeCounters) -> list[tuple[Any, ...]]:
         # Threads wait for the counters in the database's own queue.
@@ -504,6 +544,38 @@ class _PgConnIO(_SharedIO):
             for row in request.rows:
                 copy.write_row(row)
 
+    def pipeline(self, request: Pipeline) -> list[Any]:
+        results: list[Any] = [None] * len(request.requests)
+        sent: list[tuple[int, Any]] = []
+        for segment in _segments(request.requests):
+            if isinstance(segment, tuple):
+                self.insert_rows(segment[1])
+                continue
+            with self.conn.pipeline():
+                for position, one in segment:
+                    cursor = self._send(one)
+                    if cursor is not None:
+                        sent.append((position, cursor))
+        # The pipeline's end waited for every answer: the rows are here.
+        for position, cursor in sent:
+            results[position] = cursor.fetchall() if _returned_rows(cursor) else []
+        return results
+
+    def _send(self, request: Pipelined) -> Any:
+        """Send ``request`` in pipeline mode; the cursor of a :class:`Sql`, else None."""
+        if type(request) is Sql:
+            return self.conn.execute(
+                psycopg_query(request.text, request.params),
+                list(request.params),
+                binary=request.binary,
+            )
+        if type(request) is SqlMany:
+            self.sql_many(request)
+        else:
+            assert type(request) is InsertRows
+            self.insert_rows(request)  # as INSERTs: _segments keeps a COPY out
+        return None
+
     def transaction(self, flow: Flow[T], read_only: bool = False) -> T:
         # PostgreSQL readers never wait for writers: read_only changes nothing here.
         with self.conn.transaction():
@@ -546,6 +618,10 @@ class PostgresIO(_SharedIO):
     def insert_rows(self, request: InsertRows) -> None:
         with self._connection() as conn, conn.transaction():
             _PgConnIO(conn, self.embeddings, self.qdrant_client).insert_rows(request)
+
+    def pipeline(self, request: Pipeline) -> list[Any]:
+        with self._connection() as conn, conn.transaction():
+            return _PgConnIO(conn, self.embeddings, self.qdrant_client).pipeline(request)
 
     def transaction(self, flow: Flow[T], read_only: bool = False) -> T:
         """One transaction on one connection; a read-only flow on an autocommit connection
@@ -681,6 +757,24 @@ class _AsyncShared(ABC):
     @abstractmethod
     async def sql(self, request: Sql) -> list[tuple[Any, ...]]: ...
 
+    @abstractmethod
+    async def sql_many(self, request: SqlMany) -> None: ...
+
+    @abstractmethod
+    async def insert_rows(self, request: InsertRows) -> None: ...
+
+    async def pipeline(self, request: Pipeline) -> list[Any]:
+        # Outside a transaction: each in turn (see AsyncPostgresIO.pipeline).
+        return [await self._one(r) for r in request.requests]
+
+    async def _one(self, request: Pipelined) -> Any:
+        if type(request) is Sql:
+            return await self.sql(request)
+        if type(request) is SqlMany:
+            return await self.sql_many(request)
+        assert type(request) is InsertRows
+        return await self.insert_rows(request)
+
     async def take_counters(self, request: TakeCounters) -> list[tuple[Any, ...]]:
         # Outside a transaction there is nothing to hold a turn for.
         return await self.sql(request.statement)
@@ -764,6 +858,37 @@ class _AsyncPgConnIO(_AsyncShared):
             for row in request.rows:
                 await copy.write_row(row)
 
+    async def pipeline(self, request: Pipeline) -> list[Any]:
+        # As the sync twin's (see _PgConnIO.pipeline).
+        results: list[Any] = [None] * len(request.requests)
+        sent: list[tuple[int, Any]] = []
+        for segment in _segments(request.requests):
+            if isinstance(segment, tuple):
+                await self.insert_rows(segment[1])
+                continue
+            async with self.conn.pipeline():
+                for position, one in segment:
+                    cursor = await self._send(one)
+                    if cursor is not None:
+                        sent.append((position, cursor))
+        for position, cursor in sent:
+            results[position] = await cursor.fetchall() if _returned_rows(cursor) else []
+        return results
+
+    async def _send(self, request: Pipelined) -> Any:
+        if type(request) is Sql:
+            return await self.conn.execute(
+                psycopg_query(request.text, request.params),
+                list(request.params),
+                binary=request.binary,
+            )
+        if type(request) is SqlMany:
+            await self.sql_many(request)
+        else:
+            assert type(request) is InsertRows
+            await self.insert_rows(request)
+        return None
+
     async def transaction(self, flow: Flow[T], read_only: bool = False) -> T:
         async with self.conn.transaction():
             return await arun(flow, self)
@@ -802,6 +927,10 @@ class AsyncPostgresIO(_AsyncShared):
     async def insert_rows(self, request: InsertRows) -> None:
         async with self._connection() as conn, conn.transaction():
             await _AsyncPgConnIO(conn, self.embeddings, self.qdrant_client).insert_rows(request)
+
+    async def pipeline(self, request: Pipeline) -> list[Any]:
+        async with self._connection() as conn, conn.transaction():
+            return await _AsyncPgConnIO(conn, self.embeddings, self.qdrant_client).pipeline(request)
 
     async def transaction(self, flow: Flow[T], read_only: bool = False) -> T:
         async with self._connection() as conn:

@@ -28,6 +28,7 @@ __all__ = [
     "Flow",
     "InsertRows",
     "Latch",
+    "Pipeline",
     "QdrantCall",
     "Request",
     "Sql",
@@ -78,6 +79,21 @@ class InsertRows(NamedTuple):
     table: str
     columns: Sequence[str]
     rows: Sequence[Sequence[Any]]
+
+
+class Pipeline(NamedTuple):
+    """Run ``requests`` in order without waiting for each one's answer; the result is the
+    list of their results (rows for a :class:`Sql`, None for the others).
+
+    For statements of which nothing before the last needs an answer: what a writer sends
+    while it holds a namespace's change counter, which every other writer of the
+    namespace waits for. On PostgreSQL they travel in one round trip (psycopg's pipeline
+    mode; a COPY among them, which that mode cannot carry, goes between two); elsewhere
+    they run one after another. A failing statement fails the request, and the
+    statements after it do not run.
+    """
+
+    requests: tuple[Sql | SqlMany | InsertRows, ...]
 
 
 class BinaryValue(NamedTuple):
@@ -198,7 +214,17 @@ class WaitFor(NamedTuple):
     timeout: float
 
 
-Request = Sql | SqlMany | InsertRows | TakeCounters | Embed | QdrantCall | Transaction | WaitFor
+Request = (
+    Sql
+    | SqlMany
+    | InsertRows
+    | Pipeline
+    | TakeCounters
+    | Embed
+    | QdrantCall
+    | Transaction
+    | WaitFor
+)
 Flow = Generator[Request, Any, T]
 
 
@@ -208,6 +234,7 @@ class SyncIO(Protocol):
     def sql(self, request: Sql) -> list[tuple[Any, ...]]: ...
     def sql_many(self, request: SqlMany) -> None: ...
     def insert_rows(self, request: InsertRows) -> None: ...
+    def pipeline(self, request: Pipeline) -> list[Any]: ...
     def take_counters(self, request: TakeCounters) -> list[tuple[Any, ...]]: ...
     def embed(self, request: Embed) -> list[list[float]]: ...
     def qdrant(self, request: QdrantCall) -> Any: ...
@@ -220,6 +247,7 @@ class AsyncIO(Protocol):
     async def sql(self, request: Sql) -> list[tuple[Any, ...]]: ...
     async def sql_many(self, request: SqlMany) -> None: ...
     async def insert_rows(self, request: InsertRows) -> None: ...
+    async def pipeline(self, request: Pipeline) -> list[Any]: ...
     async def take_counters(self, request: TakeCounters) -> list[tuple[Any, ...]]: ...
     async def embed(self, request: Embed) -> list[list[float]]: ...
     async def qdrant(self, request: QdrantCall) -> Any: ...
@@ -234,6 +262,7 @@ def run(flow: Flow[T], io: SyncIO) -> T:
             Sql: io.sql,
             SqlMany: io.sql_many,
             InsertRows: io.insert_rows,
+            Pipeline: io.pipeline,
             TakeCounters: io.take_counters,
             Embed: io.embed,
             QdrantCall: io.qdrant,
@@ -251,6 +280,7 @@ async def arun(flow: Flow[T], io: AsyncIO) -> T:
             Sql: io.sql,
             SqlMany: io.sql_many,
             InsertRows: io.insert_rows,
+            Pipeline: io.pipeline,
             TakeCounters: io.take_counters,
             Embed: io.embed,
             QdrantCall: io.qdrant,

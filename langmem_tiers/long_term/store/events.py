@@ -29,11 +29,11 @@ __all__ = [
     "SNAPSHOT_COLUMNS",
     "EventContext",
     "EventRow",
+    "created_events_request",
     "current_event_context",
     "event_context",
     "replay_snapshots",
     "snapshot_flow",
-    "write_created_events_flow",
     "write_events_flow",
 ]
 
@@ -202,25 +202,22 @@ def write_events_flow(dialect: Dialect, events: Iterable[EventRow], at: datetime
 _FLOAT_COLUMNS = ("confidence", "importance")
 
 
-def write_created_events_flow(
+def created_events_request(
     dialect: Dialect, created: Sequence[tuple[str, str, dict[str, Any]]], at: datetime
-) -> Flow[bool]:
-    """Append the creation events ``(memory id, event type, metadata)`` of items just
-    written, in that order, their snapshots built by the database from the rows (False,
-    nothing written, where the dialect cannot: read the rows back with
-    :func:`snapshot_flow` and use :func:`write_events_flow`).
-    """
+) -> Sql | None:
+    """The statement appending the creation events ``(memory id, event type, metadata)``
+    of items just written, in that order, their snapshots built by the database from the
+    rows; None where the dialect cannot (read the rows back with :func:`snapshot_flow` and
+    use :func:`write_events_flow`)."""
     statement = dialect.created_events_sql(
         SNAPSHOT_COLUMNS,
         times=[SNAPSHOT_COLUMNS[i] for i in _TIME_COLUMNS],
         floats=_FLOAT_COLUMNS,
     )
     if statement is None:
-        return False
-    if not created:
-        return True
+        return None
     ids = [memory_id for memory_id, _, _ in created]
-    yield Sql(
+    return Sql(
         statement,
         [
             dialect.ts_param(at),
@@ -231,7 +228,6 @@ def write_created_events_flow(
             ids,
         ],
     )
-    return True
 
 
 def replay_snapshots(

@@ -187,16 +187,27 @@ class VectorIndex:
 
     def write_flow(self, rows: Sequence[VectorRow], item_ids: Sequence[str]) -> Flow[None]:
         """Replace all vectors of ``item_ids`` with ``rows`` (which may add other items)."""
+        yield from self.write_requests(rows, item_ids)
+
+    def write_requests(
+        self, rows: Sequence[VectorRow], item_ids: Sequence[str]
+    ) -> list[Sql | InsertRows]:
+        """The statements of :meth:`write_flow` of an index :attr:`in_database`, none of
+        which needs the answer of another (a writer sends them in one pipeline)."""
+        requests: list[Sql | InsertRows] = []
         if item_ids:
             in_ids, params = self.dialect.in_list("item_id", item_ids)
-            yield Sql(f"DELETE FROM {VECTORS} WHERE {in_ids}", params)
+            requests.append(Sql(f"DELETE FROM {VECTORS} WHERE {in_ids}", params))
         if rows:
             encoded = self.dialect.vector_params(np.stack([r.vector for r in rows]))
-            yield InsertRows(
-                VECTORS,
-                ("item_id", "field", "prefix", "embedding"),
-                [(r.item_id, r.field, r.prefix, v) for r, v in zip(rows, encoded, strict=True)],
+            requests.append(
+                InsertRows(
+                    VECTORS,
+                    ("item_id", "field", "prefix", "embedding"),
+                    [(r.item_id, r.field, r.prefix, v) for r, v in zip(rows, encoded, strict=True)],
+                )
             )
+        return requests
 
     def delete_flow(self, item_ids: Sequence[str]) -> Flow[None]:
         """Vectors in the database go with their items (ON DELETE CASCADE)."""

@@ -20,8 +20,8 @@ from langgraph.store.base import PutOp
 from langmem_tiers.errors import InvalidContentError
 from langmem_tiers.long_term.store.events import (
     EventRow,
+    created_events_request,
     snapshot_flow,
-    write_created_events_flow,
     write_events_flow,
 )
 from langmem_tiers.long_term.store.records import (
@@ -38,7 +38,7 @@ from langmem_tiers.long_term.store.search.keys import extra_terms
 from langmem_tiers.long_term.store.search.neighbours import NEIGHBOUR_KIND
 from langmem_tiers.long_term.store.vectors import VectorIndex, VectorRow
 from langmem_tiers.sql.dialect import ITEMS, SCOPE_CHANGES, Dialect, item_columns
-from langmem_tiers.sql.flow import Flow, InsertRows, Sql, SqlMany, TakeCounters
+from langmem_tiers.sql.flow import Flow, InsertRows, Pipeline, Sql, SqlMany, TakeCounters
 
 __all__ = [
     "ENGINE_COLUMNS",
@@ -160,10 +160,15 @@ def lock_scope_changes_flow(dialect: Dialect, prefixes: Iterable[str]) -> Flow[N
         yield TakeCounters(Sql(statement, [wanted]), tuple(wanted))
 
 
-def scope_counts_flow(dialect: Dialect, namespaces: Sequence[str]) -> Flow[dict[str, int]]:
-    """The change count of each of ``namespaces`` (0 for one never counted)."""
+def scope_counts_request(dialect: Dialect, namespaces: Sequence[str]) -> Sql:
+    """The statement reading the change counts of ``namespaces`` (see :func:`scope_counts`)."""
     in_names, params = dialect.in_list("prefix", namespaces)
-    rows = yield Sql(f"SELECT prefix, changes FROM {SCOPE_CHANGES} WHERE {in_names}", params)
+    return Sql(f"SELECT prefix, changes FROM {SCOPE_CHANGES} WHERE {in_names}", params)
+
+
+def scope_counts(namespaces: Sequence[str], rows: Sequence[Sequence[Any]]) -> dict[str, int]:
+    """The change count of each of ``namespaces`` from the rows of
+    :func:`scope_counts_request` (0 for one never counted)."""
     counts = dict.fromkeys(namespaces, 0)
     counts.update((prefix, int(changes)) for prefix, changes in rows)
     return counts
@@ -244,17 +249,24 @@ class StoreWriter:
         before = yield from snapshot_flow(d, all_ids)
         # After the items' locks, as every writer takes them.
         yield from lock_scope_changes_flow(d, {join_namespace(p.namespace) for p in puts})
-        counts_before = (yield from scope_counts_flow(d, counted)) if counted else {}
+        # What follows needs no answer before the last: sent in one pipeline, so the
+        # counters every other writer of these namespaces waits for are held for one
+        # round trip, not one a statement.
+        batch: list[Sql | SqlMany | InsertRows] = []
+        if counted:
+            batch.append(scope_counts_request(d, counted))
         deletes = sorted({item_id(p.namespace, p.key) for p in puts if p.record is None})
         if deletes:
             # One statement, rows locked in id order: a statement per item fired the count
             # triggers per item, and PostgreSQL's counter row grew a version each time
             # (70,000 deletes of one namespace: 41 s; one statement: 2 s).
             in_ids, params = d.in_list("id", deletes)
-            yield Sql(
-                f"DELETE FROM {ITEMS} WHERE id IN (SELECT id FROM {ITEMS} WHERE {in_ids}"
-                f" ORDER BY id{d.for_update})",
-                params,
+            batch.append(
+                Sql(
+                    f"DELETE FROM {ITEMS} WHERE id IN (SELECT id FROM {ITEMS} WHERE {in_ids}"
+                    f" ORDER BY id{d.for_update})",
+                    params,
+                )
             )
         upserts = [p for p in puts if p.record is not None]
         ids = [p.record.id for p in upserts if p.record is not None]
@@ -271,45 +283,64 @@ class StoreWriter:
             )
             stamp = d.ts_param(now)
             if fresh:
-                yield InsertRows(
-                    ITEMS, item_columns, [self._item_row(p, packed, now, stamp) for p in fresh]
+                batch.append(
+                    InsertRows(
+                        ITEMS, item_columns, [self._item_row(p, packed, now, stamp) for p in fresh]
+                    )
                 )
             if known:
                 item_rows = [self._item_row(p, packed, now, stamp) for p in known]
                 arrays = d.upsert_items_arrays_sql()
                 if arrays is None:
-                    yield SqlMany(d.upsert_items_sql(), item_rows)
+                    batch.append(SqlMany(d.upsert_items_sql(), item_rows))
                 else:
-                    yield Sql(arrays, [list(column) for column in zip(*item_rows, strict=True)])
+                    batch.append(
+                        Sql(arrays, [list(column) for column in zip(*item_rows, strict=True)])
+                    )
             # Vectors belong to their item (a foreign key): a new item has none. Its terms
             # are the packed column of its row.
             if self.index.in_database:
-                yield from self.index.write_flow(rows, [i for i in ids if i in before])
+                batch.extend(self.index.write_requests(rows, [i for i in ids if i in before]))
         for note_id, note in notes.items():
             if note.columns and note_id in ids:
                 names = sorted(note.columns)
-                yield Sql(
-                    f"UPDATE {ITEMS} SET {', '.join(f'{n} = ?' for n in names)} WHERE id = ?",
-                    [
-                        *(
-                            d.ts_param(note.columns[n]) if ENGINE_COLUMNS[n] else note.columns[n]
-                            for n in names
-                        ),
-                        note_id,
-                    ],
+                batch.append(
+                    Sql(
+                        f"UPDATE {ITEMS} SET {', '.join(f'{n} = ?' for n in names)} WHERE id = ?",
+                        [
+                            *(
+                                d.ts_param(note.columns[n])
+                                if ENGINE_COLUMNS[n]
+                                else note.columns[n]
+                                for n in names
+                            ),
+                            note_id,
+                        ],
+                    )
                 )
-        own = None
+        counts_after_at = len(batch)
         if counted:
             # Before the events: nothing after this statement changes an item.
-            counts_after = yield from scope_counts_flow(d, counted)
+            batch.append(scope_counts_request(d, counted))
+        # Every event a creation (the common batch: new memories), where the database
+        # builds their snapshots: the last statement of the pipeline.
+        created = (
+            None
+            if before
+            else created_events_request(d, [(i, *_event_of(notes, i, "created")) for i in ids], now)
+        )
+        if created is not None and ids:
+            batch.append(created)
+        results = (yield Pipeline(tuple(batch))) if batch else []
+        own = None
+        if counted:
             own = OwnWrite(
-                counts_before, counts_after, _written_items(puts, rows, packed, set(counted))
+                scope_counts(counted, results[0]),  # the pipeline's first statement
+                scope_counts(counted, results[counts_after_at]),
+                _written_items(puts, rows, packed, set(counted)),
             )
-        if not before:
-            # Every event is a creation (the common batch: new memories).
-            created = [(i, *_event_of(notes, i, "created")) for i in ids]
-            if (yield from write_created_events_flow(d, created, now)):
-                return own
+        if created is not None:
+            return own
         after = yield from snapshot_flow(d, ids)
         events = []
         for memory_id in all_ids:

@@ -1,0 +1,218 @@
+"""A :class:`Pipeline` runs its statements in order and answers each; on PostgreSQL they
+travel in one round trip (a COPY among them between two), and a write sends what it does
+under its namespace's change counter as one pipeline.
+
+Round trips are read off libpq's protocol trace: a round trip is a turn of the
+conversation from the client's messages to the server's.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sqlite3
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import psycopg
+import pytest
+from langchain_core.embeddings import DeterministicFakeEmbedding
+from psycopg import pq
+
+from langmem_tiers import TieredMemoryStore
+from langmem_tiers.sql.backends import AsyncPostgresIO, PostgresIO, SqliteIO
+from langmem_tiers.sql.flow import (
+    BULK_MIN_ROWS,
+    Flow,
+    InsertRows,
+    Pipeline,
+    Sql,
+    SqlMany,
+    Transaction,
+    arun,
+    run,
+)
+
+SCHEMA = "CREATE TABLE t (id TEXT PRIMARY KEY, n INT NOT NULL)"
+
+
+def _requests(first: int) -> tuple[Sql | SqlMany | InsertRows, ...]:
+    """A row, a COPY's worth of rows, a count, two more rows and the sum, from ``first``."""
+    many = [(f"id-{first + k}", first + k) for k in range(1, BULK_MIN_ROWS + 1)]
+    return (
+        InsertRows("t", ("id", "n"), [(f"id-{first}", first)]),
+        InsertRows("t", ("id", "n"), many),
+        Sql("SELECT count(*) FROM t"),
+        SqlMany("INSERT INTO t (id, n) VALUES (?, ?)", [("x-1", 1), ("x-2", 2)]),
+        Sql("SELECT sum(n) FROM t WHERE id LIKE 'x-%'"),
+    )
+
+
+def _expected() -> list[Any]:
+    return [None, None, [(1 + BULK_MIN_ROWS,)], None, [(3,)]]
+
+
+def _in_transaction(requests: tuple[Sql | SqlMany | InsertRows, ...]) -> Flow[Any]:
+    def inner() -> Flow[Any]:
+        return (yield Pipeline(requests))
+
+    def outer() -> Flow[Any]:
+        return (yield Transaction(inner()))
+
+    return outer()
+
+
+@contextmanager
+def _sqlite() -> Iterator[SqliteIO]:
+    conn = sqlite3.connect(":memory:", check_same_thread=False)
+    io = SqliteIO(conn, None)
+    conn.execute(SCHEMA)
+    try:
+        yield io
+    finally:
+        conn.close()
+
+
+def _count(conn: Any) -> int:
+    return int(conn.execute("SELECT count(*) FROM t").fetchone()[0])
+
+
+def test_a_pipeline_answers_each_statement_in_order_on_sqlite() -> None:
+    with _sqlite() as io:
+        assert run(_in_transaction(_requests(10)), io) == _expected()
+        assert _count(io.conn) == 1 + BULK_MIN_ROWS + 2
+
+
+def test_a_pipeline_answers_each_statement_in_order_on_postgres(postgres_url: str) -> None:
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute(SCHEMA)
+        io = PostgresIO(conn, None)
+        assert run(_in_transaction(_requests(10)), io) == _expected()
+        # Outside a transaction too: the pipeline is one of its own.
+        conn.execute("DELETE FROM t")
+        assert io.pipeline(Pipeline(_requests(10))) == _expected()
+        assert _count(conn) == 1 + BULK_MIN_ROWS + 2
+
+
+async def test_a_pipeline_answers_each_statement_in_order_through_the_async_driver(
+    postgres_url: str,
+) -> None:
+    async with await psycopg.AsyncConnection.connect(postgres_url, autocommit=True) as conn:
+        await conn.execute(SCHEMA)
+        io = AsyncPostgresIO(conn, None)
+        assert await arun(_in_transaction(_requests(10)), io) == _expected()
+        await conn.execute("DELETE FROM t")
+        assert await io.pipeline(Pipeline(_requests(10))) == _expected()
+
+
+def _failing(first: int) -> tuple[Sql | SqlMany | InsertRows, ...]:
+    # The third statement breaks the primary key; the fourth would insert a row.
+    return (
+        InsertRows("t", ("id", "n"), [(f"id-{first}", first)]),
+        Sql("SELECT count(*) FROM t"),
+        InsertRows("t", ("id", "n"), [(f"id-{first}", first)]),
+        InsertRows("t", ("id", "n"), [("after", 0)]),
+    )
+
+
+@pytest.mark.parametrize("driver", ["sqlite", "postgres", "postgres-async"])
+def test_a_failing_statement_fails_the_pipeline_and_its_transaction_stores_nothing(
+    driver: str, request: pytest.FixtureRequest
+) -> None:
+    if driver == "sqlite":
+        with _sqlite() as io:
+            with pytest.raises(sqlite3.IntegrityError):
+                run(_in_transaction(_failing(1)), io)
+            assert _count(io.conn) == 0
+        return
+    url = request.getfixturevalue("postgres_url")
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(SCHEMA)
+        if driver == "postgres":
+            with pytest.raises(psycopg.errors.UniqueViolation):
+                run(_in_transaction(_failing(1)), PostgresIO(conn, None))
+        else:
+            import asyncio
+
+            async def attempt() -> None:
+                async with await psycopg.AsyncConnection.connect(url, autocommit=True) as aconn:
+                    await arun(_in_transaction(_failing(1)), AsyncPostgresIO(aconn, None))
+
+            with pytest.raises(psycopg.errors.UniqueViolation):
+                asyncio.run(attempt())
+        assert _count(conn) == 0
+        # The connection is usable again, and so is the pipeline.
+        assert run(_in_transaction(_requests(20)), PostgresIO(conn, None)) == _expected()
+
+
+# -- round trips ------------------------------------------------------------------------------
+
+
+@contextmanager
+def _traced(conn: psycopg.Connection) -> Iterator[Callable[[], list[str]]]:
+    """The protocol messages ``conn`` exchanges meanwhile, each ``F`` (sent) or ``B``
+    (received), the message's name and its fields."""
+    with tempfile.NamedTemporaryFile("r") as trace:
+        conn.pgconn.trace(trace.fileno())
+        conn.pgconn.set_trace_flags(pq.Trace.SUPPRESS_TIMESTAMPS | pq.Trace.REGRESS_MODE)
+        lines: list[str] = []
+        try:
+            yield lambda: lines
+        finally:
+            conn.pgconn.untrace()
+            trace.seek(0)
+            for line in trace.read().splitlines():
+                direction, _, message = line.split("\t", 2)
+                lines.append(f"{direction} {message.strip()}")
+
+
+def _round_trips(messages: list[str]) -> int:
+    """How often the client sent and then read an answer."""
+    return sum(
+        1
+        for before, after in itertools.pairwise(messages)
+        if before.startswith("F") and after.startswith("B")
+    )
+
+
+def test_a_pipeline_is_one_round_trip_and_a_copy_among_its_statements_two_more(
+    postgres_url: str,
+) -> None:
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute(SCHEMA)
+        io = PostgresIO(conn, None)
+        small = tuple(r for r in _requests(10) if not (type(r) is InsertRows and len(r.rows) > 1))
+        with _traced(conn) as messages:
+            assert io.pipeline(Pipeline(small)) == [None, [(1,)], None, [(3,)]]
+        # BEGIN, the pipeline, COMMIT.
+        assert _round_trips(messages()) == 3
+        conn.execute("DELETE FROM t")
+        with _traced(conn) as messages:
+            io.pipeline(Pipeline(_requests(10)))
+        # BEGIN, the row, the COPY (its start and its rows), the rest, COMMIT.
+        assert _round_trips(messages()) == 6
+
+
+def test_a_put_holds_its_namespace_counter_for_one_pipeline_and_the_commit(
+    postgres_url: str,
+) -> None:
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        store = TieredMemoryStore(
+            conn, index={"dims": 16, "embed": DeterministicFakeEmbedding(size=16)}
+        )
+        store.setup()
+        namespace = ("maya", "episodic")
+        store.put(namespace, "first", {"content": "Maya moved to Lisbon"})
+        with _traced(conn) as messages:
+            store.put(namespace, "second", {"content": "Maya started a new job"})
+        trace = messages()
+        take = next(n for n, line in enumerate(trace) if "lmt_scope_changes_take" in line)
+        taken = next(n for n in range(take, len(trace)) if trace[n].startswith("B ReadyForQuery"))
+        # After the counter's take answered: the write's statements (items, vectors,
+        # events) in one round trip, then the commit.
+        assert _round_trips(trace[taken:]) == 2
+        assert trace[-1].startswith("B ReadyForQuery")
+        stored = store.get(namespace, "second")
+        assert stored is not None
+        assert stored.value == {"content": "Maya started a new job"}
