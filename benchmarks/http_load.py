@@ -208,6 +208,12 @@ async def _settled_counts(
     return counts
 
 
+async def _settle(base: str, admin: str) -> None:
+    """Wait for the consolidations the server still runs (see :func:`_settled_counts`)."""
+    async with httpx.AsyncClient(base_url=base, timeout=60) as client:
+        await _settled_counts(client, admin)
+
+
 async def run_load(
     base: str,
     key: str,
@@ -272,7 +278,10 @@ def _database(backend: str, postgres_url: str, workdir: Path) -> Iterator[str]:
 def _run_backend(backend: str, args: argparse.Namespace, workdir: Path) -> list[dict[str, Any]]:
     """Preload one database, then each endpoint under each of ``args.workers``'s server
     process counts (a fresh server per run; every retrieve run before any episodic
-    store, so each retrieves over exactly the preload)."""
+    store, so each retrieves over exactly the preload). An episodic run's server answers
+    before it consolidates; it stays up until its consolidations have settled, as the
+    preload's does, so the next run measures its own adds and not the consolidation of
+    the last run's (about 12,000 events, started by the next server's first add)."""
     summaries = []
     log = workdir / f"server-{backend}.log"
     with _database(backend, args.postgres_url, workdir) as url:
@@ -305,7 +314,7 @@ def _run_backend(backend: str, args: argparse.Namespace, workdir: Path) -> list[
                 with served(url, log=log, workers=workers, pool_size=args.pool_size) as (
                     base,
                     key,
-                    _,
+                    admin,
                 ):
                     print(
                         f"http_load: {backend} {endpoint}, {workers} server process(es), "
@@ -323,6 +332,8 @@ def _run_backend(backend: str, args: argparse.Namespace, workdir: Path) -> list[
                             seed=args.seed,
                         )
                     )
+                    if endpoint == "episodic_store":
+                        asyncio.run(_settle(base, admin))
                 summary = {**result.summary(), "workers": workers, "memories": counts}
                 print(
                     f"  {summary['requests_per_s']} req/s, p50 {summary['p50_ms']} ms, "
