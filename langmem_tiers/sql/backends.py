@@ -80,7 +80,7 @@ def _as_inserts(request: InsertRows) -> str | None:
     return to_psycopg(_insert_sql(request))
 
 
-Pipelined = Sql | SqlMany | InsertRows
+Pipelined = Sql | SqlMany | InsertRows | TakeCounters
 
 
 def _segments(
@@ -282,6 +282,8 @@ class _SharedIO(ABC):
             return self.sql(request)
         if type(request) is SqlMany:
             return self.sql_many(request)
+        if type(request) is TakeCounters:
+            return self.take_counters(request)
         assert type(request) is InsertRows
         return self.insert_rows(request)
 
@@ -562,7 +564,9 @@ class _PgConnIO(_SharedIO):
         return results
 
     def _send(self, request: Pipelined) -> Any:
-        """Send ``request`` in pipeline mode; the cursor of a :class:`Sql`, else None."""
+        """Send ``request`` in pipeline mode; the cursor of a statement, else None."""
+        if type(request) is TakeCounters:  # threads queue in the database's own lock
+            request = request.statement
         if type(request) is Sql:
             return self.conn.execute(
                 psycopg_query(request.text, request.params),
@@ -772,6 +776,8 @@ class _AsyncShared(ABC):
             return await self.sql(request)
         if type(request) is SqlMany:
             return await self.sql_many(request)
+        if type(request) is TakeCounters:
+            return await self.take_counters(request)
         assert type(request) is InsertRows
         return await self.insert_rows(request)
 
@@ -813,12 +819,15 @@ class _AsyncPgConnIO(_AsyncShared):
         self.asked = False
 
     async def take_counters(self, request: TakeCounters) -> list[tuple[Any, ...]]:
+        await self._take_turn(request)
+        return await self.sql(request.statement)
+
+    async def _take_turn(self, request: TakeCounters) -> None:
         # Only a transaction's first take waits for turns: one holding counters already
         # would wait in Python for writers the database may need it to let go of.
         if self.turns is not None and not self.asked:
             self.asked = True
             self.held = await self.turns.take(request.names)
-        return await self.sql(request.statement)
 
     def end_turns(self) -> None:
         """Let the next writers of the namespaces this transaction took turns in go."""
@@ -859,7 +868,10 @@ class _AsyncPgConnIO(_AsyncShared):
                 await copy.write_row(row)
 
     async def pipeline(self, request: Pipeline) -> list[Any]:
-        # As the sync twin's (see _PgConnIO.pipeline).
+        # As the sync twin's (see _PgConnIO.pipeline), a take's turn first.
+        for one in request.requests:
+            if type(one) is TakeCounters:
+                await self._take_turn(one)
         results: list[Any] = [None] * len(request.requests)
         sent: list[tuple[int, Any]] = []
         for segment in _segments(request.requests):
@@ -876,6 +888,8 @@ class _AsyncPgConnIO(_AsyncShared):
         return results
 
     async def _send(self, request: Pipelined) -> Any:
+        if type(request) is TakeCounters:  # its turn was taken (see pipeline)
+            request = request.statement
         if type(request) is Sql:
             return await self.conn.execute(
                 psycopg_query(request.text, request.params),

@@ -81,21 +81,6 @@ class InsertRows(NamedTuple):
     rows: Sequence[Sequence[Any]]
 
 
-class Pipeline(NamedTuple):
-    """Run ``requests`` in order without waiting for each one's answer; the result is the
-    list of their results (rows for a :class:`Sql`, None for the others).
-
-    For statements of which nothing before the last needs an answer: what a writer sends
-    while it holds a namespace's change counter, which every other writer of the
-    namespace waits for. On PostgreSQL they travel in one round trip (psycopg's pipeline
-    mode; a COPY among them, which that mode cannot carry, goes between two); elsewhere
-    they run one after another. A failing statement fails the request, and the
-    statements after it do not run.
-    """
-
-    requests: tuple[Sql | SqlMany | InsertRows, ...]
-
-
 class BinaryValue(NamedTuple):
     """A value of :class:`InsertRows` already in the engine's binary wire form.
 
@@ -117,6 +102,23 @@ class TakeCounters(NamedTuple):
 
     statement: Sql
     names: tuple[str, ...]
+
+
+class Pipeline(NamedTuple):
+    """Run ``requests`` in order without waiting for each one's answer; the result is the
+    list of their results (rows for a :class:`Sql`, None for the others).
+
+    For statements of which nothing before the last needs an answer: what a writer sends
+    while it holds a namespace's change counter, which every other writer of the
+    namespace waits for. On PostgreSQL they travel in one round trip (psycopg's pipeline
+    mode; a COPY among them, which that mode cannot carry, goes between two); elsewhere
+    they run one after another. A failing statement fails the request, and the
+    statements after it do not run. A :class:`TakeCounters` among them takes its turn
+    before the pipeline is sent: the statements before it run, and it follows them,
+    without a round trip between.
+    """
+
+    requests: tuple[Sql | SqlMany | InsertRows | TakeCounters, ...]
 
 
 class Embed(NamedTuple):

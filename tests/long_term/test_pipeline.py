@@ -1,6 +1,7 @@
 """A :class:`Pipeline` runs its statements in order and answers each; on PostgreSQL they
-travel in one round trip (a COPY among them between two), and a write sends what it does
-under its namespace's change counter as one pipeline.
+travel in one round trip (a COPY among them between two). A write sends its items' locks,
+their rows and the take of its namespace's change counter as one pipeline, and what it
+does under the counter as another.
 
 Round trips are read off libpq's protocol trace: a round trip is a turn of the
 conversation from the client's messages to the server's.
@@ -194,7 +195,7 @@ def test_a_pipeline_is_one_round_trip_and_a_copy_among_its_statements_two_more(
         assert _round_trips(messages()) == 6
 
 
-def test_a_put_holds_its_namespace_counter_for_one_pipeline_and_the_commit(
+def test_a_put_is_four_round_trips_and_holds_its_namespace_counter_for_the_last_two(
     postgres_url: str,
 ) -> None:
     with psycopg.connect(postgres_url, autocommit=True) as conn:
@@ -212,6 +213,8 @@ def test_a_put_holds_its_namespace_counter_for_one_pipeline_and_the_commit(
         # After the counter's take answered: the write's statements (items, vectors,
         # events) in one round trip, then the commit.
         assert _round_trips(trace[taken:]) == 2
+        # Before it: BEGIN, then the items' locks, their rows and the take in one.
+        assert _round_trips(trace[:taken]) == 2
         assert trace[-1].startswith("B ReadyForQuery")
         stored = store.get(namespace, "second")
         assert stored is not None

@@ -34,6 +34,8 @@ __all__ = [
     "event_context",
     "replay_snapshots",
     "snapshot_flow",
+    "snapshot_request",
+    "snapshots",
     "write_events_flow",
 ]
 
@@ -161,8 +163,18 @@ def snapshot_flow(dialect: Dialect, ids: Sequence[str]) -> Flow[dict[str, dict[s
     """Current snapshots of the memories with these ids (missing ids are left out)."""
     if not ids:
         return {}
+    return snapshots(dialect, (yield snapshot_request(dialect, ids)))
+
+
+def snapshot_request(dialect: Dialect, ids: Sequence[str]) -> Sql:
+    """The statement :func:`snapshot_flow` reads (``ids`` not empty); :func:`snapshots`
+    turns its rows into the snapshots."""
     in_ids, params = dialect.in_list("id", ids)
-    rows = yield Sql(f"SELECT {', '.join(SNAPSHOT_COLUMNS)} FROM {ITEMS} WHERE {in_ids}", params)
+    return Sql(f"SELECT {', '.join(SNAPSHOT_COLUMNS)} FROM {ITEMS} WHERE {in_ids}", params)
+
+
+def snapshots(dialect: Dialect, rows: Iterable[Sequence[Any]]) -> dict[str, dict[str, Any]]:
+    """The snapshots of the rows of :func:`snapshot_request`, by memory id."""
     times: dict[Any, Any] = {}
     return {row[0]: snapshot(dialect, row, times) for row in rows}
 

@@ -22,6 +22,8 @@ from langmem_tiers.long_term.store.events import (
     EventRow,
     created_events_request,
     snapshot_flow,
+    snapshot_request,
+    snapshots,
     write_events_flow,
 )
 from langmem_tiers.long_term.store.records import (
@@ -154,10 +156,18 @@ def prepare_put(op: PutOp, *, fields: Sequence[str] | None, max_chars: int) -> P
 def lock_scope_changes_flow(dialect: Dialect, prefixes: Iterable[str]) -> Flow[None]:
     """Take the change counters of ``prefixes`` (joined namespaces) that a write of several
     namespaces will count in, all in one order (see ``Dialect.lock_scope_changes_sql``)."""
+    take = lock_scope_changes_request(dialect, prefixes)
+    if take is not None:
+        yield take
+
+
+def lock_scope_changes_request(dialect: Dialect, prefixes: Iterable[str]) -> TakeCounters | None:
+    """The request of :func:`lock_scope_changes_flow`; None when there is nothing to take."""
     wanted = sorted(set(prefixes))
     statement = dialect.lock_scope_changes_sql()
     if statement and wanted and dialect.counts_scope_changes:
-        yield TakeCounters(Sql(statement, [wanted]), tuple(wanted))
+        return TakeCounters(Sql(statement, [wanted]), tuple(wanted))
+    return None
 
 
 def scope_counts_request(dialect: Dialect, namespaces: Sequence[str]) -> Sql:
@@ -238,17 +248,26 @@ class StoreWriter:
         (namespaces), also what the write did there (:class:`OwnWrite`)."""
         d = self.dialect
         all_ids = [p.record.id if p.record else item_id(p.namespace, p.key) for p in puts]
+        # The items' locks, their rows, then the counters: one pipeline, run in that
+        # order without a round trip between.
+        first: list[Sql | TakeCounters] = []
         lock = d.lock_items_sql()
         if lock and all_ids:
             # Concurrent writers of one item take turns, so each event's "before" is the
             # previous event's "after" (READ COMMITTED alone lets both read the old row).
-            yield Sql(lock, [sorted(set(all_ids))])
+            first.append(Sql(lock, [sorted(set(all_ids))]))
         # The items' locks are enough to read them. Before the counters: every writer of
         # a namespace waits for its counter until the holder commits, so the holder
         # reads nothing under it that it can read before.
-        before = yield from snapshot_flow(d, all_ids)
+        read_at = len(first)
+        if all_ids:
+            first.append(snapshot_request(d, all_ids))
         # After the items' locks, as every writer takes them.
-        yield from lock_scope_changes_flow(d, {join_namespace(p.namespace) for p in puts})
+        take = lock_scope_changes_request(d, {join_namespace(p.namespace) for p in puts})
+        if take is not None:
+            first.append(take)
+        answers = (yield Pipeline(tuple(first))) if first else []
+        before = snapshots(d, answers[read_at]) if all_ids else {}
         # What follows needs no answer before the last: sent in one pipeline, so the
         # counters every other writer of these namespaces waits for are held for one
         # round trip, not one a statement.
