@@ -518,12 +518,16 @@ class _PgConnIO(_SharedIO):
         # says otherwise; None never, as behind a pooler in transaction mode): a search's
         # statements are planned once per connection instead of per search (planning the
         # neighbours' statement took longer than running it, 1.8 ms against 0.8).
-        cur = self.conn.execute(
+        cur = self._execute(request)
+        return cur.fetchall() if _returned_rows(cur) else []
+
+    def _execute(self, request: Sql) -> Any:
+        """Send ``request``; its cursor (its rows once answered, in pipeline mode too)."""
+        return self.conn.execute(
             psycopg_query(request.text, request.params),
             list(request.params),
             binary=request.binary,
         )
-        return cur.fetchall() if _returned_rows(cur) else []
 
     def sql_many(self, request: SqlMany) -> None:
         with self.conn.cursor() as cur:
@@ -568,11 +572,7 @@ class _PgConnIO(_SharedIO):
         if type(request) is TakeCounters:  # threads queue in the database's own lock
             request = request.statement
         if type(request) is Sql:
-            return self.conn.execute(
-                psycopg_query(request.text, request.params),
-                list(request.params),
-                binary=request.binary,
-            )
+            return self._execute(request)
         if type(request) is SqlMany:
             self.sql_many(request)
         else:
@@ -838,12 +838,15 @@ class _AsyncPgConnIO(_AsyncShared):
 
     async def sql(self, request: Sql) -> list[tuple[Any, ...]]:
         # Prepared as the sync twin's (see _PgConnIO.sql).
-        cur = await self.conn.execute(
+        cur = await self._execute(request)
+        return await cur.fetchall() if _returned_rows(cur) else []
+
+    async def _execute(self, request: Sql) -> Any:
+        return await self.conn.execute(
             psycopg_query(request.text, request.params),
             list(request.params),
             binary=request.binary,
         )
-        return await cur.fetchall() if _returned_rows(cur) else []
 
     async def sql_many(self, request: SqlMany) -> None:
         async with self.conn.cursor() as cur:
@@ -891,11 +894,7 @@ class _AsyncPgConnIO(_AsyncShared):
         if type(request) is TakeCounters:  # its turn was taken (see pipeline)
             request = request.statement
         if type(request) is Sql:
-            return await self.conn.execute(
-                psycopg_query(request.text, request.params),
-                list(request.params),
-                binary=request.binary,
-            )
+            return await self._execute(request)
         if type(request) is SqlMany:
             await self.sql_many(request)
         else:

@@ -272,6 +272,7 @@ class StoreWriter:
         # counters every other writer of these namespaces waits for are held for one
         # round trip, not one a statement.
         batch: list[Sql | SqlMany | InsertRows] = []
+        counts_before_at = len(batch)
         if counted:
             batch.append(scope_counts_request(d, counted))
         deletes = sorted({item_id(p.namespace, p.key) for p in puts if p.record is None})
@@ -354,7 +355,7 @@ class StoreWriter:
         own = None
         if counted:
             own = OwnWrite(
-                scope_counts(counted, results[0]),  # the pipeline's first statement
+                scope_counts(counted, results[counts_before_at]),
                 scope_counts(counted, results[counts_after_at]),
                 _written_items(puts, rows, packed, set(counted)),
             )
