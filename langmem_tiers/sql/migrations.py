@@ -270,6 +270,9 @@ def migrations(dialect: Dialect) -> list[list[MigrationStep]]:
         dialect.membership_times_index_migration(),
         # PostgreSQL: an update's changes counted once per statement, not per row.
         dialect.update_count_per_statement_migration(),
+        # Access counts in a table of their own: counting a search's results no longer
+        # rewrites the items' rows.
+        dialect.item_access_migration(),
     ]
 
 

@@ -78,3 +78,13 @@ def write_terms_table(patch: pytest.MonkeyPatch) -> None:
     patch.setattr(PostgresDialect, "scope_postings_sql", _postgres_scope_postings_sql)
     for dialect in (SqliteDialect, PostgresDialect):
         patch.setattr(dialect, "postings_scope_columns", "i.id, i.doc_len")
+
+
+def with_access_table(steps: list[Any], dialect: Dialect) -> list[Any]:
+    """An older database's ``steps``, the last one also making the access counts' table.
+
+    The code under test reads access counts only there; the rest of the old schema is what
+    such a test upgrades. Versions are positions in the list, so the table joins the last
+    step rather than adding one (its migration runs again at the end, changing nothing).
+    """
+    return [*steps[:-1], [*steps[-1], *dialect.item_access_migration()]]

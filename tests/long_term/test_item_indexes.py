@@ -38,7 +38,7 @@ from langmem_tiers.sql.dialect import (
 from langmem_tiers.sql.flow import Sql, Transaction
 
 from .fakes import KeywordEmbeddings, default_index
-from .old_schema import write_terms_table
+from .old_schema import with_access_table, write_terms_table
 
 NS = ("u1", "semantic")
 AGENT_1 = namespace_for("agent-1", "episodic")[:-1]
@@ -135,7 +135,12 @@ def test_the_live_index_holds_every_membership_time_after_an_upgrade(
     url = _url(backend, tmp_path, request)
     full: Callable[[Dialect], list[Any]] = schema.migrations
     with monkeypatch.context() as old:
-        old.setattr(schema, "migrations", lambda dialect: full(dialect)[:-1])
+        old.setattr(
+            schema,
+            "migrations",
+            # Before the membership times' index (the third step from the end).
+            lambda d: with_access_table(full(d)[:-3], d),
+        )
         with TieredMemoryStore.from_url(url, index=default_index(fields=("content",))) as store:
             for key, text in TEXTS.items():
                 store.put(NS, key, {"content": text})
@@ -163,7 +168,9 @@ def test_the_index_migration_upgrades_in_place(
     url = _url(backend, tmp_path, request)
     full: Callable[[Dialect], list[Any]] = schema.migrations
     with monkeypatch.context() as old:
-        old.setattr(schema, "migrations", lambda dialect: _before_index_drop(full(dialect)))
+        old.setattr(
+            schema, "migrations", lambda d: with_access_table(_before_index_drop(full(d)), d)
+        )
         # Nor did PostgreSQL count changes then (a later migration); SQLite did.
         old.setattr(PostgresDialect, "counts_scope_changes", False)
         old.setattr(SqliteDialect, "counts_membership_changes", False)

@@ -40,7 +40,7 @@ from langmem_tiers.sql.flow import Latch
 from langmem_tiers.sql.item_ids import item_id
 
 from .fakes import KeywordEmbeddings, default_index
-from .old_schema import write_terms_table
+from .old_schema import with_access_table, write_terms_table
 
 UTC = timezone.utc
 NS = ("u1", "semantic")
@@ -350,7 +350,7 @@ def test_an_overwrite_batch_counts_each_item_and_usage_counts_nothing(db: str) -
         assert store.get(NS, "ttl", refresh_ttl=True) is not None
         store.db.run(store.core.flush_flow())
         final = int(_query(db, "SELECT changes FROM lmt_scope_changes")[0][0])
-        counts = _query(db, "SELECT count(*) FROM lmt_items WHERE access_count = 1")
+        counts = _query(db, "SELECT count(*) FROM lmt_item_access WHERE access_count = 1")
     per_item = 2 if db.startswith("sqlite") else 1
     assert after - before == per_item * n
     assert sorted(logged) == sorted(item_id(NS, f"k{i}") for i in range(n) for _ in range(per_item))
@@ -528,7 +528,11 @@ def test_a_database_from_before_the_counter_upgrades_in_place(
 ) -> None:
     full = schema.migrations
     with monkeypatch.context() as old:
-        old.setattr(schema, "migrations", lambda d: _before_counter_upgrade(full(d), d))
+        old.setattr(
+            schema,
+            "migrations",
+            lambda d: with_access_table(_before_counter_upgrade(full(d), d), d),
+        )
         # PostgreSQL had no counter then; SQLite had its own already.
         old.setattr(PostgresDialect, "counts_scope_changes", False)
         # Nor did either count membership changes.
@@ -1183,7 +1187,7 @@ def test_moves_on_postgres_are_logged_and_folded_by_writers(postgres_url: str) -
         start = moves(pg)
         assert start[1] == 0
         pg.execute("UPDATE lmt_items SET status = 'superseded' WHERE key IN ('m1', 'm2')")
-        pg.execute("UPDATE lmt_items SET access_count = access_count + 1")  # no move
+        pg.execute("UPDATE lmt_items SET importance = importance + 1")  # no move
         pg.execute("UPDATE lmt_items SET status = status")  # set, not changed: no move
         assert moves(pg) == (start[0], 2)
         assert "m1" not in _answer(store, "apple")

@@ -17,7 +17,7 @@ from langmem_tiers.sql.dialect import TERMS, Dialect, PostgresDialect, SqliteDia
 from langmem_tiers.sql.flow import Sql, Transaction
 
 from .fakes import default_index
-from .old_schema import write_terms_table
+from .old_schema import with_access_table, write_terms_table
 
 NS = ("u1", "semantic")
 TEXTS = [
@@ -65,7 +65,11 @@ def test_terms_survive_the_upgrade_and_searches_agree(
     )
     full: Callable[[Dialect], list[Any]] = schema.migrations
     with monkeypatch.context() as old:
-        old.setattr(schema, "migrations", lambda dialect: _before_terms_key(full(dialect), dialect))
+        old.setattr(
+            schema,
+            "migrations",
+            lambda d: with_access_table(_before_terms_key(full(d), d), d),
+        )
         # No change counters yet on either backend (PostgreSQL got them later still).
         old.setattr(SqliteDialect, "counts_scope_changes", False)
         old.setattr(PostgresDialect, "counts_scope_changes", False)

@@ -34,6 +34,7 @@ from langchain_core.messages import HumanMessage
 from langgraph.store.base import GetOp, PutOp
 
 from langmem_tiers.config import Settings
+from langmem_tiers.long_term.store.access import AccessBuffer
 from langmem_tiers.long_term.store.events import snapshot_flow
 from langmem_tiers.long_term.store.records import item_id
 from langmem_tiers.long_term.store.scope import namespace_for
@@ -415,14 +416,25 @@ def _in_transaction(flow: Generator[Any, Any, None]) -> Generator[Any, Any, None
     yield Transaction(flow)
 
 
-def _update_then_wait(
-    first: str, second: str, locked: threading.Event, go: threading.Event
+_LOCK_ITEM = "SELECT id FROM lmt_items WHERE id = ? FOR UPDATE"
+_LOCK_COUNT = "SELECT id FROM lmt_item_access WHERE id = ? FOR UPDATE"
+
+
+def _lock_then_wait(
+    first: str,
+    second: str,
+    locked: threading.Event,
+    go: threading.Event,
+    *,
+    first_lock: str = _LOCK_ITEM,
 ) -> Generator[Any, Any, None]:
-    update = "UPDATE lmt_items SET access_count = access_count WHERE id = ?"
-    yield Sql(update, [first])
+    """Hold ``first`` (an item's row, or what ``first_lock`` locks), then, told to go,
+    wait for the item ``second``."""
+    rows = yield Sql(first_lock, [first])
+    assert rows, f"nothing to lock for {first}"
     locked.set()
     go.wait(60)
-    yield Sql(update, [second])
+    yield Sql(_LOCK_ITEM, [second])
 
 
 def _wait_for_lock_wait_or(done: threading.Thread, url: str) -> None:
@@ -439,10 +451,17 @@ def _wait_for_lock_wait_or(done: threading.Thread, url: str) -> None:
 
 
 def _beside_a_holder(
-    store: Any, url: str, held: str, then_written: str, call: Callable[[], Any]
+    store: Any,
+    url: str,
+    held: str,
+    then_written: str,
+    call: Callable[[], Any],
+    *,
+    held_lock: str = _LOCK_ITEM,
 ) -> list[BaseException]:
-    """Run ``call`` while another transaction holds the item ``held`` and, once ``call``
-    waits for a lock or has ended, writes ``then_written``; what either raised."""
+    """Run ``call`` while another transaction holds the item ``held`` (or what
+    ``held_lock`` locks of it) and, once ``call`` waits for a lock or has ended, locks
+    the item ``then_written``; what either raised."""
     locked, go = threading.Event(), threading.Event()
     failures: list[BaseException] = []
 
@@ -456,7 +475,9 @@ def _beside_a_holder(
         target=run,
         args=(
             lambda: store.db.run(
-                _in_transaction(_update_then_wait(held, then_written, locked, go))
+                _in_transaction(
+                    _lock_then_wait(held, then_written, locked, go, first_lock=held_lock)
+                )
             ),
         ),
     )
@@ -471,15 +492,21 @@ def _beside_a_holder(
     return failures
 
 
-def test_a_write_never_waits_for_an_item_it_only_counts_an_access_of(postgres_url: str) -> None:
+@pytest.mark.parametrize("held_lock", [_LOCK_ITEM, _LOCK_COUNT], ids=["item", "count"])
+def test_a_write_never_waits_for_an_item_it_only_counts_an_access_of(
+    postgres_url: str, held_lock: str
+) -> None:
     # A write transaction writes its item, then the buffered access counts. Another
-    # transaction holds a counted item and will write the written one next: had the
-    # flush waited for the counted item, each would wait for the other, and PostgreSQL
-    # fails one of them (a deadlock; seen under the server's background consolidation).
+    # transaction holds a counted item (or its count: another flush, a delete of it) and
+    # will write the written one next: had the flush waited for what it holds, each
+    # would wait for the other, and PostgreSQL fails one of them (a deadlock; seen under
+    # the server's background consolidation).
     with _open(postgres_url) as store:
         store.put(NAMESPACE, "written", {"content": "first words"})
         store.put(NAMESPACE, "counted", {"content": "counted words"})
         written, counted = item_id(NAMESPACE, "written"), item_id(NAMESPACE, "counted")
+        store.core.access.record([counted], datetime.now(timezone.utc))
+        store.db.run(store.core.flush_flow())
         store.core.access.record([counted], datetime.now(timezone.utc))
         failures = _beside_a_holder(
             store,
@@ -487,15 +514,18 @@ def test_a_write_never_waits_for_an_item_it_only_counts_an_access_of(postgres_ur
             counted,
             written,
             lambda: store.put(NAMESPACE, "written", {"content": "new words"}),
+            held_lock=held_lock,
         )
         assert failures == []
-        assert store.core.access.pending(counted) == 1  # kept for the next flush
+        # Counts are kept apart from the items' rows: only a held count stays pending.
+        pending = store.core.access.pending(counted)
         store.db.run(store.core.flush_flow())
         item = store.get(NAMESPACE, "written")
-        counts = sql_rows(store, "SELECT access_count FROM lmt_items WHERE id = ?", [counted])
+        counts = sql_rows(store, "SELECT access_count FROM lmt_item_access WHERE id = ?", [counted])
     assert item is not None
     assert item.value["content"] == "new words"
-    assert counts == [(1,)]
+    assert pending == (1 if held_lock == _LOCK_COUNT else 0)
+    assert counts == [(2,)]
 
 
 def test_a_batch_that_writes_restarts_the_ttls_it_read_after_its_commit(postgres_url: str) -> None:
@@ -527,31 +557,74 @@ def test_a_batch_that_writes_restarts_the_ttls_it_read_after_its_commit(postgres
     assert expiry_after[0] > expiry_before[0]
 
 
-def test_a_flush_writes_free_items_and_keeps_held_and_forgets_deleted_ones(
+def _flush_beside(
+    store: Any,
+    holder_flow: Generator[Any, Any, None],
+    locked: threading.Event,
+    go: threading.Event,
+) -> bool:
+    """Flush the store's counts while ``holder_flow`` runs in a transaction of another
+    thread, from ``locked`` on, then let the holder ``go`` and end; whether the flush
+    waited for it."""
+    holder = threading.Thread(target=store.db.run, args=(_in_transaction(holder_flow),))
+    holder.start()
+    assert locked.wait(30)
+    flusher = threading.Thread(target=store.db.run, args=(store.core.flush_flow(),))
+    flusher.start()
+    flusher.join(30)
+    waited = flusher.is_alive()
+    go.set()
+    holder.join(60)
+    flusher.join(60)
+    return waited
+
+
+def test_a_flush_writes_free_counts_and_keeps_held_and_forgets_deleted_ones(
     postgres_url: str,
 ) -> None:
     with _open(postgres_url) as store:
         for key in ("free", "held", "gone"):
             store.put(NAMESPACE, key, {"content": f"{key} words"})
         free, held, gone = (item_id(NAMESPACE, k) for k in ("free", "held", "gone"))
+        store.core.access.record([held], datetime.now(timezone.utc))
+        store.db.run(store.core.flush_flow())
         store.delete(NAMESPACE, "gone")
         locked, go = threading.Event(), threading.Event()
-        holder = threading.Thread(
-            target=store.db.run, args=(_in_transaction(_update_then_wait(held, held, locked, go)),)
-        )
-        holder.start()
-        assert locked.wait(30)
         store.core.access.record([free, held, held, gone], datetime.now(timezone.utc))
-        flusher = threading.Thread(target=store.db.run, args=(store.core.flush_flow(),))
-        flusher.start()
-        flusher.join(30)
-        waited = flusher.is_alive()
-        go.set()
-        holder.join(60)
-        flusher.join(60)
-        assert not waited, "the flush waited for a row another transaction holds"
+        waited = _flush_beside(
+            store, _lock_then_wait(held, held, locked, go, first_lock=_LOCK_COUNT), locked, go
+        )
+        assert not waited, "the flush waited for a count another transaction holds"
         pending = {i: store.core.access.pending(i) for i in (free, held, gone)}
         store.db.run(store.core.flush_flow())
-        counts = sql_rows(store, "SELECT id, access_count FROM lmt_items ORDER BY id", [])
+        counts = sql_rows(store, "SELECT id, access_count FROM lmt_item_access ORDER BY id", [])
     assert pending == {free: 0, held: 2, gone: 0}
-    assert sorted(counts) == sorted([(free, 1), (held, 2)])
+    assert sorted(counts) == sorted([(free, 1), (held, 3)])
+
+
+def test_a_flush_never_waits_for_a_first_count_another_transaction_is_writing(
+    postgres_url: str,
+) -> None:
+    # Two flushes (two processes, or a write's and a search's) both counting an item
+    # for the first time: the second must not wait for the first's insert to commit,
+    # since the first may be a write transaction that goes on to wait for the second.
+    with _open(postgres_url) as store:
+        store.put(NAMESPACE, "fresh", {"content": "fresh words"})
+        fresh = item_id(NAMESPACE, "fresh")
+        other = AccessBuffer()
+        other.record([fresh], datetime.now(timezone.utc))
+        locked, go = threading.Event(), threading.Event()
+
+        def insert_then_wait() -> Generator[Any, Any, None]:
+            yield from other.flush_flow(store.core.dialect)
+            locked.set()
+            go.wait(60)
+
+        store.core.access.record([fresh, fresh], datetime.now(timezone.utc))
+        waited = _flush_beside(store, insert_then_wait(), locked, go)
+        assert not waited, "the flush waited for another transaction's first count"
+        pending = store.core.access.pending(fresh)
+        store.db.run(store.core.flush_flow())
+        counts = sql_rows(store, "SELECT access_count FROM lmt_item_access WHERE id = ?", [fresh])
+    assert pending == 2
+    assert counts == [(3,)]

@@ -111,7 +111,7 @@ def memories_flow(
     lock: bool = False,
 ) -> Flow[list[Memory]]:
     """Memories matching ``where`` (trusted SQL on alias ``i``); ``lock`` locks their rows."""
-    columns = ", ".join(f"i.{c}" for c in MEMORY_COLUMNS)
+    columns = ", ".join(MEMORY_COLUMNS)
     suffix = dialect.for_update if lock else ""
     rows = yield Sql(
         f"SELECT {columns} FROM {ITEMS} i WHERE {where} ORDER BY {order}{suffix}", params

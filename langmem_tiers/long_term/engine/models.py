@@ -30,7 +30,7 @@ from typing import Any, Literal
 from langmem_tiers.long_term.store.events import SNAPSHOT_COLUMNS, snapshot
 from langmem_tiers.long_term.store.records import memory_text, parse_timestamp, split_namespace
 from langmem_tiers.long_term.store.scope import decode_label
-from langmem_tiers.sql.dialect import Dialect
+from langmem_tiers.sql.dialect import ACCESS_COUNT_SQL, LAST_ACCESSED_SQL, Dialect
 
 __all__ = [
     "EVENT_TYPES",
@@ -85,8 +85,13 @@ EVENT_TYPES: tuple[str, ...] = (
 SUMMARY_CATEGORIES = frozenset({"conversation_summary", "episode_summary", "compressed_summary"})
 """Categories of summaries: records of what was said, never rejected, merged or superseded."""
 
-# Columns read for a Memory: the snapshot columns, then the usage statistics.
-MEMORY_COLUMNS: tuple[str, ...] = (*SNAPSHOT_COLUMNS, "access_count", "last_accessed_at")
+# What is read for a Memory (expressions on alias ``i``): the snapshot columns, then the
+# usage statistics.
+MEMORY_COLUMNS: tuple[str, ...] = (
+    *(f"i.{c}" for c in SNAPSHOT_COLUMNS),
+    ACCESS_COUNT_SQL,
+    LAST_ACCESSED_SQL,
+)
 
 WriteAction = Literal[
     "created",

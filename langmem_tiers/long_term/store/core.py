@@ -224,6 +224,7 @@ class StoreCore:
                 # the write, waiting for a read item another writer held while that
                 # writer waited for one of the write's items was a deadlock.
                 yield Transaction(self._refresh_flow(refresh, now))
+            yield from self._analyze_access_flow()
         else:
             # Reads only: a read transaction (on PostgreSQL no transaction block at all, on
             # SQLite no write lock). The TTL refreshes and buffered access counts they call
@@ -233,6 +234,7 @@ class StoreCore:
             )
             if refresh or self.access.due(force=False):
                 yield Transaction(self._upkeep_flow(refresh, now, force=False))
+                yield from self._analyze_access_flow()
             self.access.record(accessed, now)
 
         if not self.index.in_database and deleted:
@@ -302,6 +304,12 @@ class StoreCore:
         if self.access.due(force=force):
             yield from self.access.flush_flow(self.dialect)
 
+    def _analyze_access_flow(self) -> Flow[None]:
+        """Refresh the planner's statistics of the access counts' table when it grew (see
+        ``access._ANALYZE_MIN_ROWS``), after the flush's transaction."""
+        if self.access.analyze_due():
+            yield Transaction(self.access.analyze_flow(self.dialect))
+
     # -- searches with options the BaseStore API has no room for ---------------------------
     def search_flow(
         self,
@@ -337,6 +345,7 @@ class StoreCore:
         )
         if search.query and self.access.due(force=False):
             yield Transaction(self.access.flush_flow(self.dialect))
+            yield from self._analyze_access_flow()
         return items
 
     def _search_transaction_flow(

@@ -58,7 +58,7 @@ from langmem_tiers.long_term.store.search.scope_cache import (
 )
 from langmem_tiers.long_term.store.search.time import TimeQuery, parse_time_query, time_boosts
 from langmem_tiers.long_term.store.vectors import VectorIndex
-from langmem_tiers.sql.dialect import ITEMS, TERMS, Dialect
+from langmem_tiers.sql.dialect import ACCESS_COUNT_SQL, ITEMS, TERMS, Dialect
 from langmem_tiers.sql.flow import Flow, Sql
 
 __all__ = [
@@ -84,7 +84,7 @@ ITEM_COLS = "i.prefix, i.key, i.value, i.created_at, i.updated_at, i.id"
 _CANDIDATE_COLUMNS = (
     *ITEM_COLS.replace("i.value", "CAST(i.value AS TEXT)").split(", "),
     "i.event_at",
-    "i.access_count",
+    ACCESS_COUNT_SQL,
     "i.confidence",
     "i.ttl_minutes",
     "i.session_id",
