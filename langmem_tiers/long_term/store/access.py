@@ -22,11 +22,13 @@ _FLUSH_ITEMS = 500
 _FLUSH_SECONDS = 2.0
 
 #: PostgreSQL plans a statement a connection runs often once, with the row counts it knew
-#: then: a table of counts analyzed while empty was scanned whole for every item a search
-#: looked up in it as it grew (1.8-3 ms a search at 3,000 counts, against 0.4). It is
-#: analyzed again, making every connection plan again, when the counts this process added
-#: reach the number it held at its last analysis (about log2(n) times as it grows to n).
-_ANALYZE_MIN_ROWS = 256
+#: then: a table of counts analyzed while empty (a database-wide ``VACUUM ANALYZE`` of a
+#: new store) was scanned whole for every item a search looked up in it, as it grew (1.8-3
+#: ms a search at 3,000 counts, against 0.4). Once this process has added that many first
+#: counts to a table estimated smaller, it is analyzed: from about 500 rows on, a lookup by
+#: id is planned through the index whatever the table grows to, so once is enough (each
+#: analysis makes every connection plan its statements again: 1.5 ms in the next search).
+_ANALYZE_ROWS = 512
 
 
 @dataclass
@@ -45,7 +47,7 @@ class AccessBuffer:
     last_at: dict[str, datetime] = field(default_factory=dict)
     since: float = field(default_factory=time.monotonic)
     lock: threading.Lock = field(default_factory=threading.Lock)
-    #: Counts of items counted for the first time since the table's last analysis.
+    #: Items this process counted for the first time since it analyzed the counts' table.
     added: int = 0
     #: The table's rows at that analysis, as the database estimated them.
     analyzed_rows: int = 0
@@ -127,8 +129,8 @@ class AccessBuffer:
             raise
 
     def analyze_due(self) -> bool:
-        """Whether the counts' table grew enough to refresh its planner statistics."""
-        return self.added >= max(_ANALYZE_MIN_ROWS, self.analyzed_rows)
+        """Whether the counts' table grew past what its planner statistics say."""
+        return self.analyzed_rows < _ANALYZE_ROWS <= self.added
 
     def analyze_flow(self, dialect: Dialect) -> Flow[None]:
         """Refresh the counts' table's statistics (in a transaction holding nothing else:

@@ -305,8 +305,8 @@ class StoreCore:
             yield from self.access.flush_flow(self.dialect)
 
     def _analyze_access_flow(self) -> Flow[None]:
-        """Refresh the planner's statistics of the access counts' table when it grew (see
-        ``access._ANALYZE_MIN_ROWS``), after the flush's transaction."""
+        """Refresh the planner's statistics of the access counts' table when it grew past
+        them (see ``access._ANALYZE_ROWS``), after the flush's transaction."""
         if self.access.analyze_due():
             yield Transaction(self.access.analyze_flow(self.dialect))
 
