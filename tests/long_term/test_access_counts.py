@@ -15,9 +15,9 @@ from langmem_tiers import TieredMemoryStore
 from langmem_tiers.long_term.store.records import item_id
 from langmem_tiers.sql import migrations as schema
 from langmem_tiers.sql.dialect import ITEM_ACCESS, Dialect
-from langmem_tiers.sql.flow import Sql, Transaction
 
 from .fakes import default_index
+from .sql_helpers import backend_url, store_rows
 
 NS = ("u1", "semantic")
 TEXTS = {
@@ -27,24 +27,8 @@ TEXTS = {
 }
 
 
-def _url(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
-    if backend == "postgres":
-        return str(request.getfixturevalue("postgres_url"))
-    return f"sqlite:///{tmp_path}/memory.db"
-
-
-def _query(store: Any, sql: str, params: list[Any] | None = None) -> list[tuple[Any, ...]]:
-    def flow() -> Any:
-        return (yield Sql(sql, params or []))
-
-    def tx() -> Any:
-        return (yield Transaction(flow()))
-
-    return list(store.db.run(tx()))
-
-
 def _counts(store: Any) -> dict[str, int]:
-    rows = _query(store, f"SELECT id, access_count FROM {ITEM_ACCESS}")
+    rows = store_rows(store, f"SELECT id, access_count FROM {ITEM_ACCESS}")
     return {str(i): int(n) for i, n in rows}
 
 
@@ -56,7 +40,7 @@ def _open(url: str) -> Any:
 def test_searches_count_what_they_return_and_a_delete_forgets_it(
     backend: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
-    with _open(_url(backend, tmp_path, request)) as store:
+    with _open(backend_url(backend, tmp_path, request)) as store:
         for key, text in TEXTS.items():
             store.put(NS, key, {"content": text})
         found = [h.key for h in store.search(NS, query="apple", limit=2)]
@@ -81,11 +65,11 @@ def test_counting_accesses_leaves_the_items_rows_as_they_are(postgres_url: str) 
         for key, text in TEXTS.items():
             store.put(NS, key, {"content": text})
         versions = "SELECT id, xmin::text FROM lmt_items ORDER BY id"
-        before = _query(store, versions)
+        before = store_rows(store, versions)
         for _ in range(3):
             store.search(NS, query="apple", limit=3)
         store.db.run(store.core.flush_flow())
-        after = _query(store, versions)
+        after = store_rows(store, versions)
         counted = _counts(store)
     assert after == before
     assert set(counted.values()) == {3}
@@ -98,7 +82,7 @@ def test_counts_kept_in_the_items_rows_survive_the_upgrade(
     monkeypatch: pytest.MonkeyPatch,
     request: pytest.FixtureRequest,
 ) -> None:
-    url = _url(backend, tmp_path, request)
+    url = backend_url(backend, tmp_path, request)
     full: Callable[[Dialect], list[Any]] = schema.migrations
     at = datetime(2026, 5, 1, 12, 0, tzinfo=timezone.utc)
     with monkeypatch.context() as old:
@@ -111,13 +95,13 @@ def test_counts_kept_in_the_items_rows_survive_the_upgrade(
             for key, text in TEXTS.items():
                 store.put(NS, key, {"content": text})
             # What a release of that time wrote when it flushed its counts.
-            _query(
+            store_rows(
                 store,
                 "UPDATE lmt_items SET access_count = 4, last_accessed_at = ? WHERE key = 'm1'",
                 [store.db.dialect.ts_param(at)],
             )
     with _open(url) as store:
-        rows = _query(store, f"SELECT id, access_count, last_accessed_at FROM {ITEM_ACCESS}")
+        rows = store_rows(store, f"SELECT id, access_count, last_accessed_at FROM {ITEM_ACCESS}")
         dialect = store.db.dialect
         assert [(i, n, dialect.ts_value(t)) for i, n, t in rows] == [(item_id(NS, "m1"), 4, at)]
         store.put(NS, "m3", {"content": "apple crumble"})
@@ -135,12 +119,12 @@ def test_the_counts_table_is_analyzed_as_it_grows(postgres_url: str) -> None:
     estimate = f"SELECT reltuples FROM pg_class WHERE oid = to_regclass('{ITEM_ACCESS}')"
     with _open(postgres_url) as store:
         store.batch([PutOp(NS, f"k{i}", {"content": f"note {i} on apples"}) for i in range(600)])
-        _query(store, f"ANALYZE {ITEM_ACCESS}")
-        (empty,) = _query(store, estimate)
+        store_rows(store, f"ANALYZE {ITEM_ACCESS}")
+        (empty,) = store_rows(store, estimate)
         ids = [item_id(NS, f"k{i}") for i in range(600)]
         store.core.access.record(ids, datetime.now(timezone.utc))
         store.search(NS, query="apples", limit=3)  # finds the counts due: flushed, analyzed
-        (grown,) = _query(store, estimate)
+        (grown,) = store_rows(store, estimate)
         pending = len(store.core.access.counts)
     assert empty[0] <= 0
     assert grown[0] >= 600

@@ -35,10 +35,10 @@ from langmem_tiers.sql.dialect import (
     PostgresDialect,
     SqliteDialect,
 )
-from langmem_tiers.sql.flow import Sql, Transaction
 
 from .fakes import KeywordEmbeddings, default_index
 from .old_schema import with_access_table, write_terms_table
+from .sql_helpers import backend_url, store_rows
 
 NS = ("u1", "semantic")
 AGENT_1 = namespace_for("agent-1", "episodic")[:-1]
@@ -50,45 +50,29 @@ TEXTS = {
 }
 
 
-def _query(store: Any, sql: str, params: list[Any] | None = None) -> list[tuple[Any, ...]]:
-    def flow() -> Any:
-        return (yield Sql(sql, params or []))
-
-    def tx() -> Any:
-        return (yield Transaction(flow()))
-
-    return list(store.db.run(tx()))
-
-
-def _url(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
-    if backend == "postgres":
-        return str(request.getfixturevalue("postgres_url"))
-    return f"sqlite:///{tmp_path}/memory.db"
-
-
 def _item_indexes(store: Any, backend: str) -> set[str]:
     if backend == "sqlite":
         sql = f"SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = '{ITEMS}'"
     else:
         sql = f"SELECT indexname FROM pg_indexes WHERE tablename = '{ITEMS}'"
         sql += " AND schemaname = current_schema()"
-    return {name for (name,) in _query(store, sql)}
+    return {name for (name,) in store_rows(store, sql)}
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
 def test_terms_rows_are_the_analyzer_frequencies(
     backend: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
-    url = _url(backend, tmp_path, request)
+    url = backend_url(backend, tmp_path, request)
     with TieredMemoryStore.from_url(url, index=default_index(fields=("content",))) as store:
         for key, text in TEXTS.items():
             store.put(NS, key, {"content": text})
         store.put(NS, "empty-text", {"content": "the and of"})  # stop words only: no terms
-        rows = _query(store, f"SELECT item_id, term, tf FROM {TERMS}")
-        packed = dict(_query(store, f"SELECT id, terms FROM {ITEMS}"))
+        rows = store_rows(store, f"SELECT item_id, term, tf FROM {TERMS}")
+        packed = dict(store_rows(store, f"SELECT id, terms FROM {ITEMS}"))
         # A rewrite replaces the terms of the item, and only of that item.
         store.put(NS, "plain", {"content": "a bicycle"})
-        after = _query(store, f"SELECT item_id, term, tf FROM {TERMS}")
+        after = store_rows(store, f"SELECT item_id, term, tf FROM {TERMS}")
 
     expected = {
         item_id(NS, key): bm25.term_frequencies(bm25.analyze(text)) for key, text in TEXTS.items()
@@ -109,9 +93,11 @@ def test_terms_rows_are_the_analyzer_frequencies(
 
 def _live_index_columns(store: Any, backend: str) -> list[str]:
     if backend == "sqlite":
-        rows = _query(store, f"SELECT name FROM pragma_index_info('{ITEMS}_live') ORDER BY seqno")
+        rows = store_rows(
+            store, f"SELECT name FROM pragma_index_info('{ITEMS}_live') ORDER BY seqno"
+        )
     else:
-        rows = _query(
+        rows = store_rows(
             store,
             "SELECT a.attname FROM pg_index x"
             " JOIN pg_class c ON c.oid = x.indexrelid"
@@ -132,7 +118,7 @@ def test_the_live_index_holds_every_membership_time_after_an_upgrade(
 ) -> None:
     """The next time a namespace's members change at is read from the live index alone,
     on a new database and on one made before the index held every time."""
-    url = _url(backend, tmp_path, request)
+    url = backend_url(backend, tmp_path, request)
     full: Callable[[Dialect], list[Any]] = schema.migrations
     with monkeypatch.context() as old:
         old.setattr(
@@ -165,7 +151,7 @@ def test_the_index_migration_upgrades_in_place(
     monkeypatch: pytest.MonkeyPatch,
     request: pytest.FixtureRequest,
 ) -> None:
-    url = _url(backend, tmp_path, request)
+    url = backend_url(backend, tmp_path, request)
     full: Callable[[Dialect], list[Any]] = schema.migrations
     with monkeypatch.context() as old:
         old.setattr(
@@ -224,14 +210,14 @@ def test_the_index_migration_upgrades_in_place(
 def test_stored_vectors_are_the_unit_vectors_in_float32(
     backend: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
-    url = _url(backend, tmp_path, request)
+    url = backend_url(backend, tmp_path, request)
     embeddings = KeywordEmbeddings()
     with TieredMemoryStore.from_url(
         url, index={"dims": embeddings.dims, "embed": embeddings, "fields": ["content"]}
     ) as store:
         store.batch([PutOp(NS, key, {"content": text}) for key, text in TEXTS.items()])
         column = "embedding" if backend == "sqlite" else "embedding::text"
-        rows = dict(_query(store, f"SELECT item_id, {column} FROM {VECTORS}"))
+        rows = dict(store_rows(store, f"SELECT item_id, {column} FROM {VECTORS}"))
     assert len(rows) == len(TEXTS)
     for key, text in TEXTS.items():
         raw = rows[item_id(NS, key)]
@@ -247,7 +233,7 @@ def test_stored_vectors_are_the_unit_vectors_in_float32(
 def test_an_items_terms_go_with_it(
     backend: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
-    url = _url(backend, tmp_path, request)
+    url = backend_url(backend, tmp_path, request)
     with TieredMemoryStore.from_url(url, index=default_index(fields=("content",))) as store:
         store.batch([PutOp(NS, key, {"content": text}) for key, text in TEXTS.items()])
         store.put(NS, "brief", {"content": "a short lived memory"}, ttl=1)
@@ -255,13 +241,13 @@ def test_an_items_terms_go_with_it(
         store.batch([PutOp(NS, "accents", None), PutOp(NS, "scripts", None)])
         later = store.core.dialect.now() + timedelta(minutes=5)
         assert store.db.run(store.core.sweep_flow(now=later)) == 1
-        left = {i for (i,) in _query(store, f"SELECT DISTINCT item_id FROM {TERMS}")}
+        left = {i for (i,) in store_rows(store, f"SELECT DISTINCT item_id FROM {TERMS}")}
         assert left == {kept, item_id(NS, "quotes")}
         if backend == "postgres":
             # Whatever deletes an item, its terms go with it: SQL of its own too (they
             # are a view of the item's row).
-            _query(store, f"DELETE FROM {ITEMS} WHERE id = ?", [kept])
-            left = {i for (i,) in _query(store, f"SELECT DISTINCT item_id FROM {TERMS}")}
+            store_rows(store, f"DELETE FROM {ITEMS} WHERE id = ?", [kept])
+            left = {i for (i,) in store_rows(store, f"SELECT DISTINCT item_id FROM {TERMS}")}
             assert left == {item_id(NS, "quotes")}
 
 
@@ -272,6 +258,6 @@ def test_the_value_limit_counts_the_json_text_as_stored(tmp_path: Path) -> None:
         store.put(NS, "fits", {"content": "é" * 76, "n": [1, 2]})
         with pytest.raises(InvalidContentError, match="101 characters of JSON"):
             store.put(NS, "over", {"content": "é" * 77, "n": [1, 2]})
-        (stored,) = _query(store, f"SELECT value FROM {ITEMS} WHERE key = 'fits'")[0]
+        (stored,) = store_rows(store, f"SELECT value FROM {ITEMS} WHERE key = 'fits'")[0]
         assert stored == '{"content":"' + "é" * 76 + '","n":[1,2]}'
         assert store.get(NS, "over") is None
