@@ -126,6 +126,15 @@ _ITEM_COLUMN_TYPES: dict[str, str] = {
     "doc_len": "int4",
 }
 
+# PostgreSQL's types of the columns a change of a stored memory sets (update_items_sql).
+_UPDATE_COLUMN_TYPES: dict[str, str] = {
+    **_ITEM_COLUMN_TYPES,
+    "last_used_at": "timestamptz",
+    "version": "int4",
+    "reinforcement_count": "int4",
+    "consolidated_into_id": "text",
+}
+
 # The columns whose change counts as a change of an item's namespace on update (what a
 # search keeps of a namespace depends on them; a put always sets updated_at).
 _COUNTED_ON_UPDATE = ("prefix", "value", "doc_len", "terms", "updated_at")
@@ -553,6 +562,12 @@ class Dialect:
 
         None when transactions are already serial: :attr:`add_access_sql` for each item.
         """
+        return None
+
+    def update_items_sql(self, columns: Sequence[str]) -> str | None:
+        """One statement setting ``columns`` of many items, each row its own values (one
+        ``?`` per column and then one for the ids, each a list); None where one UPDATE an
+        item costs no more (in process)."""
         return None
 
     def analyze_sql(self, table: str) -> str | None:
@@ -1093,6 +1108,16 @@ class PostgresDialect(Dialect):
             f" (hashtextextended(u.id, 11) & {_ITEM_LOCK_BUCKETS - 1})::int)"
             " ORDER BY u.id ON CONFLICT (id) DO NOTHING RETURNING a.id)"
             " SELECT id, false FROM updated UNION ALL SELECT id, true FROM added"
+        )
+
+    def update_items_sql(self, columns: Sequence[str]) -> str | None:
+        # A statement a row cost the server a statement's work each (a decay of a scope
+        # changes every memory in it).
+        arrays = ", ".join(f"?::{_UPDATE_COLUMN_TYPES[c]}[]" for c in columns)
+        sets = ", ".join(f"{c} = u.{c}" for c in columns)
+        return (
+            f"UPDATE {ITEMS} i SET {sets} FROM unnest({arrays}, ?::text[])"
+            f" AS u({', '.join(columns)}, id) WHERE i.id = u.id"
         )
 
     def analyze_sql(self, table: str) -> str | None:

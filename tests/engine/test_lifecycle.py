@@ -249,3 +249,28 @@ async def test_hard_forgetting_a_summary_unlinks_its_episodes(twin) -> None:
     assert [m.state() for m in await twin.replay("alice", now)] == [
         m.state() for m in await twin.state("alice")
     ]
+
+
+def test_changes_of_one_memory_in_one_pass_leave_the_last(engine) -> None:
+    # On PostgreSQL a pass's changes of the same columns are one statement over all their
+    # rows; two of one memory must leave what the second leaves, as one by one they did.
+    from langmem_tiers.long_term.engine.lifecycle import Change, change_flow
+    from langmem_tiers.long_term.engine.models import IMPORTANCE_DECAYED
+    from langmem_tiers.sql.flow import Transaction
+
+    first = engine.add_semantic("alice", "Alice speaks Norwegian").memory
+    second = engine.add_semantic("alice", "Alice lives in Bergen").memory
+    changes = [
+        Change(memory_id, IMPORTANCE_DECAYED, columns={"importance": value}, touch=False)
+        for memory_id, value in ((first.id, 0.5), (second.id, 0.7), (first.id, 0.3))
+    ]
+    dialect = engine.store.core.dialect
+
+    def flow():  # type: ignore[no-untyped-def]
+        return (yield Transaction(change_flow(dialect, changes, at=dialect.now(), max_chars=1000)))
+
+    engine.store.db.run(flow())
+    assert engine.get("alice", first.id).importance == pytest.approx(0.3)
+    assert engine.get("alice", second.id).importance == pytest.approx(0.7)
+    kinds = [e.type for e in engine.timeline("alice") if e.type == IMPORTANCE_DECAYED]
+    assert len(kinds) == 3

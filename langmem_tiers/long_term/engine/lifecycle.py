@@ -190,8 +190,14 @@ def change_flow(
         names = tuple(sorted(sets))
         grouped.setdefault(names, []).append([*(sets[n] for n in names), change.memory_id])
     for names, rows in grouped.items():
-        assignments = ", ".join(f"{n} = ?" for n in names)
-        yield SqlMany(f"UPDATE {ITEMS} SET {assignments} WHERE id = ?", rows)
+        statement = dialect.update_items_sql(names)
+        if statement is None:
+            assignments = ", ".join(f"{n} = ?" for n in names)
+            yield SqlMany(f"UPDATE {ITEMS} SET {assignments} WHERE id = ?", rows)
+        else:
+            # One row an id, the last change's, as the statements one by one would leave it.
+            last = list({row[-1]: row for row in rows}.values())
+            yield Sql(statement, [list(column) for column in zip(*last, strict=True)])
     after = yield from snapshot_flow(dialect, ids)
     events = []
     for change in changes:
