@@ -12,7 +12,7 @@ import pytest
 from langgraph.store.base import BaseStore
 
 from langmem_tiers.errors import InvalidFilterError, ValidationError
-from langmem_tiers.long_term.store.search.time import parse_time_query
+from langmem_tiers.long_term.store.search.time import parse_time_query, says_when
 from langmem_tiers.sql.dialect import TERMS
 from langmem_tiers.sql.flow import Sql
 
@@ -77,6 +77,67 @@ def test_no_time_expression_no_window(query: str) -> None:
 )
 def test_present_tense_questions(query: str, present: bool) -> None:
     assert parse_time_query(query, NOW).present is present
+
+
+@pytest.mark.parametrize(
+    ("query", "asks"),
+    [
+        ("When did Jo move to Lisbon?", True),
+        ("when is the launch", True),
+        ("How long has Sam played chess?", True),
+        ("Which year did Ann adopt her dog?", True),
+        ("In what month did they marry?", True),
+        ("How many days passed between the two trips?", True),
+        ("What time is the meeting?", True),
+        ("Where did Jo move when she left?", False),
+        ("What did Jo do last week?", False),
+        ("How many dogs does Ann have?", False),
+        ("whenever you like", False),
+    ],
+)
+def test_questions_that_ask_when(query: str, asks: bool) -> None:
+    assert parse_time_query(query, NOW).asks_when is asks
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("Last week I went on a trip to Canada", True),
+        ("Yesterday we adopted a puppy", True),
+        ("I've had them for 3 years!", True),
+        ("Let's go hiking next month", True),
+        ("We met two days ago", True),
+        ("See you on Saturday", True),
+        ("We married in 2021", True),
+        ("The party is in May", True),
+        ("We got back in September", True),
+        ("I love hiking with the dogs", False),
+        ("You may like it", False),
+        ("Call me at 555-2024-11", False),
+        ("Thanks, that sounds great!", False),
+    ],
+)
+def test_texts_that_say_when(text: str, says: bool) -> None:
+    assert says_when(text) is says
+
+
+def test_a_question_asking_when_prefers_the_memory_that_says_when(
+    make_store: Callable[..., BaseStore], ours: None
+) -> None:
+    """The answer to "when" is a time: the turn that tells the move with its time is the
+    evidence, before one that shares more of the question's words but says no time."""
+    store = make_store(index=None)  # words alone
+    at = "2024-03-01T10:00:00+00:00"
+    store.put(EPISODIC, "talk", {"content": "Jo loves the flat in Lisbon", "event_timestamp": at})
+    store.put(EPISODIC, "told", {"content": "Jo moved last spring", "event_timestamp": at})
+    query = "When did Jo move into the flat in Lisbon?"
+    off = store.search(EPISODIC, query=query, filter={"$search": {"time": "off"}})
+    assert [h.key for h in off] == ["talk", "told"], [(h.key, h.score) for h in off]
+    hits = store.search(EPISODIC, query=query)
+    assert [h.key for h in hits] == ["told", "talk"], [(h.key, h.score) for h in hits]
+    # Not a question about a time: the closer match stays first.
+    hits = store.search(EPISODIC, query="Jo moving into the flat in Lisbon")
+    assert hits[0].key == "talk", [(h.key, h.score) for h in hits]
 
 
 def _put_events(store: BaseStore) -> None:

@@ -42,13 +42,12 @@ from functools import lru_cache
 from typing import Any, TypeVar
 
 from langmem_tiers.long_term.store.search import bm25
-from langmem_tiers.long_term.store.search.ranking import Ranked
+from langmem_tiers.long_term.store.search.ranking import Ranked, boost_reachable
 
 __all__ = [
     "AUTHOR_BOOST",
     "AUTHOR_FIELDS",
     "ROLE_NAMES",
-    "AuthorCache",
     "author_boosts",
     "author_terms",
     "by_author",
@@ -125,50 +124,13 @@ def by_author(
     authors_of: Callable[[str], Collection[str]],
 ) -> list[Ranked]:
     """``ranked`` (best first) with :func:`author_boosts` applied; its first ``want`` are
-    exact.
-
-    Only candidates that could still reach the first ``want`` are looked at (their values
-    read by ``authors_of``): one whose score is below ``1 - AUTHOR_BOOST`` of the
-    ``want``-th cannot pass any of the first ``want``, which keep at least that much.
-    """
-    if not query_terms or want <= 0 or len(ranked) < 2:
+    exact. Only candidates that could still reach them have their authors read
+    (``authors_of``; see :func:`~.ranking.boost_reachable`)."""
+    if not query_terms:
         return list(ranked)
-    bar = ranked[min(want, len(ranked)) - 1].score * (1.0 - AUTHOR_BOOST)
-    reach = next((n for n, r in enumerate(ranked) if r.score < bar), len(ranked))
-    boosts = author_boosts({r.id: authors_of(r.id) for r in ranked[:reach]}, query_terms)
-    if not boosts:
-        return list(ranked)
-    moved = sorted(
-        (r._replace(score=r.score * boosts[r.id]) for r in ranked[:reach]),
-        key=lambda r: (-r.score, r.id),
+    return boost_reachable(
+        ranked,
+        want,
+        AUTHOR_BOOST,
+        lambda head: author_boosts({r.id: authors_of(r.id) for r in head}, query_terms),
     )
-    return moved + list(ranked[reach:])
-
-
-class AuthorCache:
-    """The authors of the memories searches have ranked, by item and value.
-
-    A search looks at the authors of some sixty candidates; reading each one's value (JSON)
-    costs more than the rest of the ranking. The author depends on the value alone, so
-    ``(item id, hash of its stored JSON text)`` keys it for as long as this process runs,
-    whoever wrote the item and however (an update that leaves ``updated_at`` alone
-    included). At :data:`MAX_ENTRIES` the cache starts over.
-    """
-
-    MAX_ENTRIES = 100_000
-
-    def __init__(self) -> None:
-        self._terms: dict[tuple[str, object], frozenset[str]] = {}
-
-    def get(
-        self, item_id: str, version: object, read: Callable[[], Collection[str]]
-    ) -> frozenset[str]:
-        """The author terms of ``item_id`` at ``version`` (of its value); ``read`` finds
-        them on a miss."""
-        key = (item_id, version)
-        terms = self._terms.get(key)
-        if terms is None:
-            if len(self._terms) >= self.MAX_ENTRIES:
-                self._terms = {}
-            terms = self._terms[key] = frozenset(read())
-        return terms

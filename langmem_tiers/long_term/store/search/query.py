@@ -30,12 +30,13 @@ from langmem_tiers.long_term.store.access import AccessBuffer
 from langmem_tiers.long_term.store.filters import compile_filter, validate_filter
 from langmem_tiers.long_term.store.records import (
     join_namespace,
+    memory_text,
     split_namespace,
     utf8_error,
     validate_namespace,
 )
 from langmem_tiers.long_term.store.search import bm25
-from langmem_tiers.long_term.store.search.authors import AuthorCache, author_terms, by_author
+from langmem_tiers.long_term.store.search.authors import author_terms, by_author
 from langmem_tiers.long_term.store.search.fusion import smooth_neighbours
 from langmem_tiers.long_term.store.search.neighbours import (
     NEIGHBOUR_KIND,
@@ -43,7 +44,8 @@ from langmem_tiers.long_term.store.search.neighbours import (
     rows_with_neighbours_sql,
 )
 from langmem_tiers.long_term.store.search.options import SearchOptions, split_options
-from langmem_tiers.long_term.store.search.ranking import Candidate, rank
+from langmem_tiers.long_term.store.search.ranking import Candidate, boost_reachable, rank
+from langmem_tiers.long_term.store.search.readings import ValueReadings
 from langmem_tiers.long_term.store.search.relevance import (
     DEFAULT_COSINE_CURVE,
     absolute_relevance,
@@ -56,7 +58,14 @@ from langmem_tiers.long_term.store.search.scope_cache import (
     ScopeCache,
     ScopeData,
 )
-from langmem_tiers.long_term.store.search.time import TimeQuery, parse_time_query, time_boosts
+from langmem_tiers.long_term.store.search.time import (
+    WHEN_BOOST,
+    TimeQuery,
+    parse_time_query,
+    says_when,
+    time_boosts,
+    when_boosts,
+)
 from langmem_tiers.long_term.store.vectors import VectorIndex
 from langmem_tiers.sql.dialect import ACCESS_COUNT_SQL, ITEMS, TERMS, Dialect
 from langmem_tiers.sql.flow import Flow, Sql
@@ -433,7 +442,8 @@ class StoreSearch:
         self.access = access
         self.dense_weight = dense_weight
         self.cosine_curve = cosine_curve
-        self.authors = AuthorCache()
+        self.authors = ValueReadings[frozenset[str]]()
+        self.told_when = ValueReadings[bool]()
         # Where the database counts changes per namespace and holds the vectors in a
         # table a statement can read, a namespace's terms and vectors are kept between
         # searches and scored in process (an index elsewhere keeps its own path).
@@ -845,6 +855,13 @@ class StoreSearch:
                 values[item_id] = json.loads(by_id[item_id][2])
             return values[item_id]
 
+        def tells_when(item_id: str) -> bool:
+            def read() -> bool:
+                value = value_of(item_id)
+                return isinstance(value, dict) and says_when(memory_text(value))
+
+            return self.told_when.get(item_id, hash(by_id[item_id][2]), read)
+
         def read_author(item_id: str) -> frozenset[str]:
             if not by_id[item_id][0].endswith(_EPISODIC_SUFFIX):
                 return frozenset()
@@ -854,6 +871,13 @@ class StoreSearch:
         def authors_of(item_id: str) -> frozenset[str]:
             return self.authors.get(item_id, hash(by_id[item_id][2]), lambda: read_author(item_id))
 
+        if search.time_query is not None and search.time_query.asks_when:
+            ranked = boost_reachable(
+                ranked,
+                want,
+                WHEN_BOOST,
+                lambda head: when_boosts({r.id: tells_when(r.id) for r in head}),
+            )
         if search.options.authors != "off":
             ranked = by_author(ranked, want, frozenset(bm25.analyze(search.query)), authors_of)
         page = ranked[search.offset : search.offset + search.limit]

@@ -34,7 +34,7 @@ Example:
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import NamedTuple
 
@@ -45,6 +45,7 @@ __all__ = [
     "Candidate",
     "Ranked",
     "ScoreComponents",
+    "boost_reachable",
     "frequency",
     "rank",
     "recency",
@@ -137,3 +138,31 @@ def rank(
         ranked.append(Ranked(c.id, score, parts))
     ranked.sort(key=lambda r: (-r.score, r.id))
     return ranked
+
+
+def boost_reachable(
+    ranked: Sequence[Ranked],
+    want: int,
+    most_lost: float,
+    boosts_of: Callable[[Sequence[Ranked]], Mapping[str, float]],
+) -> list[Ranked]:
+    """``ranked`` (best first) with the score multipliers ``boosts_of`` gives (in
+    ``[1 - most_lost, 1]``; empty: none) applied; its first ``want`` are exact.
+
+    Only the candidates that could still reach the first ``want`` are given to
+    ``boosts_of``, so what it reads of each (a value, a text) is read for few: one whose
+    score is below ``1 - most_lost`` of the ``want``-th cannot pass any of the first
+    ``want``, which keep at least that much.
+    """
+    if want <= 0 or len(ranked) < 2:
+        return list(ranked)
+    bar = ranked[min(want, len(ranked)) - 1].score * (1.0 - most_lost)
+    reach = next((n for n, r in enumerate(ranked) if r.score < bar), len(ranked))
+    boosts = boosts_of(ranked[:reach])
+    if not boosts:
+        return list(ranked)
+    moved = sorted(
+        (r._replace(score=r.score * boosts[r.id]) for r in ranked[:reach]),
+        key=lambda r: (-r.score, r.id),
+    )
+    return moved + list(ranked[reach:])

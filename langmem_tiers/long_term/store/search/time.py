@@ -38,11 +38,14 @@ __all__ = [
     "PRESENT_BOOST",
     "TIME_BOOST",
     "TIME_TERM_PREFIX",
+    "WHEN_BOOST",
     "TimeQuery",
     "Window",
     "parse_time_query",
+    "says_when",
     "time_boosts",
     "time_terms",
+    "when_boosts",
     "window_fit",
 ]
 
@@ -148,6 +151,48 @@ _PRESENT = re.compile(
     re.I,
 )
 
+_WEEKDAY_RE = "|".join(WEEKDAYS)
+_WHEN_UNIT_RE = (
+    r"(?:day|night|week|weekend|month|year|morning|afternoon|evening|summer|winter|spring"
+    r"|autumn|fall)s?"
+)
+# A question that asks for a time: its answer is a time, so its evidence says one.
+_ASKS_WHEN = re.compile(
+    r"^\W*(?:when|since\s+when|how\s+long|how\s+many\s+(?:days|weeks|months|years)"
+    r"|(?:in\s+|on\s+|at\s+)?(?:what|which)\s+(?:year|month|day|date|week|weekend|time))\b",
+    re.I,
+)
+# Words that place what a text tells in time, alone ("yesterday", "Monday", "June") or in a
+# phrase with a unit ("last week", "two years back", "for 3 years"). "May" only after a word
+# that makes it the month ("you may" is not); a year not followed by more digits or a dash
+# (an ISO date's, as in a stored timestamp).
+_WHEN_WORDS = frozenset(
+    {
+        "yesterday",
+        "today",
+        "tonight",
+        "tomorrow",
+        "recently",
+        "lately",
+        "ago",
+        *WEEKDAYS,
+        *(f"{day}s" for day in WEEKDAYS),
+        *(month for month in MONTHS if month != "may"),
+    }
+)
+_WHEN_UNITS = frozenset(
+    form
+    for unit in re.findall(r"[a-z]+", _WHEN_UNIT_RE.removesuffix("s?"))
+    for form in (unit, f"{unit}s")
+)
+_WHEN_PHRASE = re.compile(
+    rf"\b(?:(?:last|next|this|past|previous|coming|other)\s+(?:{_WHEN_UNIT_RE})"
+    rf"|(?:\d+|{_NUM_RE})\s+{_WHEN_UNIT_RE}\s+(?:back|from\s+now|later|earlier|now)"
+    rf"|for\s+(?:\d+|{_NUM_RE})\s+{_WHEN_UNIT_RE}"
+    r"|(?:in|of|last|next|this|early|late|mid)\s+may)\b"
+)
+_YEAR_SAID = re.compile(r"\b(?:19|20)\d\d(?![-\d])")
+
 
 class Window(NamedTuple):
     """A half-open time interval ``[start, end)`` a query refers to."""
@@ -165,12 +210,14 @@ class TimeQuery(NamedTuple):
 
     ``terms`` are time terms (see :func:`time_terms`) to add to the lexical query with their
     weights; ``window`` the interval the query's most specific expression means (None when it
-    names none); ``present`` whether it asks about the present state of things.
+    names none); ``present`` whether it asks about the present state of things;
+    ``asks_when`` whether it asks for a time ("When did...", "How long...", "Which year...").
     """
 
     terms: dict[str, float]
     window: Window | None
     present: bool
+    asks_when: bool = False
 
 
 def time_terms(at: datetime) -> list[str]:
@@ -304,10 +351,38 @@ def parse_time_query(query: str, now: datetime) -> TimeQuery:
         >>> q.window.start.date(), sorted(q.terms)
         (datetime.date(2024, 3, 11), ['@2024-03-11', '@monday'])
         >>> parse_time_query("You may like this", now)
-        TimeQuery(terms={}, window=None, present=False)
+        TimeQuery(terms={}, window=None, present=False, asks_when=False)
+        >>> parse_time_query("When did Jo move to Lisbon?", now).asks_when
+        True
     """
     terms, window = _time_expressions(query, now)
-    return TimeQuery(terms, window, bool(_PRESENT.search(query)))
+    return TimeQuery(
+        terms, window, bool(_PRESENT.search(query)), _ASKS_WHEN.match(query) is not None
+    )
+
+
+def says_when(text: str) -> bool:
+    """Whether ``text`` places what it tells in time: a relative day, week or month
+    ("yesterday", "last week", "two years ago", "for 3 years", "next month"), a weekday, a
+    month or a year.
+
+    Example::
+
+        >>> says_when("Last week I went on a trip to Canada"), says_when("Canada is huge")
+        (True, False)
+        >>> says_when("You may like it"), says_when("We met in May"), says_when("Since 2021")
+        (False, True, True)
+    """
+    lowered = text.lower()
+    words = set(_WORD.findall(lowered))
+    if not words.isdisjoint(_WHEN_WORDS):
+        return True
+    if _DIGIT.search(text) is not None and _YEAR_SAID.search(text) is not None:
+        return True
+    # The phrases' pattern is tried only where a word it needs occurs.
+    return ("may" in words or not words.isdisjoint(_WHEN_UNITS)) and (
+        _WHEN_PHRASE.search(lowered) is not None
+    )
 
 
 def _time_expressions(query: str, now: datetime) -> tuple[dict[str, float], Window | None]:
@@ -466,6 +541,9 @@ def window_fit(at: datetime, window: Window) -> float:
 TIME_BOOST = 0.5
 #: How much of its score the oldest candidate of a present-tense query keeps less than the newest.
 PRESENT_BOOST = 0.3
+#: How much of its score a candidate that does not say when (:func:`says_when`) keeps less
+#: than one that does, for a question that asks when.
+WHEN_BOOST = 0.3
 
 
 def time_boosts(times: Mapping[K, datetime], query: TimeQuery) -> dict[K, float]:
@@ -499,3 +577,22 @@ def time_boosts(times: Mapping[K, datetime], query: TimeQuery) -> dict[K, float]
     if all(v == 1.0 for v in out.values()):
         return {}
     return out
+
+
+def when_boosts(told: Mapping[K, bool]) -> dict[K, float]:
+    """Score multipliers for the candidates of a question that asks when (``told``: whether
+    each one's text says when, :func:`says_when`): those that do keep their score, the
+    others ``1 - WHEN_BOOST`` (empty: no change).
+
+    The answer to "When did Jo move?" is a time, so the memory that tells the move with
+    its time ("Jo moved here last spring") is the evidence, more than one that only talks
+    about it ("Jo loves the new flat").
+
+    Example::
+
+        >>> when_boosts({"told": says_when("We moved last spring"), "other": False})
+        {'told': 1.0, 'other': 0.7}
+    """
+    if all(told.values()) or not any(told.values()):
+        return {}
+    return {key: 1.0 if said else 1.0 - WHEN_BOOST for key, said in told.items()}
