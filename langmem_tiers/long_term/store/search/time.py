@@ -11,7 +11,9 @@ Two halves, both offline and rule-based:
   ("yesterday", "two days ago", "last week", "on Monday", "3 months ago"), and answers the
   time terms to search with, the window the query means (to boost or filter candidates
   with :func:`window_fit`), and whether the query asks about the present ("now", "current",
-  "still", "these days"), which favours the newest evidence.
+  "still", "these days"), which favours the newest evidence, and whether it asks when
+  ("When did...", "How long...", "Which year..."), which favours the memories whose text
+  says when (:func:`says_when`, :func:`when_boosts`).
 
 Example::
 
