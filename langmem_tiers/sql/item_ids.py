@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -30,6 +31,8 @@ __all__ = ["ID_MAP", "item_id", "rekey_items_flow"]
 _ITEM_ID_NAMESPACE = uuid.UUID("6f1c8a52-3b7e-4d3a-9a53-1f0e2d6c7b90")
 _NAMESPACE_BYTES = _ITEM_ID_NAMESPACE.bytes
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+# What ``_encode`` escapes in a string (it leaves every other character as it is).
+_ESCAPED = re.compile(r'[\x00-\x1f"\\]')
 
 #: Old id -> new id of every item the id migration renamed. Kept after the migration, so
 #: an index outside the database (Qdrant) can rename its points when it next starts.
@@ -45,12 +48,29 @@ def item_id(namespace: Sequence[str], key: str) -> str:
     ``uuid.uuid5`` computed directly (the same text; tests compare the two): every put
     derives one, and two UUID objects per id cost more than the hash.
     """
-    encoded = _encode([list(namespace), key])
+    encoded = _id_text(list(namespace), key)
     digest = bytearray(hashlib.sha1(_NAMESPACE_BYTES + encoded.encode("utf-8")).digest()[:16])
     digest[6] = (digest[6] & 0x0F) | 0x50  # version 5
     digest[8] = (digest[8] & 0x3F) | 0x80  # RFC 4122 variant
     h = digest.hex()
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+def _id_text(labels: list[str], key: str) -> str:
+    """The JSON text of ``[labels, key]`` that an id hashes, as ``_encode`` writes it.
+
+    Strings with nothing to escape (no quote, backslash or control character: nearly
+    every label and key) are written as they are, five times faster than the encoder.
+    """
+    if (
+        labels
+        and type(key) is str
+        and all(type(label) is str for label in labels)
+        and _ESCAPED.search(key) is None
+        and _ESCAPED.search("".join(labels)) is None
+    ):
+        return '[["' + '","'.join(labels) + '"],"' + key + '"]'
+    return _encode([labels, key])
 
 
 def _new_id(prefix: str, key: str) -> str:

