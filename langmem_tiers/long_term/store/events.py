@@ -236,7 +236,8 @@ def created_events_request(
             *_who(),
             ids,
             [event_type for _, event_type, _ in created],
-            [compact_json(metadata) for _, _, metadata in created],
+            # Most creations carry no metadata: its text needs no encoder.
+            [compact_json(metadata) if metadata else "{}" for _, _, metadata in created],
             ids,
         ],
     )
