@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from langmem_tiers.config import RankingWeights, Settings
 from langmem_tiers.errors import ConfigurationError
@@ -13,6 +15,7 @@ from langmem_tiers.long_term.store.search.ranking import (
     Candidate,
     frequency,
     rank,
+    recency,
 )
 
 NOW = datetime(2025, 6, 1, tzinfo=timezone.utc)
@@ -102,3 +105,48 @@ def test_one_access_breaks_a_relevance_tie() -> None:
         "used",
         "unused",
     ]
+
+
+_unit_ish = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from([0.0, -0.0, 1.0, 1, 0, True, False, 2]),
+)
+
+
+@given(
+    relevance=_unit_ish,
+    confidence=_unit_ish,
+    age=st.floats(min_value=-1e9, max_value=1e10, allow_nan=False),
+    access_count=st.integers(min_value=-5, max_value=10**9),
+    half_life=st.floats(min_value=0.01, max_value=1e5),
+    mode=st.sampled_from(["gated", "linear"]),
+)
+def test_components_are_exactly_the_clamped_inputs_recency_and_frequency(
+    relevance: float,
+    confidence: float,
+    age: float,
+    access_count: int,
+    half_life: float,
+    mode: str,
+) -> None:
+    """rank() writes the components out inline for speed: bit for bit (and type for
+    type) what ``min(1, max(0, x))``, :func:`recency` and :func:`frequency` give."""
+    when = NOW - timedelta(seconds=age)
+    weights = RankingWeights()
+    [ranked] = rank(
+        [Candidate("m", relevance, when, access_count, confidence)], weights, half_life, NOW, mode
+    )  # type: ignore[arg-type]
+    expected = (
+        min(1.0, max(0.0, relevance)),
+        recency(when, NOW, half_life),
+        frequency(access_count),
+        min(1.0, max(0.0, confidence)),
+    )
+    assert tuple(ranked.components) == expected
+    assert [type(x) for x in ranked.components] == [type(x) for x in expected]
+    sem, rec, freq, conf = expected
+    context = weights.recency * rec + weights.frequency * freq + weights.confidence * conf
+    score = (
+        sem * (weights.semantic + context) if mode == "gated" else weights.semantic * sem + context
+    )
+    assert ranked.score == score

@@ -125,17 +125,23 @@ def rank(
     w_semantic, w_recency = weights.semantic, weights.recency
     w_frequency, w_confidence = weights.frequency, weights.confidence
     gated = mode == "gated"
+    exp = math.exp
     ranked: list[Ranked] = []
+    # recency(), frequency() and the clamps written out, the same arithmetic in the same
+    # order (the same scores to the last bit): a call apiece cost a search of fifty
+    # candidates a tenth of its ranking.
     for c in candidates:
-        parts = ScoreComponents(
-            min(1.0, max(0.0, c.relevance)),
-            recency(c.time, now, half_life_days),
-            frequency(c.access_count),
-            min(1.0, max(0.0, c.confidence)),
-        )
-        context = w_recency * parts[1] + w_frequency * parts[2] + w_confidence * parts[3]
-        score = parts[0] * (w_semantic + context) if gated else w_semantic * parts[0] + context
-        ranked.append(Ranked(c.id, score, parts))
+        semantic = c.relevance
+        semantic = 1.0 if semantic >= 1.0 else semantic if semantic > 0.0 else 0.0
+        confidence = c.confidence
+        confidence = 1.0 if confidence >= 1.0 else confidence if confidence > 0.0 else 0.0
+        age_days = (now - c.time).total_seconds() / 86_400.0
+        fresh = exp(-_LN2 * (age_days if age_days > 0.0 else 0.0) / half_life_days)
+        count = c.access_count if c.access_count > 0 else 0
+        used = count / (count + FREQUENCY_HALF_COUNT)
+        context = w_recency * fresh + w_frequency * used + w_confidence * confidence
+        score = semantic * (w_semantic + context) if gated else w_semantic * semantic + context
+        ranked.append(Ranked(c.id, score, ScoreComponents(semantic, fresh, used, confidence)))
     ranked.sort(key=lambda r: (-r.score, r.id))
     return ranked
 

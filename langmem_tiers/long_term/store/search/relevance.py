@@ -126,9 +126,24 @@ def absolute_relevance(
     ``weight`` the dense side's weight against the lexical side's 1.
     """
     total = 1.0 + weight
+    mid, width = curve
+    exp = math.exp
     out: dict[K, float] = {}
+    # lexical_relevance(), dense_relevance() and the clamp written out, the same arithmetic
+    # in the same order (the same values to the last bit): a search relates some fifty
+    # candidates, and the calls cost more than the arithmetic.
     for key in dict.fromkeys([*dense, *lexical]):
-        lex = lexical_relevance(float(lexical.get(key, 0.0)), idf_mass)
-        den = dense_relevance(float(dense[key]), curve) if key in dense else 0.0
-        out[key] = min(1.0, max(0.0, (lex + weight * den) / total))
+        score = float(lexical.get(key, 0.0))
+        lex = 0.0 if idf_mass <= 0 or score <= 0 else 1.0 - exp(-LEXICAL_RATE * score / idf_mass)
+        if key in dense:
+            x = (float(dense[key]) - mid) / width
+            if x >= 0:
+                den = 1.0 / (1.0 + exp(-x))
+            else:
+                e = exp(x)
+                den = e / (1.0 + e)
+        else:
+            den = 0.0
+        value = (lex + weight * den) / total
+        out[key] = 1.0 if value >= 1.0 else value if value > 0.0 else 0.0
     return out
