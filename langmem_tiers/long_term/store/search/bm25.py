@@ -350,6 +350,7 @@ def expand_query(
         return base
     use_idf = doc_frequencies is not None and n_docs is not None and n_docs > 0
     mass: dict[str, float] = {}
+    idf_of: dict[str, float] = {}  # a term of several feedback items: its idf once
     for tfs, score in zip(feedback_docs, feedback_scores, strict=False):
         length = sum(tfs.values())
         if score <= 0 or length <= 0:
@@ -359,10 +360,13 @@ def expand_query(
                 continue
             value = (score / best) * tf / length
             if use_idf:
-                assert doc_frequencies is not None
-                assert n_docs is not None
-                df = max(1, min(doc_frequencies.get(term, 1), n_docs))
-                value *= math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+                idf = idf_of.get(term)
+                if idf is None:
+                    assert doc_frequencies is not None
+                    assert n_docs is not None
+                    df = max(1, min(doc_frequencies.get(term, 1), n_docs))
+                    idf = idf_of[term] = math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+                value *= idf
             mass[term] = mass.get(term, 0.0) + value
     chosen = sorted(mass.items(), key=lambda kv: (-kv[1], kv[0]))[:n_terms]
     chosen_total = sum(v for _, v in chosen)
