@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from langmem_tiers import TieredMemoryStore
 from langmem_tiers.config import Settings
@@ -1607,3 +1609,26 @@ def test_concurrent_writers_leave_every_entry_right(db: str) -> None:
             assert _scores(store, prefix, "apple shared music", 100) == _scores(
                 reader, prefix, "apple shared music", 100
             )
+
+
+@given(
+    st.lists(st.sampled_from([0.0, -0.0, 0.25, 0.5, 0.5, 1.0, -1.0]), min_size=0, max_size=30),
+    st.integers(min_value=0, max_value=35),
+    st.booleans(),
+    st.sampled_from([np.float64, np.float32]),
+    st.randoms(use_true_random=False),
+)
+def test_top_rows_are_the_best_values_ties_in_id_order(
+    values: list[float], k: int, subset: bool, dtype: Any, rnd: Any
+) -> None:
+    """``_top_rows`` (the cache's partial sort) against sorting every row: the ``k``
+    highest values among the rows asked, best first, ties by id; many ties on purpose."""
+    array = np.array(values, dtype=dtype)
+    ids = [f"id{rnd.randrange(10**6):07d}-{n}" for n in range(len(values))]
+    rows = sorted(rnd.sample(range(len(values)), len(values) // 2)) if subset else None
+    asked = range(len(values)) if rows is None else rows
+    expected = sorted(asked, key=lambda r: (-float(array[r]), ids[r]))[:k]
+    found = scope_cache._top_rows(
+        array, k, None if rows is None else np.array(rows, dtype=np.int64), ids
+    )
+    assert found == expected

@@ -97,12 +97,14 @@ class AccessBuffer:
         rows = sorted(self.take(), key=lambda row: row[2])
         if not rows:
             return
+        # The items a search returned share its instant: each instant is written once.
+        stamps = {at: dialect.ts_param(at) for at in {at for _, at, _ in rows}}
         try:
             statement = dialect.add_accesses_sql()
             if statement is None:
                 yield SqlMany(
                     dialect.add_access_sql,
-                    [(n, dialect.ts_param(at), item_id) for n, at, item_id in rows],
+                    [(n, stamps[at], item_id) for n, at, item_id in rows],
                 )
                 return
             written = yield Sql(
@@ -110,7 +112,7 @@ class AccessBuffer:
                 [
                     [item_id for _, _, item_id in rows],
                     [n for n, _, _ in rows],
-                    [dialect.ts_param(at) for _, at, _ in rows],
+                    [stamps[at] for _, at, _ in rows],
                 ],
             )
             done = {r[0] for r in written}

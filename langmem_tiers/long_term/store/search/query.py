@@ -271,7 +271,7 @@ def prepare_search(
             "(i.valid_from IS NULL OR i.valid_from <= ?) AND (i.valid_until IS NULL OR i.valid_until > ?)"
         )
         instant_slots.extend([len(bound), len(bound) + 1])
-        bound.extend([dialect.ts_param(at), dialect.ts_param(at)])
+        bound.extend([dialect.ts_param(at)] * 2)
     text = op.query if op.query and op.query.strip() else None
     time_query = parse_time_query(text, at) if text and options.time != "off" else None
     if time_query is not None and time_query.window is not None and options.time == "filter":

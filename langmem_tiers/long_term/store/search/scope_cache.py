@@ -530,9 +530,8 @@ class ScopeData:
             return _best_per_item(
                 [self.vector_ids[r] for r in chosen], sims[chosen].tolist(), k, include
             )
-        best = {
-            self.vector_ids[r]: float(sims[r]) for r in _top_rows(sims, k, rows, self.vector_ids)
-        }
+        top = _top_rows(sims, k, rows, self.vector_ids)
+        best = dict(zip([self.vector_ids[r] for r in top], sims[top].tolist()))
         row_of = self._vector_row_of
         for item in include:
             if item not in best and item in members and item in row_of:
@@ -627,14 +626,17 @@ def _frequencies(numerals: list[str]) -> np.ndarray:
 def _top_rows(values: np.ndarray, k: int, rows: np.ndarray | None, ids: Sequence[str]) -> list[int]:
     """The rows of the ``k`` highest ``values`` (among ``rows``, default all), best first,
     ties in id order: a partial sort, then every row tied with the k-th value is sorted."""
+    if k <= 0:
+        return []
     candidates = values if rows is None else values[rows]
     if len(candidates) > k:
         kth = np.partition(candidates, len(candidates) - k)[len(candidates) - k]
         chosen = np.flatnonzero(candidates >= kth)
     else:
         chosen = np.arange(len(candidates))
-    picked = chosen if rows is None else rows[chosen]
-    ordered = sorted((-float(values[r]), ids[r], r) for r in picked.tolist())
+    picked = (chosen if rows is None else rows[chosen]).tolist()
+    # One array read for every value (an element read apiece cost more than the sort).
+    ordered = sorted(zip((-values[picked]).tolist(), [ids[r] for r in picked], picked))
     return [r for _, _, r in ordered[:k]]
 
 
@@ -677,7 +679,8 @@ class ArrayScores(Mapping[str, float]):
         """The ``k`` best ``(item, score)``, best first, ties in id order."""
         positive = np.flatnonzero(self._scores > 0)
         ids = self._data.ids
-        return [(ids[r], float(self._scores[r])) for r in _top_rows(self._scores, k, positive, ids)]
+        rows = _top_rows(self._scores, k, positive, ids)
+        return list(zip([ids[r] for r in rows], self._scores[rows].tolist()))
 
 
 def _best_per_item(
