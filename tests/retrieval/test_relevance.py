@@ -43,7 +43,8 @@ def test_relevance_is_the_clamped_weighted_mean_of_both_sides(
         lex = lexical_relevance(float(lexical.get(key, 0.0)), mass)
         den = dense_relevance(float(dense[key]), curve) if key in dense else 0.0
         assert value == min(1.0, max(0.0, (lex + weight * den) / (1.0 + weight)))
-        assert type(value) is float and 0.0 <= value <= 1.0
+        assert type(value) is float
+        assert 0.0 <= value <= 1.0
 
 
 def test_a_lone_hit_scores_by_its_match_not_by_being_alone() -> None:

@@ -531,7 +531,7 @@ class ScopeData:
                 [self.vector_ids[r] for r in chosen], sims[chosen].tolist(), k, include
             )
         top = _top_rows(sims, k, rows, self.vector_ids)
-        best = dict(zip([self.vector_ids[r] for r in top], sims[top].tolist()))
+        best = dict(zip([self.vector_ids[r] for r in top], sims[top].tolist(), strict=True))
         row_of = self._vector_row_of
         for item in include:
             if item not in best and item in members and item in row_of:
@@ -636,7 +636,7 @@ def _top_rows(values: np.ndarray, k: int, rows: np.ndarray | None, ids: Sequence
         chosen = np.arange(len(candidates))
     picked = (chosen if rows is None else rows[chosen]).tolist()
     # One array read for every value (an element read apiece cost more than the sort).
-    ordered = sorted(zip((-values[picked]).tolist(), [ids[r] for r in picked], picked))
+    ordered = sorted(zip((-values[picked]).tolist(), [ids[r] for r in picked], picked, strict=True))
     return [r for _, _, r in ordered[:k]]
 
 
@@ -680,7 +680,7 @@ class ArrayScores(Mapping[str, float]):
         positive = np.flatnonzero(self._scores > 0)
         ids = self._data.ids
         rows = _top_rows(self._scores, k, positive, ids)
-        return list(zip([ids[r] for r in rows], self._scores[rows].tolist()))
+        return list(zip([ids[r] for r in rows], self._scores[rows].tolist(), strict=True))
 
 
 def _best_per_item(
