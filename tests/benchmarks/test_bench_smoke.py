@@ -11,6 +11,7 @@ import argparse
 import doctest
 import importlib
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ if _ROOT not in sys.path:
 from benchmarks import __main__ as bench_cli  # noqa: E402
 from benchmarks import (  # noqa: E402
     middleware_vs_summarization,
+    paired,
     report,
     stm_speed,
     store_speed,
@@ -104,11 +106,44 @@ def test_synthetic_corpus_clusters_queries_with_their_scope() -> None:
 
 
 @pytest.mark.parametrize(
-    "module", ["fakes", "report", "stm_speed", "token_savings", "middleware_vs_summarization"]
+    "module",
+    ["fakes", "paired", "report", "stm_speed", "token_savings", "middleware_vs_summarization"],
 )
 def test_docstring_examples_run(module: str) -> None:
     failures, _ = doctest.testmod(importlib.import_module(f"benchmarks.{module}"))
     assert failures == 0
+
+
+# -- paired old/new ----------------------------------------------------------------------------
+
+needs_git = pytest.mark.skipif(
+    not (Path(_ROOT) / ".git").exists(),
+    reason="extracts a committed revision: run the tests from a git checkout",
+)
+
+
+@needs_git
+def test_paired_runs_the_committed_package_beside_the_working_one(tmp_path: Path) -> None:
+    """The base revision is extracted under its own name, both sides load the same
+    memories, every query is timed on both, and the extracted package is gone after."""
+    out = tmp_path / "paired.json"
+    result = paired.main(
+        ["--base", "HEAD", "--size", "600", "--queries", "12", "--rounds", "2", "--out", str(out)]
+    )
+    assert json.loads(out.read_text()) == result
+    assert result["put_batches"]["n"] == 2  # 600 memories in batches of 500
+    assert result["searches"]["n"] == 24
+    assert result["searches"]["median_ratio"] > 0
+    assert not [m for m in sys.modules if m.startswith(paired.BASE_PACKAGE)]
+
+
+@needs_git
+def test_paired_base_is_the_package_renamed(tmp_path: Path) -> None:
+    package = paired.extract_base("HEAD", tmp_path)
+    assert package.name == paired.BASE_PACKAGE
+    text = (package / "__init__.py").read_text("utf-8")
+    assert "langmem_tiers_base" in text
+    assert re.search(r"\blangmem_tiers\b", text) is None
 
 
 # -- store speed -------------------------------------------------------------------------------
