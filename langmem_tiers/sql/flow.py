@@ -50,7 +50,8 @@ class Sql(NamedTuple):
     text: str
     params: Sequence[Any] = ()
     #: Results in the database's binary format where it has one (PostgreSQL): a bytes
-    #: value arrives as it is, not spelled out in hex for the client to decode.
+    #: value arrives as it is, not spelled out in hex for the client to decode, and a
+    #: time or a number is not parsed from its text.
     binary: bool = False
 
 

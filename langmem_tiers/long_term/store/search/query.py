@@ -794,7 +794,9 @@ class StoreSearch:
                     row_where=search.row_where,
                     row_params=search.row_params,
                 )
-                rows = yield Sql(text, params)
+                # Binary results: PostgreSQL's candidates' times and numbers arrive as
+                # they are stored, not spelled out for the client to parse again.
+                rows = yield Sql(text, params, binary=True)
                 # Every row carries the guess's check; a right guess has candidates' rows.
                 if guess is None or (rows and rows[0][_CHECK]):
                     break
