@@ -23,7 +23,6 @@ The base must have the store's public surface of today (``TieredMemoryStore.from
 from __future__ import annotations
 
 import argparse
-import importlib
 import io
 import json
 import re
@@ -32,23 +31,15 @@ import sys
 import tarfile
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import ExitStack, contextmanager
+from collections.abc import Sequence
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from benchmarks.fakes import SeededEmbeddings, SyntheticCorpus
-from benchmarks.store_speed import (
-    BATCH,
-    DEFAULT_POSTGRES_URL,
-    LIMIT,
-    Workload,
-    _index_config,
-    temporary_schema,
-    vacuum_analyze_schema,
-)
+from benchmarks.store_speed import BATCH, DEFAULT_POSTGRES_URL, LIMIT, Workload, open_system
 
 __all__ = ["BASE_PACKAGE", "extract_base", "main", "paired_summary"]
 
@@ -98,26 +89,6 @@ def paired_summary(old: Sequence[float], new: Sequence[float]) -> dict[str, floa
     }
 
 
-@contextmanager
-def _store(
-    package: str, backend: str, postgres_url: str, embeddings: SeededEmbeddings
-) -> Iterator[tuple[Any, Any]]:
-    """An empty store of ``package``, and what to run once it is loaded (or None)."""
-    module = importlib.import_module(package)
-    with ExitStack() as stack:
-        if backend == "sqlite":
-            directory = stack.enter_context(tempfile.TemporaryDirectory(prefix="paired-"))
-            url = f"sqlite:///{directory}/memory.db"
-        else:
-            url = stack.enter_context(temporary_schema(postgres_url))
-        store = stack.enter_context(
-            module.TieredMemoryStore.from_url(
-                url, index=_index_config(embeddings), settings=module.Settings.from_env()
-            )
-        )
-        yield store, (lambda: vacuum_analyze_schema(url)) if backend == "postgres" else None
-
-
 def run(
     base: str,
     *,
@@ -145,10 +116,12 @@ def run(
         sys.path.insert(0, root)
         try:
             opened = {
-                name: stack.enter_context(_store(package, backend, postgres_url, embeddings))
+                name: stack.enter_context(
+                    open_system(f"ours-{backend}", embeddings, postgres_url, package=package)
+                )
                 for name, package in (("old", BASE_PACKAGE), ("new", PACKAGE))
             }
-            sides = {name: store for name, (store, _) in opened.items()}
+            sides = {name: store for name, (store, _, _) in opened.items()}
             puts: dict[str, list[float]] = {"old": [], "new": []}
             for n, start in enumerate(range(0, size, BATCH)):
                 ops = workload.put_ops(start, start + BATCH)
@@ -156,9 +129,8 @@ def run(
                     began = clock()
                     sides[name].batch(ops)
                     puts[name].append(clock() - began)
-            for store, settle in opened.values():
-                if settle is not None:
-                    settle()
+            for store, _, settle in opened.values():
+                settle()
                 for scope, query in workload.queries[:200]:  # every scope loaded, warm
                     store.search(workload.namespace(scope), query=query, limit=LIMIT)
             searches: dict[str, list[float]] = {"old": [], "new": []}

@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import importlib
 import json
 import os
 import re
@@ -500,10 +501,12 @@ def open_system(
     postgres_url: str,
     *,
     scope_cache_items: int | None = None,
+    package: str = "langmem_tiers",
 ) -> Iterator[tuple[BaseStore, DenseStage | None, Settle]]:
     """A fresh, empty store of system ``name``, its dense stage when it has one, and what
     to run after loading it (VACUUM ANALYZE on PostgreSQL). ``scope_cache_items``: this
-    project's setting of that name (None: its default)."""
+    project's setting of that name (None: its default); ``package``: the module this
+    project's systems are imported from (another revision's, for ``benchmarks.paired``)."""
     if name == "langgraph-inmemory":
         from langgraph.store.memory import InMemoryStore
 
@@ -533,17 +536,16 @@ def open_system(
             yield pg_store, None, lambda: vacuum_analyze_schema(url)
         return
 
-    from langmem_tiers import Settings, TieredMemoryStore
-
+    project = importlib.import_module(package)
     index = _index_config(embeddings)
     overrides: dict[str, Any] = (
         {} if scope_cache_items is None else {"scope_cache_items": scope_cache_items}
     )
-    settings = Settings.from_env(**overrides)
+    settings = project.Settings.from_env(**overrides)
     if name == "ours-sqlite":
         with (
             tempfile.TemporaryDirectory(prefix="langmem-bench-") as directory,
-            TieredMemoryStore.from_url(
+            project.TieredMemoryStore.from_url(
                 f"sqlite:///{directory}/memory.db",
                 index=index,  # type: ignore[arg-type]
                 settings=settings,
@@ -554,7 +556,7 @@ def open_system(
     qdrant = ":memory:" if name == "ours-postgres-qdrant" else None
     with (
         temporary_schema(postgres_url) as url,
-        TieredMemoryStore.from_url(
+        project.TieredMemoryStore.from_url(
             url,
             index=index,  # type: ignore[arg-type]
             qdrant=qdrant,

@@ -888,18 +888,18 @@ class StoreSearch:
         page = ranked[search.offset : search.offset + search.limit]
         if with_ttl is not None:
             with_ttl.extend(r.id for r in page if by_id[r.id][9] is not None)
-        ts_value = self.dialect.ts_value
-        out: list[SearchItem] = [
-            RankedItem(
-                split_namespace(row[0]),
-                row[1],
-                value_of(r.id),
-                ts_value(row[3]),  # type: ignore[arg-type]
-                ts_value(row[4]),  # type: ignore[arg-type]
-                r.score,
-                r.components._asdict(),
+        out: list[SearchItem] = []
+        for r in page:
+            item = item_from_row(self.dialect, by_id[r.id], value_of(r.id))
+            out.append(
+                RankedItem(
+                    item.namespace,
+                    item.key,
+                    item.value,
+                    item.created_at,
+                    item.updated_at,
+                    r.score,
+                    r.components._asdict(),
+                )
             )
-            for r in page
-            for row in (by_id[r.id],)
-        ]
         return out, [r.id for r in page]
