@@ -125,7 +125,8 @@ needs_git = pytest.mark.skipif(
 @needs_git
 def test_paired_runs_the_committed_package_beside_the_working_one(tmp_path: Path) -> None:
     """The base revision is extracted under its own name, both sides load the same
-    memories, every query is timed on both, and the extracted package is gone after."""
+    memories, each scope's first search and every query are timed on both, and the
+    extracted package is gone after."""
     out = tmp_path / "paired.json"
     result = paired.main(
         ["--base", "HEAD", "--size", "600", "--queries", "12", "--rounds", "2", "--out", str(out)]
@@ -133,6 +134,7 @@ def test_paired_runs_the_committed_package_beside_the_working_one(tmp_path: Path
     assert json.loads(out.read_text()) == result
     assert result["put_batches"]["n"] == 2  # 600 memories in batches of 500
     assert result["searches"]["n"] == 24
+    assert 0 < result["first_searches"]["n"] <= 12  # one a scope the queries name
     assert result["searches"]["median_ratio"] > 0
     assert not [m for m in sys.modules if m.startswith(paired.BASE_PACKAGE)]
 

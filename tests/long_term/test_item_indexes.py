@@ -9,7 +9,7 @@ reads those indexes served answer as before.
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -136,6 +136,46 @@ def test_the_live_index_holds_every_membership_time_after_an_upgrade(
         assert columns[:3] == ["prefix", "status", "id"]
         assert set(MEMBERSHIP_TIMES) <= set(columns)
         assert [h.key for h in store.search(NS, query="oil engine", limit=2)] == before
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_next_time_is_the_earliest_membership_time_after_an_instant(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """Over every membership time of the namespace's items, strictly after the instant;
+    empty times, earlier times and other namespaces' items do not count."""
+    url = backend_url(backend, tmp_path, request)
+    with TieredMemoryStore.from_url(url) as store:
+        for key in ("a", "b", "c", "d"):
+            store.put(NS, key, {"content": f"note {key}"})
+        store.put(("u2", "semantic"), "other", {"content": "note"})
+        d = store.db.dialect
+        since = datetime.now(timezone.utc) + timedelta(minutes=1)
+        times = {
+            ("a", "valid_from"): since + timedelta(hours=3),
+            ("b", "valid_until"): since + timedelta(hours=2),
+            ("b", "expires_at"): since - timedelta(hours=1),
+            ("c", "event_at"): since + timedelta(hours=5),
+            ("other", "valid_from"): since + timedelta(hours=1),
+        }
+        for (key, column), at in times.items():
+            store_rows(
+                store, f"UPDATE {ITEMS} SET {column} = ? WHERE key = ?", [d.ts_param(at), key]
+            )
+        under, params = d.under_namespace_sql("i.prefix", "u1.semantic")
+
+        def next_time(after: datetime) -> datetime | None:
+            sql, bound = d.next_time_sql(under, params, d.ts_param(after))
+            return d.ts_value(store_rows(store, f"SELECT {sql}", bound)[0][0])
+
+        assert next_time(since) == since + timedelta(hours=2)
+        assert next_time(since + timedelta(hours=2)) == since + timedelta(hours=3)
+        assert next_time(since + timedelta(hours=3)) == since + timedelta(hours=5)
+        assert next_time(since + timedelta(hours=5)) is None
+        # Before them all: b's expiry, then the first creation.
+        assert next_time(since - timedelta(days=1)) == since - timedelta(hours=1)
+        created = store_rows(store, f"SELECT min(created_at) FROM {ITEMS} WHERE key <> 'other'")
+        assert next_time(since - timedelta(hours=1)) == d.ts_value(created[0][0])
 
 
 def _before_index_drop(steps: list[Any]) -> list[Any]:
