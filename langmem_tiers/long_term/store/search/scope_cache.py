@@ -254,7 +254,9 @@ class ScopeData:
         self.vector_ids = vector_ids  # the item of each of ``vectors``
         self.vectors = vectors if isinstance(vectors, UnitVectors) else UnitVectors(vectors)
         self.episodic = episodic  # the items of the kind that has neighbours
-        if vector_rows is None:
+        if vector_rows is None and vector_ids == ids:
+            vector_rows = (np.arange(len(ids), dtype=np.int64), row_of)
+        elif vector_rows is None:
             vector_rows = (
                 np.fromiter((row_of[i] for i in vector_ids), dtype=np.int64, count=len(vector_ids)),
                 {item: row for row, item in enumerate(vector_ids)},
@@ -1505,26 +1507,31 @@ class _Seed:
         order = _by_code(codes, len(self.codes))
         starts = np.zeros(len(self.codes) + 1, dtype=np.int64)
         np.cumsum(np.bincount(codes, minlength=len(self.codes)), out=starts[1:])
-        vector_item_rows = np.repeat(rows, vector_counts)
-        vector_ids = (
-            list(ids)
-            if bool((vector_counts == 1).all())
-            else [ids[row] for row in vector_item_rows.tolist()]
-        )
+        row_of = dict(zip(ids, range(len(ids)), strict=True))
+        # Each vector's item row, and each item's vector row (its last, if several): an
+        # item's own row where every item has one vector, in row order.
+        if bool((vector_counts == 1).all()):
+            vector_ids, vector_rows = list(ids), (rows, row_of)
+        else:
+            vector_item_rows = np.repeat(rows, vector_counts)
+            vector_ids = [ids[row] for row in vector_item_rows.tolist()]
+            vector_rows = (
+                vector_item_rows,
+                dict(zip(vector_ids, range(len(vector_ids)), strict=True)),
+            )
         data = object.__new__(ScopeData)
         data._set(
             self.count,
             {namespace: self.count},
             ids,
-            dict(zip(ids, range(len(ids)), strict=True)),
+            row_of,
             lengths,
             self.packed,
             vector_ids,
             vectors,
             self.episodic,
             (self.codes, starts.tolist(), posting_rows[order], frequencies[order]),
-            # Each vector's item row, and each item's vector row (its last, if several).
-            (vector_item_rows, dict(zip(vector_ids, range(len(vector_ids)), strict=True))),
+            vector_rows,
         )
         return data
 
