@@ -511,6 +511,7 @@ def test_the_cache_bound_is_a_setting(db: str, items: int) -> None:
             assert _answer(bounded, query) == pytest.approx(expected[query], abs=1e-6)
         held = sum(len(d.ids) for d in cache._entries.values()) if cache is not None else 0
         assert held == (len(TEXTS) if items >= len(TEXTS) else 0)
+        assert cache is None or cache._held == held
 
 
 @pytest.mark.parametrize("value", [-1, 2.5, "many", True])
@@ -1400,6 +1401,7 @@ def test_own_writes_keep_the_entries_above_them_current(db: str) -> None:
             cache = _cache(store)
             held = dict(cache._entries)
             assert set(held) == {"u3", "u3.a", "u3.a.b", "u3.c"}
+            assert cache._held == sum(len(d.ids) for d in held.values())
             current = {
                 p for p in held if _read_state(reader, tuple(p.split(".")))[0] == held[p].version
             }
@@ -1598,6 +1600,8 @@ def test_concurrent_writers_leave_every_entry_right(db: str) -> None:
         for t in threads:
             t.join()
         cache = _cache(store)
+        # The items the bound counts are those of the entries, however writes replaced them.
+        assert cache._held == sum(len(d.ids) for d in cache._entries.values())
         held = {**cache._entries, **{n: seed.entry(n) for n, seed in cache._seeds.items()}}
         for prefix, data in held.items():
             fresh = _read_state(reader, tuple(prefix.split(".")))

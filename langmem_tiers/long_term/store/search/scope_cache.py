@@ -720,6 +720,9 @@ class ScopeCache:
         self.dialect = dialect
         self.max_items = max_items
         self._entries: OrderedDict[str, ScopeData] = OrderedDict()
+        # Items over every entry, kept as entries come and go: summed at each keep, it cost
+        # a namespace's first search a pass over every entry held.
+        self._held = 0
         self._loads: dict[str, Latch] = {}  # prefixes being read, for searches to wait on
         # Prefixes this process wrote under since their entries were read: a guess there
         # would cost a rows statement that the counters then refuse.
@@ -783,9 +786,9 @@ class ScopeCache:
                 if self._entries.get(prefix) is not data:
                     continue  # replaced meanwhile by a newer read
                 if len(updated.ids) > self.max_items:
-                    del self._entries[prefix]
+                    self._held -= len(self._entries.pop(prefix).ids)
                     continue
-                self._entries[prefix] = updated
+                self._set_entry(prefix, updated)
                 if prefix not in hinted:
                     self._written.discard(prefix)
 
@@ -841,6 +844,7 @@ class ScopeCache:
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
+            self._held = 0
             self._seeds.clear()
             self._seed_items = 0
 
@@ -1074,12 +1078,17 @@ class ScopeCache:
             if replacing is not None and self._entries.get(prefix) is not replacing:
                 return
             self._written.discard(prefix)
-            self._entries[prefix] = data
+            self._set_entry(prefix, data)
             self._entries.move_to_end(prefix)
-            total = sum(len(d.ids) for d in self._entries.values())
-            while total > self.max_items and len(self._entries) > 1:
+            while self._held > self.max_items and len(self._entries) > 1:
                 _, gone = self._entries.popitem(last=False)
-                total -= len(gone.ids)
+                self._held -= len(gone.ids)
+
+    def _set_entry(self, prefix: str, data: ScopeData) -> None:
+        """``data`` as the entry of ``prefix``, counted (the caller holds the lock)."""
+        replaced = self._entries.get(prefix)
+        self._held += len(data.ids) - (0 if replaced is None else len(replaced.ids))
+        self._entries[prefix] = data
 
     def _forget_load(self, prefix: str, latch: Latch) -> None:
         """``latch``'s load of ``prefix`` is no longer one to wait for."""
