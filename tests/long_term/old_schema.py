@@ -81,10 +81,15 @@ def write_terms_table(patch: pytest.MonkeyPatch) -> None:
 
 
 def with_access_table(steps: list[Any], dialect: Dialect) -> list[Any]:
-    """An older database's ``steps``, the last one also making the access counts' table.
+    """An older database's ``steps``, the last one also making the access counts' and the
+    postings' tables.
 
     The code under test reads access counts only there; the rest of the old schema is what
     such a test upgrades. Versions are positions in the list, so the table joins the last
     step rather than adding one (its migration runs again at the end, changing nothing).
     """
-    return [*steps[:-1], [*steps[-1], *dialect.item_access_migration()]]
+    # The postings' table too (its rows come with the upgrade, from the packed terms).
+    postings = [
+        s for s in dialect.postings_migration() if isinstance(s, str) and "CREATE TABLE" in s
+    ]
+    return [*steps[:-1], [*steps[-1], *dialect.item_access_migration(), *postings]]
