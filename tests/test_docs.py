@@ -72,3 +72,19 @@ _PRINTS = {
     "build_tiered_chat_graph(": "The user prefers green tea.\n['The user prefers green tea.']\n",
     "afrom_url(": "Alice prefers green tea\n",
 }
+
+
+def test_the_notebooks_describe_the_score_as_the_readme_does() -> None:
+    """The gated score with an absolute relevance, never the linear sum with a relevance
+    relative to the other candidates."""
+    import json
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    formula = "semantic x (0.4 + 0.25 recency + 0.15 frequency + 0.2 confidence)"
+    assert f"The hybrid score is *gated*: `{formula}`" in readme
+    for name in ("01_quickstart.ipynb", "03_long_term_memory.ipynb"):
+        cells = json.loads((ROOT / "notebooks" / name).read_text(encoding="utf-8"))["cells"]
+        text = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+        assert formula in text, name
+        assert "0.4 semantic +" not in text, name
+        assert "relative to the other candidates" not in text, name
