@@ -430,10 +430,16 @@ def is_statement(sentence: str) -> bool:
     [False, False, False, False, True, True]
     """
     text = sentence.strip()
-    if not text or text.endswith("?") or is_chit_chat(text):
-        return False
+    return bool(text) and not _asks(text) and not is_chit_chat(text)
+
+
+def _asks(sentence: str) -> bool:
+    """Whether a sentence is a question or a hypothetical (with or without a "?")."""
+    text = sentence.strip()
+    if text.endswith("?"):
+        return True
     rest = _OPENERS.sub("", text).strip()
-    return not (_QUESTION.match(rest) or _HYPOTHETICAL.match(rest))
+    return bool(_QUESTION.match(rest) or _HYPOTHETICAL.match(rest))
 
 
 def stated_facts(text: str, facts: Iterable[Fact]) -> list[Fact]:
@@ -549,7 +555,7 @@ def exchange_statements(
     said = normalize_text(user_text)
     user = [third_person(s, "user") for s in fact_sentences(said, user_facts, preferences=False)]
     reply: list[str] = []
-    asked = any(s.rstrip().endswith("?") for s in split_sentences(said))
+    asked = any(_asks(s) for s in split_sentences(said))
     if reply_text.strip() and not asked:
         for sentence in fact_sentences(reply_text, reply_facts):
             if _PLAN.search(sentence) and not is_echo(sentence, said):

@@ -32,7 +32,7 @@ from langmem_tiers.server.mcp import PREFERENCES_URI, build_mcp_server
 from langmem_tiers.short_term.records import MessageRecord
 from langmem_tiers.tiers import OfflineTierer
 from langmem_tiers.tiers.extraction import Fact
-from langmem_tiers.tiers.statements import is_statement, stated_facts
+from langmem_tiers.tiers.statements import exchange_statements, is_statement, stated_facts
 
 from .fakes import PromptRecorder
 
@@ -104,6 +104,12 @@ def test_extract_memories_keeps_the_statement_s_preference_only() -> None:
     found = extract_memories([record])
     assert [p.memory_key for p in found.preferences] == ["preference:prefers:green-tea"]
     assert found.facts == []
+
+
+def test_a_reply_to_a_question_without_its_mark_states_no_fact() -> None:
+    reply = "I'll book you a table at the cafe for Friday."
+    assert exchange_statements("what should I have for breakfast", reply).reply == []
+    assert exchange_statements("I need a table.", reply).reply != []
 
 
 def _engine_preferences(store: TieredMemoryStore, user: str) -> dict[str, Any]:
