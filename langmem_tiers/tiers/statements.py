@@ -125,7 +125,9 @@ _AUXILIARIES = (
 )
 _QUESTION = re.compile(
     rf"^(?:(?:what|which|where|when|who|whom|whose|why|how(?:\s+(?:much|many|long|often))?)"
-    rf"(?:\s+\w+)?\s+)?{_AUXILIARIES}\s+(?:i|we|you|my|our|your|it|there|the\s+user)\b",
+    # "what time is it" is a question; "how I did it" opens a statement's clause.
+    rf"(?:\s+(?!(?:i|we|you|they|he|she)\b)\w+)?\s+)?{_AUXILIARIES}"
+    r"\s+(?:i|we|you|my|our|your|it|there|the\s+user)\b",
     re.IGNORECASE,
 )
 # A sentence about what might be, not what is.

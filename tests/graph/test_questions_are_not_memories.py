@@ -73,6 +73,7 @@ def test_questions_requests_and_hypotheticals_are_not_statements(sentence: str) 
         STATED,
         "What I need is a quiet desk.",
         "When I was a kid I lived in Porto.",
+        "How I did it was by cycling to work.",
         "If the budget is approved, we ship on May 4.",
         "I like jazz.",
     ],
