@@ -41,7 +41,8 @@ async def test_await_gives_an_open_store_the_caller_closes(url: str) -> None:
     # The data is in the database, not in the object: a second store reads it.
     async with TieredMemoryStore.afrom_conn_string(url) as again:
         item = await again.aget(NS, "k")
-    assert item is not None and item.value["content"] == "Alice prefers green tea"
+    assert item is not None
+    assert item.value["content"] == "Alice prefers green tea"
 
 
 async def test_each_use_opens_its_own_store(tmp_path: Path) -> None:
@@ -54,5 +55,5 @@ async def test_each_use_opens_its_own_store(tmp_path: Path) -> None:
 
 def test_an_opener_passed_as_the_store_says_how_to_open_it() -> None:
     opener = TieredMemoryStore.afrom_url("sqlite:///:memory:")
-    with pytest.raises(ConfigurationError, match="await TieredMemoryStore.afrom_url"):
+    with pytest.raises(ConfigurationError, match=r"await TieredMemoryStore\.afrom_url"):
         require_store(opener, where="ShortTermMemory")
