@@ -84,8 +84,9 @@ DEFAULT_WINDOW = 20
 _SCOPE_PREFIX = "demo-"
 _KINDS: tuple[MemoryKind, ...] = ("episodic", "semantic", "procedural")
 _LEGEND = """How to read a question: "A:" is the model's answer, and [answer holds X] / [answer lacks X]
-says whether it contains the expected fact X. "memory:" names the part of the prompt that
-held X: user_context (facts from earlier sessions), a raw message or a tier 1/2 line of this
+says whether it holds the expected fact X: X in a sentence about what was asked (a line that
+names X for something else does not count), or X alone. "memory:" names the part of the
+prompt that held X so: user_context (facts from earlier sessions), a raw message or a tier 1/2 line of this
 session's window, an episodic search the model asked for, or this session's summaries; or
 it says that X did not reach the prompt. The offline model answers by quoting what it was
 given (fragments); with --model or LANGMEM_TIERS_MODEL a real model writes the answers."""
@@ -218,6 +219,18 @@ def _settings(args: argparse.Namespace) -> Any:
     )
 
 
+def _where_line(url: str | None, scope: str) -> str:
+    """Where the demo writes, and how to remove what it wrote."""
+    from langmem_tiers.sql.database import parse_url, redact_url
+
+    kind, where = parse_url(url)
+    shown = where if kind == "sqlite" else redact_url(where)
+    return (
+        f"writing to {shown} under scope {scope} (a few hundred memories a run; "
+        "`langmem-tiers demo --reset` deletes every earlier run's)"
+    )
+
+
 def _budget_line(settings: Any) -> str:
     from dataclasses import fields
 
@@ -269,6 +282,7 @@ def run(args: argparse.Namespace) -> int:
             f"langmem-tiers demo: {len(turns)} turns in {len(sessions)} sessions, "
             f"model {model_name or 'offline'}, scope {scope}\n{_budget_line(settings)}\n"
             f"baselines in the same run: the full history, and the last {window} messages\n"
+            f"{_where_line(settings.url, scope)}\n"
         )
         out.say(_LEGEND)
         raw_all: list[BaseMessage] = []
@@ -395,8 +409,11 @@ def _print_summary(
     print(f"\nThe tiered memory beside two baselines, same conversation ({len(stats)} turns):")
     print("\n".join(comparison_table(stats, out.questions, window)))
     print(
-        "  evidence in the prompt: questions whose expected fact was in the prompt the model\n"
-        "  answered from (for the baselines: in their prompt; they need one call a turn)"
+        "  evidence in the prompt: questions whose expected fact (its value in a line about\n"
+        "  what was asked) was in the prompt the model answered from (for the baselines: in\n"
+        "  their prompt; they need one call a turn)\n"
+        "  answers with the fact: the tiered run's answers that hold it (the baselines'\n"
+        "  prompts are built to be measured, not sent)"
     )
     print("\nTargets:")
     for target in reached:
@@ -426,7 +443,9 @@ def _report_turn(
     if turn.expect is not None:
         expected = turn.expect
         # The prompt the kept answer was written from: the turn's last.
-        evidence = locate(prompts[-1], expected) if prompts else None
+        # Each check is of the fact the question asks for, not of any line naming its value.
+        asked = turn.content
+        evidence = locate(prompts[-1], expected, asked) if prompts else None
         full, recent = baselines
         stats = QuestionStats(
             number,
@@ -434,10 +453,10 @@ def _report_turn(
             turn.content,
             expected,
             answer,
-            holds(answer, expected),
+            holds(answer, expected, asked, answer=True),
             evidence,
-            any(holds(str(m.text), expected) for m in full),
-            any(holds(str(m.text), expected) for m in recent),
+            any(holds(str(m.text), expected, asked) for m in full),
+            any(holds(str(m.text), expected, asked) for m in recent),
         )
         out.questions.append(stats)
         verdict = f"answer {'holds' if stats.answered else 'lacks'} {expected!r}"

@@ -23,13 +23,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 from itertools import pairwise
 from typing import Any, NamedTuple
 
+import snowballstemmer
 from langchain_core.messages import BaseMessage, SystemMessage
 
 from langmem_tiers.graph.prompts import SEARCH_RESULTS_HEADER, USER_CONTEXT_HEADER
 from langmem_tiers.short_term.context import MEMORY_HEADER
+from langmem_tiers.tiers.extraction import content_words, split_sentences
 
 __all__ = [
     "BASELINE_SYSTEM",
@@ -107,13 +110,51 @@ def _normal(text: str) -> str:
     return " ".join(text.split())
 
 
-def holds(text: str, expected: str) -> bool:
+def holds(text: str, expected: str, question: str | None = None, *, answer: bool = False) -> bool:
     """Whether ``text`` holds ``expected`` (case, spaces and thousands separators aside).
+
+    With ``question``, the fact the question asks for, not only its value: a sentence of
+    ``text`` holds ``expected`` and is about what the question asks (it shares one of the
+    question's words that carry meaning, names left aside: "Tomas" in "Who covers on-call
+    while Tomas is away?" says whom it is about, not what). With ``answer``, a bare answer
+    (at most four words: "Leo.", "It is Leo") holds it too.
 
     >>> holds("The budget is 12000 euros.", "12,000"), holds("April 20", "May 4")
     (True, False)
+    >>> question = "Who covers on-call while Tomas is away?"
+    >>> [holds(t, "Leo", question, answer=True) for t in (
+    ...     "Tomas does the backend and Leo Okafor does QA.", "Leo.",
+    ...     "During his vacation Leo covers the on-call duty.")]
+    [False, True, True]
     """
-    return _normal(expected) in _normal(text)
+    value = _normal(expected)
+    if question is None:
+        return value in _normal(text)
+    asked = _asked(question) - _stems(expected)
+    for sentence in split_sentences(text) or [text]:
+        if value not in _normal(sentence):
+            continue
+        if (answer and len(_WORDS.findall(sentence)) <= 4) or _stems(sentence) & asked:
+            return True
+    return False
+
+
+def _asked(question: str) -> set[str]:
+    """The stems of what ``question`` asks about: its meaningful words that are not names."""
+    words = [w for w in _WORDS.findall(question) if not w[:1].isupper()]
+    return _stems(" ".join(words)) or _stems(question)
+
+
+_WORDS = re.compile(r"[\w'-]+")
+
+
+def _stems(text: str) -> set[str]:
+    return set(_stemmer().stemWords(content_words(text)))
+
+
+@lru_cache(maxsize=1)
+def _stemmer() -> Any:
+    return snowballstemmer.stemmer("english")
 
 
 def _clip(text: str, limit: int) -> str:
@@ -121,8 +162,11 @@ def _clip(text: str, limit: int) -> str:
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
-def locate(prompt: Sequence[BaseMessage], expected: str) -> Evidence | None:
-    """The first part of ``prompt`` (the memories, then the messages) that holds ``expected``."""
+def locate(
+    prompt: Sequence[BaseMessage], expected: str, question: str | None = None
+) -> Evidence | None:
+    """The first part of ``prompt`` (the memories, then the messages) that holds ``expected``
+    (the fact ``question`` asks for, with it: see :func:`holds`)."""
     found: list[tuple[int, Evidence]] = []
     for message in prompt:
         text = str(message.text)
@@ -133,16 +177,16 @@ def locate(prompt: Sequence[BaseMessage], expected: str) -> Evidence | None:
                     if line.strip():
                         section = _SECTIONS.get(line.strip(), "system prompt")
                     continue
-                if holds(line, expected):
+                if holds(line, expected, question):
                     rank = 0 if section == "user_context" else 1
                     found.append((rank, Evidence(section, line[2:].strip())))
             continue
         if message.type == "tool":
             for line in text.splitlines():
-                if holds(line, expected):
+                if holds(line, expected, question):
                     found.append((1, Evidence("episodic search", line.lstrip("- ").strip())))
             continue
-        if not holds(text, expected):
+        if not holds(text, expected, question):
             continue
         match = _PREFIX.match(text)
         tier = int(match.group("tier")) if match else 3
@@ -220,39 +264,45 @@ def _share(hits: int, total: int) -> str:
 def comparison_table(
     rows: Sequence[TurnStats], questions: Sequence[QuestionStats], window: int
 ) -> list[str]:
-    """The tiered memory beside the two baselines: tokens, calls, evidence in the prompt."""
+    """The tiered memory beside the two baselines: tokens, calls, evidence in the prompt,
+    and answers that hold the expected fact (the baselines' prompts are built, not sent:
+    they have no answers)."""
     header = (
         f"{'memory':<22} {'mean prompt':>11} {'last prompt':>11} {'model calls':>11} "
-        f"{'evidence in the prompt':>23}"
+        f"{'evidence in the prompt':>23} {'answers with the fact':>22}"
     )
     lines = [header, "-" * len(header)]
     if not rows:
         return lines
     total = len(questions)
-    entries = [
+    entries: list[tuple[str, list[int], int, int, int | None]] = [
         (
             "tiered memory",
             [r.prompt_tokens for r in rows],
             sum(r.calls for r in rows),
             sum(1 for q in questions if q.evidence is not None),
+            sum(1 for q in questions if q.answered),
         ),
         (
             "full history",
             [r.full_history_tokens for r in rows],
             len(rows),
             sum(1 for q in questions if q.in_full_history),
+            None,
         ),
         (
             f"last {window} messages",
             [r.window_tokens for r in rows],
             len(rows),
             sum(1 for q in questions if q.in_window),
+            None,
         ),
     ]
-    for name, tokens, calls, hits in entries:
+    for name, tokens, calls, hits, answered in entries:
+        answers = "-" if answered is None else _share(answered, total)
         lines.append(
             f"{name:<22} {_mean([float(t) for t in tokens]):>11,.0f} {tokens[-1]:>11,} "
-            f"{calls:>11,} {_share(hits, total):>23}"
+            f"{calls:>11,} {_share(hits, total):>23} {answers:>22}"
         )
     return lines
 

@@ -185,7 +185,7 @@ def run(args: argparse.Namespace) -> int:
     """The ``ingest`` command."""
     from tqdm import tqdm
 
-    from langmem_tiers.cli.main import CommandError, open_store, print_json, settings_for
+    from langmem_tiers.cli.main import CommandError, count, open_store, print_json, settings_for
     from langmem_tiers.graph import ChatMemory
     from langmem_tiers.short_term.presets import get_preset
     from langmem_tiers.short_term.sql_log import SqlMessageLog
@@ -257,8 +257,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         scopes = ", ".join(summary["scopes"])
         print(
-            f"ingested {len(rows)} messages in {len(sessions)} sessions into scope(s) {scopes}; "
-            f"{pruned} archived from the window to episodic memory"
+            f"ingested {count(len(rows), 'message')} in {count(len(sessions), 'session')} "
+            f"into scope(s) {scopes}; {pruned} archived from the window to episodic memory"
         )
         for error in errors[:5]:
             print(f"  warning: {error}")

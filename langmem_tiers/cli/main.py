@@ -29,6 +29,7 @@ __all__ = [
     "PROG",
     "CommandError",
     "build_parser",
+    "count",
     "main",
     "open_store",
     "parse_time",
@@ -107,6 +108,15 @@ def open_store(args: argparse.Namespace, settings: Settings | None = None) -> It
     settings = settings if settings is not None else settings_for(args)
     with TieredMemoryStore.from_url(settings.url, settings=settings) as store:
         yield store
+
+
+def count(n: int, word: str, many: str | None = None) -> str:
+    """``n`` with ``word`` in the singular or plural.
+
+    >>> count(1, "memory", "memories"), count(3, "session"), count(0, "message")
+    ('1 memory', '3 sessions', '0 messages')
+    """
+    return f"{n:,} {word if n == 1 else many or word + 's'}"
 
 
 def print_json(value: Any, out: TextIO | None = None) -> None:
@@ -274,7 +284,12 @@ def build_parser() -> argparse.ArgumentParser:
         "message at its tier ([m12|t1] ...).",
     )
     p.add_argument("session", help="the session id")
-    p.add_argument("--scope", default=None, help="the user id (default: the session id)")
+    p.add_argument(
+        "--scope",
+        default=None,
+        help="the user id (default: the user the session's messages were saved for, as "
+        "ingest --scope saved them; else the session id)",
+    )
     _json_flag(p)
 
     p = add(

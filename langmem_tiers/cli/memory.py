@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from langmem_tiers.cli.main import CommandError, open_store, print_json, settings_for
+from langmem_tiers.cli.main import CommandError, count, open_store, print_json, settings_for
 from langmem_tiers.long_term.engine.plain import plain
 
 __all__ = [
@@ -158,24 +158,31 @@ def context(args: argparse.Namespace) -> int:
         memory = ChatMemory(
             store, preset=get_preset("tiered").with_changes(log="sql"), settings=settings, log=log
         )
-        stm = memory.memory(args.session, args.scope)
-        records = stm.records()
+        records = memory.memory(args.session, args.scope).records()
         if not records:
             raise CommandError(
                 f"session {args.session!r} has no messages in this database; "
                 "ingest some first (langmem-tiers ingest FILE --session ...)"
             )
-        view = stm.context()
+        # The session's own user (what `ingest --scope` saved it for), unless one is given.
+        scope = args.scope or next(
+            (r.user_id for r in reversed(records) if r.user_id), args.session
+        )
+        view = memory.memory(args.session, scope).context()
     if args.json:
         print_json(
             {
                 "session": args.session,
+                "scope": scope,
                 "messages": len(records),
                 "context": [{"type": m.type, "content": m.text} for m in view],
             }
         )
         return 0
-    print(f"session {args.session}: {len(records)} messages in the window; the model sees:")
+    print(
+        f"session {args.session} (scope {scope}): {count(len(records), 'message')} in the "
+        "window; the model sees:"
+    )
     for message in view:
         text = message.text if message.type == "system" else _clip(message.text, 160)
         print(f"[{message.type}] {text}")
@@ -197,7 +204,20 @@ def consolidate(args: argparse.Namespace) -> int:
             print("no scope is over the consolidation threshold")
         for result in results:
             print(_summary_line("consolidated", plain(result)))
+            if result.groups == 0 and result.skipped == 0:
+                print(f"  {_nothing_to_consolidate(result.scope)}")
     return 0
+
+
+def _nothing_to_consolidate(scope: str) -> str:
+    """Why a consolidation of ``scope`` found nothing to do."""
+    return (
+        f"nothing to do: {scope!r} has no unconsolidated episodic memories. Episodes are "
+        "events written to the scope (the HTTP API, MCP's remember with kind event) and "
+        "exchanges archived from a session's window once it passes its token budget "
+        "(context_token_limit, 30,000 tokens by default); `langmem-tiers stats --scope "
+        f"{scope}` counts them."
+    )
 
 
 def _summary_line(verb: str, data: dict[str, Any]) -> str:
@@ -236,11 +256,21 @@ def forget(args: argparse.Namespace) -> int:
 def replay(args: argparse.Namespace) -> int:
     """``replay --scope ID --at TIME``: memory as it was, from the event log."""
     with _engine(args) as engine:
-        memories = engine.replay(args.scope, args.at)
+        first = engine.timeline(args.scope, limit=1)
+        # Before the scope's first event its memory was empty: that is the answer.
+        before = not first or args.at < first[0].at
+        memories = [] if before else engine.replay(args.scope, args.at)
     if args.json:
         print_json({"at": args.at, "memories": [plain(m) for m in memories]})
         return 0
-    print(f"{len(memories)} memories of {args.scope!r} at {args.at.isoformat()}:")
+    when = args.at.isoformat()
+    print(f"{count(len(memories), 'memory', 'memories')} of {args.scope!r} at {when}:")
+    if before:
+        print(
+            f"  (the scope's first event is at {first[0].at.isoformat()})"
+            if first
+            else "  (the scope has no events)"
+        )
     for memory in memories:
         print(f"  {_memory_line(memory)}")
     return 0

@@ -61,6 +61,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, cast, get_args
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
 from langchain.agents.middleware.types import OmitFromSchema
 from langchain.tools import ToolRuntime
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, SystemMessage
 from langchain_core.tools import BaseTool, StructuredTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
@@ -382,6 +383,8 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any, Any]):
     def _model_flow(
         self, request: ModelRequest[Any], handler: Callable[..., Any]
     ) -> Flow[ModelResponse[Any]]:
+        if self.mode == "tools":
+            _require_bind_tools(request.model)
         memory = self.memory(request.runtime.store if request.runtime is not None else None)
         session_id, user_id = self._ids(request.runtime, get_config())
         saved: Mapping[str, str] = dict(request.state.get(SAVED_KEY) or {})  # type: ignore[call-overload]
@@ -571,6 +574,16 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any, Any]):
                 ),
             ),
         ]
+
+
+def _require_bind_tools(model: object) -> None:
+    """Refuse, before any call, a chat model that cannot take the memory tools."""
+    if isinstance(model, BaseChatModel) and type(model).bind_tools is BaseChatModel.bind_tools:
+        raise ConfigurationError(
+            f"TieredMemoryMiddleware(mode='tools') gives the model the request_tier and "
+            f"search_episodic tools, but {type(model).__name__} does not support bind_tools; "
+            "use TieredMemoryMiddleware(mode='markers') for a model without tools."
+        )
 
 
 def _engine_for(store: BaseStore) -> MemoryEngine | None:

@@ -38,7 +38,7 @@ from langmem_tiers.short_term.records import MessageRecord
 from langmem_tiers.tiers import parse_tier1
 from langmem_tiers.tiers.extraction import Fact
 from langmem_tiers.tiers.lexicon import STOP_WORDS
-from langmem_tiers.tiers.statements import exchange_statements, is_preference
+from langmem_tiers.tiers.statements import exchange_statements, is_preference, stated_facts
 
 __all__ = [
     "ExtractedMemories",
@@ -120,7 +120,10 @@ def extract_memories(records: Sequence[MessageRecord], *, facts: bool = True) ->
     """The facts and preferences stated in ``records`` (pure: no I/O).
 
     Each user message is read with the reply that follows it. Only messages with tier 1
-    count (when tiering failed, the facts come when it is retried, not guessed).
+    count (when tiering failed, the facts come when it is retried, not guessed), and only
+    the facts a statement of the message holds
+    (:func:`~langmem_tiers.tiers.statements.stated_facts`): a question, a request or a
+    hypothetical states nothing about the user.
     ``facts=False`` gives the preferences only (for presets whose short-term memory
     stores facts itself).
 
@@ -135,7 +138,11 @@ def extract_memories(records: Sequence[MessageRecord], *, facts: bool = True) ->
     for index, record in enumerate(records):
         if record.role != "human" or not record.tier1:
             continue
-        parsed = [f for f in parse_tier1(record.tier1) if f.key not in _NOT_FACTS]
+        # A question's, request's or hypothetical's facts are not the user's ("What do I
+        # like to drink?" gives likes=drink): one rule for every surface.
+        parsed = stated_facts(
+            record.text, [f for f in parse_tier1(record.tier1) if f.key not in _NOT_FACTS]
+        )
         for fact in parsed:
             if is_preference(fact.key):
                 key = f"preference:{fact.key}:{_slug(fact.value)}"

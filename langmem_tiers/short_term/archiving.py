@@ -46,7 +46,7 @@ from langmem_tiers.short_term.policies import ConsolidationPlan
 from langmem_tiers.short_term.records import MessageRecord
 from langmem_tiers.tiers.base import Summary
 from langmem_tiers.tiers.extraction import parse_tier1
-from langmem_tiers.tiers.statements import fact_sentences
+from langmem_tiers.tiers.statements import fact_sentences, stated_facts
 
 __all__ = [
     "INDEX_FIELDS",
@@ -195,37 +195,52 @@ def recover_flow(
     return []
 
 
-def states_facts(record: MessageRecord) -> bool:
-    """Whether a user message states facts: tier 1 beyond a topic, and a sentence that is
-    not a question or small talk (see :mod:`~langmem_tiers.tiers.statements`)."""
+def stated_tier1(record: MessageRecord) -> str:
+    """A user message's tier-1 facts that it states, ``key=value, ...`` (empty when it
+    states none: a question, small talk; see :mod:`~langmem_tiers.tiers.statements`)."""
     facts = [f for f in parse_tier1(record.tier1 or "") if f.key not in {"topic", "note"}]
-    return bool(facts) and bool(fact_sentences(record.text, [f.value for f in facts]))
+    kept = stated_facts(record.text, facts)
+    if not kept or not fact_sentences(record.text, [f.value for f in kept]):
+        return ""
+    return ", ".join(f"{f.key}={f.value}" for f in kept)
+
+
+def _same_facts(tier1: str, stated: str) -> bool:
+    return [f for f in parse_tier1(tier1) if f.key not in {"topic", "note"}] == parse_tier1(stated)
+
+
+def states_facts(record: MessageRecord) -> bool:
+    """Whether a user message states facts: tier 1 beyond a topic, held by a sentence that
+    is not a question, a hypothetical or small talk."""
+    return bool(stated_tier1(record))
 
 
 def facts_flow(records: Sequence[MessageRecord], *, session_id: str, scope: Scope) -> Flow[int]:
     """Store the tier-1 facts of user messages as semantic memories of the scope.
 
-    Only messages that state facts count: a question, a greeting or a "thanks" is not
-    stored as a fact.
+    Only the facts a message states count: a question, a hypothetical, a greeting or a
+    "thanks" is not stored as a fact.
 
     The per-user target uses this after each exchange so that later sessions of the same
     user see them. Keys are per message, so a retry overwrites. Answers how many were put.
     """
     namespace = namespace_for(scope, "semantic")
+    stated = [(r, stated_tier1(r)) for r in records if r.role == "human"]
     puts = tuple(
         PutOp(
             namespace,
             fact_key(session_id, r.id),
             {
-                "content": r.tier1,
+                # The whole tier 1 (its topic too) unless a question's facts are in it.
+                "content": r.tier1 if _same_facts(r.tier1 or "", facts) else facts,
                 "category": "user_fact",
                 "session_id": session_id,
                 "source_message_ids": [r.id],
             },
             index=INDEX_FIELDS,
         )
-        for r in records
-        if r.role == "human" and states_facts(r)
+        for r, facts in stated
+        if facts
     )
     if puts:
         yield WriteCall(puts)

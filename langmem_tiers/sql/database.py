@@ -147,7 +147,35 @@ def backend_error(err: Exception) -> Exception:
     )
     if isinstance(err, (ValueError, TypeError, LookupError)) and not db_error:
         return err
-    return BackendError(f"the database failed: {type(err).__name__}: {err}")
+    hint = _hint(err)
+    return BackendError(
+        f"the database failed: {type(err).__name__}: {err}" + (f"\nHint: {hint}" if hint else "")
+    )
+
+
+# A PostgreSQL URL with its own search_path (`?options=-c%20search_path%3Dmyschema`) fails
+# in two ways before the first table exists; each gets what to do.
+_SEARCH_PATH_EXAMPLE = "?options=-c%20search_path%3Dmyschema,public"
+
+
+def _hint(err: Exception) -> str | None:
+    """What to do about a database error a user's setup causes, or None."""
+    state = getattr(err, "sqlstate", None)
+    text = str(err)
+    if state == "3F000" and "no schema has been selected" in text:
+        return (
+            "the search_path of the connection names no schema that exists. Create the "
+            "schema first (CREATE SCHEMA myschema;) or fix the URL's search_path, e.g. "
+            f"{_SEARCH_PATH_EXAMPLE}."
+        )
+    if state == "42704" and 'type "vector" does not exist' in text:
+        return (
+            "pgvector's vector type is not on the search_path: it lives in the schema the "
+            "extension was created in (usually public). Keep that schema on the path after "
+            f"your own, e.g. {_SEARCH_PATH_EXAMPLE}; or, if pgvector is not installed, run "
+            "CREATE EXTENSION vector; as a superuser."
+        )
+    return None
 
 
 # -- opening from a URL --------------------------------------------------------------------

@@ -4,9 +4,11 @@ Long-term memory keeps facts, not transcripts. From a user message and the assis
 reply these rules keep:
 
 - the user's sentences that state something (a name, a number, a date, a decision, or at
-  least three words that carry meaning), leaving out questions, greetings, thanks,
-  sign-offs, requests to the assistant ("Please keep it short", "Let me check ...") and
-  feelings ("I am really proud of this team");
+  least three words that carry meaning), leaving out questions (with or without their
+  question mark: "Do I like coffee?", "what should I have for breakfast"), hypotheticals
+  ("What if I moved to Lisbon?", "Suppose I quit"), greetings, thanks, sign-offs, requests
+  to the assistant ("Please keep it short", "Let me check ...") and feelings ("I am really
+  proud of this team");
 - the assistant's sentences about plans and decisions ("I'll send the invite on Friday")
   that add something the user did not say. A confirmation ("Noted: budget=12,000") or a
   restatement of the user's words is an echo, not a fact, and an answer to a question
@@ -16,6 +18,11 @@ Kept sentences are put in the third person (``I`` -> ``the user``, or ``the assi
 for the reply), so a line read later in a system prompt is not mistaken for the model's
 own words. Facts a tierer found (tier 1, possibly a model's) rescue a short sentence
 that holds one of their values. All rules are deterministic and offline.
+
+One rule, :func:`is_statement`, decides whether a sentence states something about the user
+or the world; :func:`stated_facts` applies it to a message's tier-1 facts, so a question's
+``likes=drink`` ("What do I like to drink?") is never stored as a preference or a fact,
+whichever surface saved the message.
 
 Example:
     >>> found = exchange_statements(
@@ -36,6 +43,7 @@ from typing import NamedTuple
 import snowballstemmer
 
 from langmem_tiers.tiers.extraction import (
+    Fact,
     content_words,
     extract_facts,
     normalize_text,
@@ -50,6 +58,8 @@ __all__ = [
     "is_chit_chat",
     "is_echo",
     "is_preference",
+    "is_statement",
+    "stated_facts",
     "third_person",
 ]
 
@@ -105,6 +115,25 @@ _FEELING = re.compile(
     r"still|also|just)\s+)*(?:worried|proud|happy|glad|excited|sorry|tired|afraid|nervous|"
     r"thrilled|relieved|curious|hopeful|confident|stressed|exhausted)\b"
     r"|^i\s+(?:think|feel|hope|guess|believe|wonder|need\s+(?:a|some)\b)",
+    re.IGNORECASE,
+)
+# A question without its question mark: an inverted auxiliary ("do I", "should we", "is my")
+# or a question word followed by one ("what should I", "where is my").
+_AUXILIARIES = (
+    r"(?:do|does|did|should|shall|can|could|would|will|is|are|am|was|were|have|has|may|"
+    r"might|must)(?:n'?t)?"
+)
+_QUESTION = re.compile(
+    rf"^(?:(?:what|which|where|when|who|whom|whose|why|how(?:\s+(?:much|many|long|often))?)"
+    # "what time is it" is a question; "how I did it" opens a statement's clause.
+    rf"(?:\s+(?!(?:i|we|you|they|he|she)\b)\w+)?\s+)?{_AUXILIARIES}"
+    r"\s+(?:i|we|you|my|our|your|it|there|the\s+user)\b",
+    re.IGNORECASE,
+)
+# A sentence about what might be, not what is.
+_HYPOTHETICAL = re.compile(
+    r"^(?:what\s+if|suppose|supposing|imagine|hypothetically|in\s+theory|say\s+i|"
+    r"if\s+i\s+(?:were|had|could|would|moved|quit|left|bought|took))\b",
     re.IGNORECASE,
 )
 # Words that open an assistant's confirmation: what follows repeats the user.
@@ -393,8 +422,57 @@ def is_chit_chat(sentence: str) -> bool:
     )
 
 
+def is_statement(sentence: str) -> bool:
+    """Whether a sentence states something: not a question, a request, a hypothetical or
+    small talk. The one rule every surface's memories follow (see :func:`stated_facts`).
+
+    >>> [is_statement(s) for s in ("What do I like to drink?", "Should I move to Lisbon",
+    ...                            "What if I quit my job?", "Please remember my order.",
+    ...                            "I prefer green tea.", "What I need is a quiet desk.")]
+    [False, False, False, False, True, True]
+    """
+    text = sentence.strip()
+    return bool(text) and not _asks(text) and not is_chit_chat(text)
+
+
+def _asks(sentence: str) -> bool:
+    """Whether a sentence is a question or a hypothetical (with or without a "?")."""
+    text = sentence.strip()
+    if text.endswith("?"):
+        return True
+    rest = _OPENERS.sub("", text).strip()
+    return bool(_QUESTION.match(rest) or _HYPOTHETICAL.match(rest))
+
+
+def stated_facts(text: str, facts: Iterable[Fact]) -> list[Fact]:
+    """The tier-1 ``facts`` of a message ``text`` that one of its statements holds.
+
+    A fact is held by the sentences its value appears in: it is kept when one of them is a
+    statement (:func:`is_statement`). A fact whose value no sentence holds as written (a
+    model's tierer may reword it) is kept when the message states anything at all. So a
+    question, a request or a hypothetical gives no preference and no fact.
+
+    >>> facts = [Fact("prefers", "green tea"), Fact("likes", "coffee")]
+    >>> stated_facts("I prefer green tea. Do I like coffee?", facts)
+    [Fact(key='prefers', value='green tea')]
+    >>> stated_facts("What do I like to drink?", [Fact("likes", "drink")])
+    []
+    """
+    given = list(facts)
+    if not given:
+        return []
+    sentences = [(s, is_statement(s)) for s in split_sentences(text)]
+    states_any = any(stated for _, stated in sentences)
+    kept = []
+    for fact in given:
+        holders = [stated for sentence, stated in sentences if _contains(sentence, fact.value)]
+        if any(holders) or (not holders and states_any):
+            kept.append(fact)
+    return kept
+
+
 def _states_something(sentence: str, known: Sequence[str]) -> bool:
-    if sentence.rstrip().endswith("?") or is_chit_chat(sentence):
+    if not is_statement(sentence):
         return False
     if _hard_facts(sentence) or any(_contains(sentence, value) for value in known):
         return True
@@ -479,7 +557,7 @@ def exchange_statements(
     said = normalize_text(user_text)
     user = [third_person(s, "user") for s in fact_sentences(said, user_facts, preferences=False)]
     reply: list[str] = []
-    asked = any(s.rstrip().endswith("?") for s in split_sentences(said))
+    asked = any(_asks(s) for s in split_sentences(said))
     if reply_text.strip() and not asked:
         for sentence in fact_sentences(reply_text, reply_facts):
             if _PLAN.search(sentence) and not is_echo(sentence, said):

@@ -139,7 +139,28 @@ def test_ingest_jsonl_into_a_session_and_long_term_memory(
     assert view["messages"] + len(episodes) == 80
     assert view["context"][-1]["content"].endswith("Noted, invoice 1039 is paid.")
     assert main(["context", "chat", "--scope", "u1", "--url", url]) == 0
-    assert "session chat:" in capsys.readouterr().out
+    assert "session chat (scope u1):" in capsys.readouterr().out
+
+
+def test_context_after_ingest_uses_the_session_s_scope(
+    tmp_path: Path, url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "chat.jsonl"
+    lines = [
+        {"role": "user", "content": "I prefer green tea."},
+        {"role": "assistant", "content": "Noted."},
+    ]
+    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n", encoding="utf-8")
+    assert main(["ingest", str(path), "--scope", "frank", "--url", url, "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("ingested 2 messages in 1 session into scope(s) frank;")
+    assert main(["context", "chat", "--url", url, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["scope"] == "frank"
+    assert main(["context", "chat", "--url", url]) == 0
+    assert capsys.readouterr().out.startswith("session chat (scope frank): 2 messages in")
+    # An explicit --scope still wins.
+    assert main(["context", "chat", "--scope", "other", "--url", url, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["scope"] == "other"
 
 
 LOCOMO_SAMPLE = {

@@ -115,6 +115,9 @@ def test_demo_prints_what_memory_supplied_and_the_baselines(
     assert "context budget (a demo setting; the product's default is 30,000 tokens)" in out
     assert "How to read a question" in out
     assert "== session 1/2: s1-kickoff" in out
+    # Where it writes, and how to remove what earlier runs left.
+    assert f"writing to {tmp_path / 'demo.db'} under scope demo-" in out
+    assert "`langmem-tiers demo --reset` deletes every earlier run's" in out
     assert "to episodic memory" in out
     # Each question: the answer with its verdict, then what memory put in the prompt.
     questions = [t for t in load_conversation()[:45] if t.expect]
@@ -132,6 +135,10 @@ def test_demo_prints_what_memory_supplied_and_the_baselines(
     table = out[out.index("The tiered memory beside two baselines") :]
     for row in ("tiered memory", "full history", "last 20 messages"):
         assert row in table
+    # Both counts: the evidence in the prompt and the answers that hold the fact.
+    header = table.splitlines()[1]
+    assert "evidence in the prompt" in header
+    assert "answers with the fact" in header
     assert "Targets:" in out
     assert "Long-term memory of this run:" in out
     assert "answers that hold the expected fact:" in out
@@ -288,3 +295,19 @@ def test_the_moved_launch_date_is_the_one_answered(whole_demo: tuple[str, dict])
             if m.content.startswith("The launch date is April 20")
         ]
         assert [(m.status, m.valid_until is not None) for m in old] == [("superseded", True)]
+
+
+def test_an_answer_counts_by_the_fact_asked_for_not_by_a_name(
+    whole_demo: tuple[str, dict],
+) -> None:
+    """ "Who covers on-call while Tomas is away?" expects Leo: a line that names Leo for
+    something else (the team's roles) is neither the answer nor its evidence."""
+    _, report = whole_demo
+    (question,) = [
+        q for q in report["question_details"] if q["question"].startswith("Who covers on-call")
+    ]
+    said = [s for s in re.split(r"(?<=[.!?])\s+", question["answer"]) if "Leo" in s]
+    assert question["answered"] == any("on-call" in s or "covers" in s for s in said)
+    if question["evidence"] is not None:
+        assert "on-call" in question["evidence"]["line"]
+    assert report["answered_with_expected_fact"] <= report["evidence_in_prompt"]["tiered"]

@@ -94,7 +94,11 @@ def test_consolidate_and_consolidate_due(
     assert main(["consolidate", "--due", "--url", url]) == 0
     assert "no scope is over the consolidation threshold" in capsys.readouterr().out
     assert main(["consolidate", "--scope", "agent-a", "--url", url]) == 0
-    assert capsys.readouterr().out.startswith("consolidated: scope=agent-a")
+    out = capsys.readouterr().out
+    assert out.startswith("consolidated: scope=agent-a")
+    # Nothing left to consolidate: the command says why.
+    assert "nothing to do: 'agent-a' has no unconsolidated episodic memories" in out
+    assert "context_token_limit" in out
 
 
 def test_decay(url: str, seeded: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
@@ -124,10 +128,16 @@ def test_replay_and_timeline(
     replayed = _json(capsys, ["replay", "--scope", "agent-a", "--at", then, "--url", url, "--json"])
     assert [(m["id"], m["status"]) for m in replayed["memories"]] == [(seeded["berlin"], "active")]
     assert main(["replay", "--scope", "agent-a", "--at", then, "--url", url]) == 0
-    assert "1 memories of 'agent-a'" in capsys.readouterr().out
-    assert "first event" in _error(
-        capsys, ["replay", "--scope", "agent-a", "--at", "2000-01-01T00:00:00", "--url", url]
-    )
+    assert "1 memory of 'agent-a'" in capsys.readouterr().out
+    # Before the first event the memory was empty: that is the answer, not an error.
+    early = ["replay", "--scope", "agent-a", "--at", "2000-01-01T00:00:00", "--url", url]
+    assert main(early) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("0 memories of 'agent-a' at 2000-01-01T00:00:00+00:00:")
+    assert "the scope's first event is at " in out
+    assert _json(capsys, [*early, "--json"])["memories"] == []
+    assert main(["replay", "--scope", "nobody", "--at", then, "--url", url]) == 0
+    assert "(the scope has no events)" in capsys.readouterr().out
 
     events = _json(capsys, ["timeline", "--scope", "agent-a", "--url", url, "--json"])
     assert {e["scope"] for e in events} == {"agent-a"}

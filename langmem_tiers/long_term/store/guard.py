@@ -40,7 +40,7 @@ def require_store(store: Any, *, where: str, optional: bool = False) -> Any:
             f"{where}: store= got {type(store).__name__}, a context manager that opens a "
             f"store, not the store. Enter it and pass what it yields: `{opener} "
             f"TieredMemoryStore.from_url(url) as store: ...(store=store)` (afrom_url with "
-            "`async with`)."
+            "`async with`, or `store = await TieredMemoryStore.afrom_url(url)`)."
         )
     raise ConfigurationError(
         f"{where}: store= must be a LangGraph BaseStore (e.g. a TieredMemoryStore), got "

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import concurrent.futures
 from collections.abc import (
-    AsyncIterator,
     Awaitable,
+    Callable,
     Generator,
     Iterable,
     Iterator,
@@ -24,7 +24,6 @@ from collections.abc import (
 from contextlib import (
     AbstractAsyncContextManager,
     AbstractContextManager,
-    asynccontextmanager,
     contextmanager,
 )
 from datetime import datetime
@@ -78,7 +77,7 @@ from langmem_tiers.sql.database import (
 )
 from langmem_tiers.sql.dialect import PostgresDialect
 
-__all__ = ["RankedItem", "TieredMemoryStore"]
+__all__ = ["AsyncStoreOpener", "RankedItem", "TieredMemoryStore"]
 
 DEFAULT_QDRANT_COLLECTION = "langmem_tiers"
 
@@ -246,8 +245,7 @@ class TieredMemoryStore(BaseStore):
             store.close()
 
     @classmethod
-    @asynccontextmanager
-    async def afrom_url(
+    def afrom_url(
         cls,
         url: str | None = None,
         *,
@@ -259,22 +257,33 @@ class TieredMemoryStore(BaseStore):
         setup: bool = True,
         pool_size: int = 4,
         ttl: TTLConfig | None = None,
-    ) -> AsyncIterator[TieredMemoryStore]:
-        """Async twin of :meth:`from_url`; PostgreSQL gets an async pool."""
-        settings = settings or Settings.from_env()
-        url = url if url is not None else settings.url
-        conn = await open_async_connection(url, pool_size=pool_size)
-        try:
-            store = cls._owning(conn, index, embeddings, qdrant, qdrant_collection, settings, ttl)
-        except BaseException:
-            await aclose(conn)
-            raise
-        try:
-            if setup:
-                await store.asetup()
-            yield store
-        finally:
-            await store.aclose()
+    ) -> AsyncStoreOpener:
+        """Async twin of :meth:`from_url`; PostgreSQL gets an async pool.
+
+        Use it as ``async with TieredMemoryStore.afrom_url(url) as store:`` (closed on
+        exit), or ``store = await TieredMemoryStore.afrom_url(url)`` for a store that lives
+        as long as the application (then ``await store.aclose()`` at its end).
+        """
+
+        async def opened() -> TieredMemoryStore:
+            chosen = settings or Settings.from_env()
+            conn = await open_async_connection(
+                url if url is not None else chosen.url, pool_size=pool_size
+            )
+            try:
+                store = cls._owning(conn, index, embeddings, qdrant, qdrant_collection, chosen, ttl)
+            except BaseException:
+                await aclose(conn)
+                raise
+            try:
+                if setup:
+                    await store.asetup()
+            except BaseException:
+                await store.aclose()
+                raise
+            return store
+
+        return AsyncStoreOpener(opened)
 
     @classmethod
     def from_conn_string(
@@ -288,9 +297,7 @@ class TieredMemoryStore(BaseStore):
         return cls.from_url(conn_string_url(conn_string), **kwargs)
 
     @classmethod
-    def afrom_conn_string(
-        cls, conn_string: str, **kwargs: Any
-    ) -> AbstractAsyncContextManager[TieredMemoryStore]:
+    def afrom_conn_string(cls, conn_string: str, **kwargs: Any) -> AsyncStoreOpener:
         """LangGraph's name for :meth:`afrom_url` (see :meth:`from_conn_string`)."""
         return cls.afrom_url(conn_string_url(conn_string), **kwargs)
 
@@ -611,6 +618,32 @@ class TieredMemoryStore(BaseStore):
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """Async twin of :meth:`batch`."""
         return await self.db.arun(self.core.batch_flow(list(ops)))
+
+
+class AsyncStoreOpener(AbstractAsyncContextManager["TieredMemoryStore"]):
+    """What :meth:`TieredMemoryStore.afrom_url` gives: a store to enter or to await.
+
+    ``async with opener as store:`` opens the store and closes everything it opened on
+    exit; ``store = await opener`` opens it and leaves closing to the caller
+    (``await store.aclose()``). Each use opens its own store.
+    """
+
+    __slots__ = ("_open", "_stores")
+
+    def __init__(self, open_store: Callable[[], Awaitable[TieredMemoryStore]]) -> None:
+        self._open = open_store
+        self._stores: list[TieredMemoryStore] = []
+
+    def __await__(self) -> Generator[Any, None, TieredMemoryStore]:
+        return self._open().__await__()
+
+    async def __aenter__(self) -> TieredMemoryStore:
+        store = await self._open()
+        self._stores.append(store)
+        return store
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self._stores.pop().aclose()
 
 
 class _Done:
