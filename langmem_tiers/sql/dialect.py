@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from langmem_tiers.sql.flow import BULK_MIN_ROWS, BinaryValue, Flow, Sql
+from langmem_tiers.sql.flow import BULK_MIN_ROWS, BinaryValue, Flow, Sql, SqlMany
 
 if TYPE_CHECKING:
     import numpy as np
@@ -705,6 +705,15 @@ class Dialect:
         go a statement each."""
         return None
 
+    def write_postings_request(self, rows: Sequence[Sequence[Any]]) -> Sql | SqlMany:
+        """Insert ``rows`` (prefix, term, item id, tf) into :data:`POSTINGS`, a row already
+        there taking the new tf (an overwrite whose terms did not change keeps its rows)."""
+        return SqlMany(
+            f"INSERT INTO {POSTINGS} (prefix, term, item_id, tf) VALUES (?, ?, ?, ?)"
+            " ON CONFLICT (prefix, term, item_id) DO UPDATE SET tf = excluded.tf",
+            rows,
+        )
+
     def placeholder(self, column: str) -> str:
         return "?"
 
@@ -1378,6 +1387,16 @@ class PostgresDialect(Dialect):
         return (
             f"INSERT INTO {ITEMS} ({', '.join(item_columns)}) SELECT * FROM unnest({arrays})"
             f" ON CONFLICT (id) DO UPDATE SET {updates}"
+        )
+
+    def write_postings_request(self, rows: Sequence[Sequence[Any]]) -> Sql | SqlMany:
+        # One statement of four arrays: part of the writer's pipeline (a COPY would take
+        # round trips of its own, a statement per row one each).
+        return Sql(
+            f"INSERT INTO {POSTINGS} (prefix, term, item_id, tf)"
+            " SELECT * FROM unnest(?::text[], ?::text[], ?::text[], ?::int4[])"
+            " ON CONFLICT (prefix, term, item_id) DO UPDATE SET tf = excluded.tf",
+            [list(column) for column in zip(*rows, strict=True)],
         )
 
     counts_membership_changes = True

@@ -39,7 +39,7 @@ from langmem_tiers.long_term.store.search import bm25
 from langmem_tiers.long_term.store.search.keys import extra_terms
 from langmem_tiers.long_term.store.search.neighbours import NEIGHBOUR_KIND
 from langmem_tiers.long_term.store.vectors import VectorIndex, VectorRow
-from langmem_tiers.sql.dialect import ITEMS, POSTINGS, SCOPE_CHANGES, Dialect, item_columns
+from langmem_tiers.sql.dialect import ITEMS, SCOPE_CHANGES, Dialect, item_columns
 from langmem_tiers.sql.flow import Flow, InsertRows, Pipeline, Sql, SqlMany, TakeCounters
 
 __all__ = [
@@ -228,13 +228,6 @@ def _event_of(
     return note.event_type or f"memory.{kind}", dict(note.metadata or {})
 
 
-POSTING_COLUMNS = ("prefix", "term", "item_id", "tf")
-UPSERT_POSTINGS_SQL = (
-    f"INSERT INTO {POSTINGS} (prefix, term, item_id, tf) VALUES (?, ?, ?, ?)"
-    " ON CONFLICT (prefix, term, item_id) DO UPDATE SET tf = excluded.tf"
-)
-
-
 def _postings_rows(puts: Iterable[PreparedPut]) -> list[tuple[str, str, str, int]]:
     """The postings of ``puts`` (written items): one row per term of each, in key order
     (inserted in the B-tree's order, each page is visited once)."""
@@ -338,12 +331,9 @@ class StoreWriter:
                     )
             # Postings after the items: an overwrite whose terms changed has had its old
             # ones removed by the items' trigger; one whose terms did not keeps them.
-            fresh_postings = _postings_rows(fresh)
-            if fresh_postings:
-                batch.append(InsertRows(POSTINGS, POSTING_COLUMNS, fresh_postings))
-            known_postings = _postings_rows(known)
-            if known_postings:
-                batch.append(SqlMany(UPSERT_POSTINGS_SQL, known_postings))
+            postings = _postings_rows(upserts)
+            if postings:
+                batch.append(d.write_postings_request(postings))
             # Vectors belong to their item (a foreign key): a new item has none.
             if self.index.in_database:
                 batch.extend(self.index.write_requests(rows, [i for i in ids if i in before]))
