@@ -22,6 +22,7 @@ from langmem_tiers.sql.dialect import (
     ITEMS,
     META,
     MIGRATIONS,
+    SCOPE_CHANGES,
     STM_LEASES,
     STM_MESSAGES,
     STM_SESSIONS,
@@ -276,6 +277,16 @@ def migrations(dialect: Dialect) -> list[list[MigrationStep]]:
         # Postings by namespace and term: a search reads its query terms' postings within
         # its namespaces, not every member's terms.
         dialect.postings_migration(),
+        [
+            # The counters began at zero on a database that already held memories, and a
+            # process that found a namespace's count at zero took it for empty (a put
+            # there, then a search, saw only the put). Every namespace with items counts
+            # them now: a count that moves makes every cache read the namespace again.
+            f"INSERT INTO {SCOPE_CHANGES} (prefix, changes)"
+            f" SELECT prefix, count(*) FROM {ITEMS} WHERE true GROUP BY prefix"
+            " ON CONFLICT (prefix) DO UPDATE SET changes ="
+            f" {SCOPE_CHANGES}.changes + excluded.changes",
+        ],
     ]
 
 

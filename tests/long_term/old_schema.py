@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from langmem_tiers.long_term.store import writes
 from langmem_tiers.long_term.store.writes import StoreWriter
 from langmem_tiers.sql.dialect import TERMS, Dialect, PostgresDialect, SqliteDialect
 from langmem_tiers.sql.flow import Flow, Sql
@@ -74,6 +75,8 @@ def _with_terms_rows(write_flow: Callable[..., Flow[Any]]) -> Callable[..., Flow
 def write_terms_table(patch: pytest.MonkeyPatch) -> None:
     """Make stores write and read the terms table, as before the terms views."""
     patch.setattr(StoreWriter, "write_flow", _with_terms_rows(StoreWriter.write_flow))
+    # Nor postings by namespace (an upgrade fills them from the packed terms).
+    patch.setattr(writes, "_postings_rows", lambda puts: [])
     patch.setattr(SqliteDialect, "scope_postings_sql", _sqlite_scope_postings_sql)
     patch.setattr(PostgresDialect, "scope_postings_sql", _postgres_scope_postings_sql)
     for dialect in (SqliteDialect, PostgresDialect):

@@ -124,9 +124,11 @@ def test_the_live_index_holds_every_membership_time_after_an_upgrade(
         old.setattr(
             schema,
             "migrations",
-            # Before the membership times' index (the fourth step from the end: then the
-            # update counts, the access counts' table and the postings).
-            lambda d: with_access_table(full(d)[:-4], d),
+            # Before the membership times' index (two steps before the access counts'
+            # table: then the update counts).
+            lambda d: with_access_table(
+                (steps := full(d))[: steps.index(d.item_access_migration()) - 2], d
+            ),
         )
         with TieredMemoryStore.from_url(url, index=default_index(fields=("content",))) as store:
             for key, text in TEXTS.items():

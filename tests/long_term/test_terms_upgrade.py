@@ -77,8 +77,6 @@ def test_terms_survive_the_upgrade_and_searches_agree(
         columns = tuple(c for c in dialect_module.item_columns if c != "terms")
         old.setattr(dialect_module, "item_columns", columns)
         old.setattr(writes_module, "item_columns", columns)
-        # ... and no postings by namespace.
-        old.setattr(writes_module, "_postings_rows", lambda puts: [])
         write_terms_table(old)
         with TieredMemoryStore.from_url(url, index=default_index(fields=("content",))) as store:
             for i, text in enumerate(TEXTS):
