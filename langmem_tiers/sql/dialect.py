@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ACCESS_COUNT_SQL",
+    "COUNTED_COLUMNS",
     "ITEM_ACCESS",
     "LAST_ACCESSED_SQL",
     "Dialect",
@@ -142,6 +143,9 @@ _UPDATE_COLUMN_TYPES: dict[str, str] = {
 # The columns whose change counts as a change of an item's namespace on update (what a
 # search keeps of a namespace depends on them; a put always sets updated_at).
 _COUNTED_ON_UPDATE = ("prefix", "value", "doc_len", "terms", "updated_at")
+#: The columns whose new value a namespace's change counter counts (so a writer setting
+#: them takes the counters first, in one order).
+COUNTED_COLUMNS = frozenset({"prefix", "value", "doc_len", "terms"})
 
 # Columns an update must not overwrite: creation time and usage statistics.
 _KEEP_ON_UPDATE = {"id", "prefix", "key", "created_at"}

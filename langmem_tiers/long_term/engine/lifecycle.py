@@ -46,10 +46,9 @@ from langmem_tiers.long_term.engine.models import (
 from langmem_tiers.long_term.store.core import StoreCore, WriteNote
 from langmem_tiers.long_term.store.events import EventRow, snapshot_flow, write_events_flow
 from langmem_tiers.long_term.store.records import item_id, split_namespace, validate_value
-from langmem_tiers.long_term.store.vectors import VectorIndex
-from langmem_tiers.long_term.store.writes import lock_scope_changes_flow
-from langmem_tiers.sql.dialect import ITEMS, VECTORS, Dialect
-from langmem_tiers.sql.flow import Flow, Sql, SqlMany, Transaction
+from langmem_tiers.long_term.store.writes import ColumnChange, change_columns_flow, unindex_flow
+from langmem_tiers.sql.dialect import ITEMS, Dialect
+from langmem_tiers.sql.flow import Flow, Sql, Transaction
 
 __all__ = [
     "Change",
@@ -59,7 +58,6 @@ __all__ = [
     "decay_changes",
     "decay_flow",
     "decayed_importance",
-    "drop_index_flow",
     "hard_delete_flow",
     "last_access",
     "memories_flow",
@@ -162,11 +160,7 @@ def change_flow(
     missing = [i for i in ids if i not in before]
     if missing:
         raise NotFoundError(f"memories {missing} are gone; nothing was changed.")
-    # A new value is counted in its namespace's change counter: taken in one order first.
-    yield from lock_scope_changes_flow(
-        dialect, (before[c.memory_id]["prefix"] for c in changes if c.value is not None)
-    )
-    grouped: dict[tuple[str, ...], list[list[Any]]] = {}
+    updates: list[ColumnChange] = []
     for change in changes:
         old = before[change.memory_id]
         sets: dict[str, Any] = {}
@@ -185,19 +179,8 @@ def change_flow(
             sets[name] = dialect.ts_param(raw) if _CHANGE_COLUMNS[name] else raw
         if change.touch:
             sets["updated_at"] = dialect.ts_param(at)
-        if not sets:
-            continue
-        names = tuple(sorted(sets))
-        grouped.setdefault(names, []).append([*(sets[n] for n in names), change.memory_id])
-    for names, rows in grouped.items():
-        statement = dialect.update_items_sql(names)
-        if statement is None:
-            assignments = ", ".join(f"{n} = ?" for n in names)
-            yield SqlMany(f"UPDATE {ITEMS} SET {assignments} WHERE id = ?", rows)
-        else:
-            # One row an id, the last change's, as the statements one by one would leave it.
-            last = list({row[-1]: row for row in rows}.values())
-            yield Sql(statement, [list(column) for column in zip(*last, strict=True)])
+        updates.append(ColumnChange(change.memory_id, old["prefix"], sets))
+    yield from change_columns_flow(dialect, updates)
     after = yield from snapshot_flow(dialect, ids)
     events = []
     for change in changes:
@@ -296,27 +279,6 @@ def decay_changes(
                 )
             )
     return changes
-
-
-# -- compression ---------------------------------------------------------------------------
-def drop_index_flow(index: VectorIndex, ids: Sequence[str]) -> Flow[None]:
-    """Drop the terms and in-database vectors of compressed memories (inside a transaction).
-
-    Their rows stay (content, links, history); only the search index gives up the space.
-    Vectors in an external index are dropped by the caller after the commit.
-    """
-    if not ids:
-        return
-    d = index.dialect
-    in_ids, params = d.in_list("id", ids)
-    if d.counts_scope_changes and d.lock_scope_changes_sql():
-        # The new lengths are counted per namespace: their counters taken in one order first.
-        rows = yield Sql(f"SELECT DISTINCT prefix FROM {ITEMS} WHERE {in_ids}", params)
-        yield from lock_scope_changes_flow(d, (r[0] for r in rows))
-    yield Sql(f"UPDATE {ITEMS} SET doc_len = 0, terms = NULL WHERE {in_ids}", params)
-    if index.in_database:
-        in_items, params = d.in_list("item_id", ids)
-        yield Sql(f"DELETE FROM {VECTORS} WHERE {in_items}", params)
 
 
 # -- flows of the engine's lifecycle operations ------------------------------------------
@@ -480,5 +442,6 @@ def _compress(
         for m in targets
     ]
     yield from change_flow(d, changes, at=at, max_chars=core.settings.max_content_chars)
-    yield from drop_index_flow(core.index, ids)
+    # Their rows stay (content, links, history); only the search index gives up the space.
+    yield from unindex_flow(core.index, ids)
     return memory_from_snapshot(snap)

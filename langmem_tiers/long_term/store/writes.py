@@ -39,7 +39,14 @@ from langmem_tiers.long_term.store.search import bm25
 from langmem_tiers.long_term.store.search.keys import extra_terms
 from langmem_tiers.long_term.store.search.neighbours import NEIGHBOUR_KIND
 from langmem_tiers.long_term.store.vectors import VectorIndex, VectorRow
-from langmem_tiers.sql.dialect import ITEMS, SCOPE_CHANGES, Dialect, item_columns
+from langmem_tiers.sql.dialect import (
+    COUNTED_COLUMNS,
+    ITEMS,
+    SCOPE_CHANGES,
+    VECTORS,
+    Dialect,
+    item_columns,
+)
 from langmem_tiers.sql.flow import Flow, InsertRows, Pipeline, Sql, SqlMany, TakeCounters
 
 __all__ = [
@@ -168,6 +175,57 @@ def lock_scope_changes_request(dialect: Dialect, prefixes: Iterable[str]) -> Tak
     if statement and wanted and dialect.counts_scope_changes:
         return TakeCounters(Sql(statement, [wanted]), tuple(wanted))
     return None
+
+
+class ColumnChange(NamedTuple):
+    """New values of some columns of one stored item (bound as the dialect binds them)."""
+
+    item_id: str
+    prefix: str  # the item's joined namespace
+    columns: Mapping[str, Any]
+
+
+def change_columns_flow(dialect: Dialect, changes: Sequence[ColumnChange]) -> Flow[None]:
+    """Set columns of stored items (inside the caller's transaction; events are the
+    caller's). Changes that a namespace's change counter counts (a new value) take their
+    counters first, in one order, as every writer does; changes with the same columns go
+    in one statement, the last change of an item winning."""
+    yield from lock_scope_changes_flow(
+        dialect, (c.prefix for c in changes if COUNTED_COLUMNS & c.columns.keys())
+    )
+    grouped: dict[tuple[str, ...], list[list[Any]]] = {}
+    for change in changes:
+        if change.columns:
+            names = tuple(sorted(change.columns))
+            grouped.setdefault(names, []).append(
+                [*(change.columns[n] for n in names), change.item_id]
+            )
+    for names, rows in grouped.items():
+        statement = dialect.update_items_sql(names)
+        if statement is None:
+            assignments = ", ".join(f"{n} = ?" for n in names)
+            yield SqlMany(f"UPDATE {ITEMS} SET {assignments} WHERE id = ?", rows)
+        else:
+            last = list({row[-1]: row for row in rows}.values())
+            yield Sql(statement, [list(column) for column in zip(*last, strict=True)])
+
+
+def unindex_flow(index: VectorIndex, ids: Sequence[str]) -> Flow[None]:
+    """Drop the terms, postings and in-database vectors of items whose rows stay (inside a
+    transaction); vectors in an external index are dropped by the caller after the commit."""
+    if not ids:
+        return
+    d = index.dialect
+    in_ids, params = d.in_list("id", ids)
+    if d.counts_scope_changes and d.lock_scope_changes_sql():
+        # The new lengths are counted per namespace: their counters taken in one order first.
+        rows = yield Sql(f"SELECT DISTINCT prefix FROM {ITEMS} WHERE {in_ids}", params)
+        yield from lock_scope_changes_flow(d, (r[0] for r in rows))
+    # The items' trigger removes their postings with their terms.
+    yield Sql(f"UPDATE {ITEMS} SET doc_len = 0, terms = NULL WHERE {in_ids}", params)
+    if index.in_database:
+        in_items, params = d.in_list("item_id", ids)
+        yield Sql(f"DELETE FROM {VECTORS} WHERE {in_items}", params)
 
 
 def scope_counts_request(dialect: Dialect, namespaces: Sequence[str]) -> Sql:
