@@ -280,6 +280,7 @@ async def _scope_page(request: Request, viewer: Viewer) -> Response:
     since, until = _time_param(request, "since"), _time_param(request, "until")
     q = _param(request, "q")
     min_score = _number(request, "min_score", 0.0, 1.0)
+    ranked_at = _time_param(request, "now")
     limit = int(_number(request, "limit", 1, 100) or 10)
     offset = int(_number(request, "offset", 0, reads.MEMORY_CAP) or 0)
     parts: list[str] = []
@@ -292,11 +293,14 @@ async def _scope_page(request: Request, viewer: Viewer) -> Response:
         + _select("kind", "kind", MEMORY_KINDS, kind)
         + _input("min_score", "min_score (0-1)", min_score, "number", step="0.01", min="0", max="1")
         + _input("limit", "results", limit, "number", min="1", max="100")
+        + _input("now", "ranked at (UTC; empty: now)", _local(ranked_at), "text", size="20")
         + '<button type="submit">Search</button></form>'
+        '<p class="muted">A search counts as a use of what it finds (the frequency '
+        "component), as every retrieval does.</p>"
     )
     if q:
         found = await reads.search(
-            store, engine, scope, q, kind=kind, limit=limit, min_score=min_score
+            store, engine, scope, q, kind=kind, limit=limit, min_score=min_score, now=ranked_at
         )
         parts.append(_results(scope, found))
     # Memories.
@@ -398,11 +402,12 @@ def _results(scope: str, found: reads.SearchView) -> str:
             ]
         )
     floor = "none" if found.min_score is None else f"{found.min_score:g}"
+    at = "now" if found.now is None else found.now.isoformat()
     out = str(
         table(
             ["#", "memory", "kind", "score", "components", "content"],
             rows,
-            caption=f"{len(rows)} results for {found.query!r}; min_score {floor}",
+            caption=f"{len(rows)} results for {found.query!r}; min_score {floor}; ranked at {at}",
             css="results",
             row_ids=[f"r-{reads.memory_id_of(i)}" for i in found.results],
         )

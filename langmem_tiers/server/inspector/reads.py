@@ -114,6 +114,7 @@ class SearchView:
 
     query: str
     min_score: float | None
+    now: datetime | None
     results: list[RankedItem]
     left_out: list[LeftOut] = field(default_factory=list)
 
@@ -127,21 +128,23 @@ async def search(
     kind: str | None,
     limit: int,
     min_score: float | None,
+    now: datetime | None = None,
 ) -> SearchView:
     """The store's ranked search of the scope, and what it left out.
 
     Left out, with the reason: memories the same query finds among every status
     (superseded, decayed, deleted, compressed), active ones outside their validity
     interval (expired, or not yet valid), and, with ``min_score``, results whose
-    relevance is below it.
+    relevance is below it. ``now``: the reference time of the ranking (recency, validity;
+    default: the current time).
     """
     prefix = namespace_for(scope, kind) if kind else (encode_label(scope),)  # type: ignore[arg-type]
-    found = await store.asearch(prefix, query=query, limit=limit, min_score=min_score)
+    found = await store.asearch(prefix, query=query, limit=limit, min_score=min_score, now=now)
     results = [r for r in found if isinstance(r, RankedItem)]
     shown = {memory_id_of(r) for r in results}
     left: list[LeftOut] = []
     if min_score is not None:
-        unfloored = await store.asearch(prefix, query=query, limit=limit)
+        unfloored = await store.asearch(prefix, query=query, limit=limit, now=now)
         for item in unfloored:
             if not isinstance(item, RankedItem) or memory_id_of(item) in shown:
                 continue
@@ -154,7 +157,7 @@ async def search(
     wide = await engine.aretrieve(
         scope, query, kinds=kind, limit=limit, include_inactive=True, min_score=min_score
     )
-    now = datetime.now(timezone.utc)
+    now = now or datetime.now(timezone.utc)
     for memory in wide:
         if memory.id in shown:
             continue
@@ -171,7 +174,7 @@ async def search(
             continue  # ranked below the page's limit: not left out, just further down
         left.append(LeftOut(memory, reason, memory.score, dict(memory.scores)))
         shown.add(memory.id)
-    return SearchView(query, min_score, results, left)
+    return SearchView(query, min_score, now, results, left)
 
 
 async def growth(engine: MemoryEngine, scope: str) -> dict[str, list[tuple[float, float]]]:
