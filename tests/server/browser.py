@@ -87,6 +87,17 @@ class Browser:
         found = self._call("POST", "/elements", {"using": "css selector", "value": css})
         return [str(f[ELEMENT]) for f in found]
 
+    def wait_for(self, css: str, timeout: float = 20.0) -> str:
+        """The first element matching ``css`` once there (after a navigation a click began)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            found = self.find_all(css)
+            if found:
+                return found[0]
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no element {css!r} at {self.url}")
+            time.sleep(0.05)
+
     def text(self, element: str) -> str:
         return str(self._call("GET", f"/element/{element}/text"))
 

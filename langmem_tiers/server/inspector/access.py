@@ -30,7 +30,7 @@ from fastapi import Request
 
 from langmem_tiers.server.keys import ApiKeys
 
-__all__ = ["COOKIE", "TOKEN_STATE", "Denied", "Viewer", "key_of", "viewer_for"]
+__all__ = ["COOKIE", "TOKEN_STATE", "PageError", "Viewer", "key_of", "viewer_for"]
 
 COOKIE = "lmt_inspector"
 """The cookie holding the key a browser signed in with."""
@@ -50,8 +50,9 @@ class Viewer(NamedTuple):
         return self.admin or scope == self.scope
 
 
-class Denied(Exception):
-    """No page for this request: 401 (no or a bad key) or 403 (another scope)."""
+class PageError(Exception):
+    """No page for this request: its status (401 no or a bad key, 403 another scope, 404,
+    422 a bad parameter) and a message saying what to do."""
 
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
@@ -74,17 +75,17 @@ async def viewer_for(request: Request, key: str | None) -> Viewer:
     """The viewer ``key`` stands for.
 
     Raises:
-        Denied: 401 without a key, or with an unknown or revoked one.
+        PageError: 401 without a key, or with an unknown or revoked one.
     """
     if not key:
-        raise Denied(401, "Sign in with an API key to see memory.")
+        raise PageError(401, "Sign in with an API key to see memory.")
     token: str | None = getattr(request.app.state, TOKEN_STATE, None)
     if token is not None and hmac.compare_digest(key.encode(), token.encode()):
         return Viewer(None, True)
     keys: ApiKeys | None = request.app.state.langmem_tiers.keys
     if keys is None:
-        raise Denied(503, "The server is not started yet.")
+        raise PageError(503, "The server is not started yet.")
     record = await keys.averify(key)
     if record is None:
-        raise Denied(401, "That key is unknown or revoked.")
+        raise PageError(401, "That key is unknown or revoked.")
     return Viewer(record.scope, record.is_admin)

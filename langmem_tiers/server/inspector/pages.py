@@ -38,7 +38,7 @@ from langmem_tiers.long_term.store.records import parse_timestamp
 from langmem_tiers.long_term.store.scope import MEMORY_KINDS
 from langmem_tiers.long_term.store.store import TieredMemoryStore
 from langmem_tiers.server.inspector import reads
-from langmem_tiers.server.inspector.access import COOKIE, Denied, Viewer, key_of, viewer_for
+from langmem_tiers.server.inspector.access import COOKIE, PageError, Viewer, key_of, viewer_for
 from langmem_tiers.server.inspector.html import (
     PREFIX,
     Raw,
@@ -73,10 +73,6 @@ _SECURITY_HEADERS = {
 Handler = Callable[..., Awaitable[Response]]
 
 
-class BadInput(Exception):
-    """A query parameter the page cannot use (422, with the field and a fix)."""
-
-
 def _html(text: str, status: int = 200) -> HTMLResponse:
     return HTMLResponse(text, status_code=status, headers=_SECURITY_HEADERS)
 
@@ -104,7 +100,7 @@ def _login_form() -> str:
 def _state(request: Request) -> tuple[TieredMemoryStore, MemoryEngine]:
     state = request.app.state.langmem_tiers
     if state.engine is None or state.store is None:
-        raise Denied(503, "The server is not started yet.")
+        raise PageError(503, "The server is not started yet.")
     return state.store, state.engine
 
 
@@ -121,10 +117,8 @@ def _guarded(handler: Handler) -> Handler:
                 return _signed_in(target, given)
             viewer = await viewer_for(request, key_of(request))
             return await handler(request, viewer)
-        except Denied as err:
+        except PageError as err:
             return _error_page(err.status, err.message)
-        except BadInput as err:
-            return _error_page(422, str(err))
         except LangmemTiersError as err:
             # The public APIs validate their input: a bad id or time names the field.
             return _error_page(422, str(err))
@@ -150,9 +144,11 @@ def _signed_in(target: str, key: str) -> Response:
 def _scope_of(request: Request, viewer: Viewer) -> str:
     scope = request.query_params.get("scope")
     if not scope:
-        raise BadInput("scope is missing: add ?scope=<agent or user id> (see the scopes page).")
+        raise PageError(
+            422, "scope is missing: add ?scope=<agent or user id> (see the scopes page)."
+        )
     if not viewer.may_see(scope):
-        raise Denied(
+        raise PageError(
             403,
             "This key is bound to another scope and cannot see this one; "
             "sign in with that scope's key or an admin key.",
@@ -172,8 +168,8 @@ def _time_param(request: Request, name: str) -> datetime | None:
     try:
         value = parse_timestamp(text, field=name)
     except (LangmemTiersError, ValueError) as err:
-        raise BadInput(
-            f"{name} must be an ISO-8601 time such as 2026-03-01T12:00:00, got {text!r}."
+        raise PageError(
+            422, f"{name} must be an ISO-8601 time such as 2026-03-01T12:00:00, got {text!r}."
         ) from err
     return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
 
@@ -187,14 +183,14 @@ def _number(request: Request, name: str, low: float, high: float) -> float | Non
     except ValueError:
         value = float("nan")
     if not low <= value <= high:
-        raise BadInput(f"{name} must be a number from {low:g} to {high:g}, got {text!r}.")
+        raise PageError(422, f"{name} must be a number from {low:g} to {high:g}, got {text!r}.")
     return value
 
 
 def _choice(request: Request, name: str, allowed: tuple[str, ...]) -> str | None:
     value = _param(request, name)
     if value is not None and value not in allowed:
-        raise BadInput(f"{name} must be one of {', '.join(allowed)}, got {value!r}.")
+        raise PageError(422, f"{name} must be one of {', '.join(allowed)}, got {value!r}.")
     return value
 
 
@@ -234,7 +230,7 @@ def _local(value: datetime | None) -> str:
 
 
 async def _scopes_page(request: Request, viewer: Viewer) -> Response:
-    store, engine = _state(request)
+    _, engine = _state(request)
     if viewer.admin:
         scopes = [a.scope for a in await engine.aagents()]
     else:
@@ -259,13 +255,10 @@ async def _scopes_page(request: Request, viewer: Viewer) -> Response:
             ]
         )
     who = "an admin key: every scope" if viewer.admin else f"the key of scope {viewer.scope}"
-    body = (
-        f'<p class="muted">Signed in with {esc(who)}.</p>'
-        + table(
-            ["scope", *MEMORY_KINDS, "by status", "total", "events", "last activity (UTC)"],
-            rows,
-            css="scopes",
-        )
+    body = f'<p class="muted">Signed in with {esc(who)}.</p>' + table(
+        ["scope", *MEMORY_KINDS, "by status", "total", "events", "last activity (UTC)"],
+        rows,
+        css="scopes",
     )
     if not rows:
         body += "<p>No memories yet.</p>"
@@ -395,8 +388,10 @@ def _results(scope: str, found: reads.SearchView) -> str:
                 rank,
                 _memory_link(scope, memory_id, item.key),
                 item.namespace[-1] if item.namespace else "",
-                Raw(f'<span class="score" data-score="{float(item.score or 0.0)!r}">'
-                    f"{float(item.score or 0.0):.3f}</span>"),
+                Raw(
+                    f'<span class="score" data-score="{float(item.score or 0.0)!r}">'
+                    f"{float(item.score or 0.0):.3f}</span>"
+                ),
                 score_bars(item.scores, min_score=found.min_score),
                 _clip(str(item.value.get("content", "")), 300),
             ]
@@ -459,16 +454,18 @@ def _ids(value: Any) -> list[str]:
 
 
 async def _memory_page(request: Request, viewer: Viewer) -> Response:
-    store, engine = _state(request)
+    _, engine = _state(request)
     scope = _scope_of(request, viewer)
     memory_id = _param(request, "id")
     if memory_id is None:
-        raise BadInput("id is missing: add &id=<memory id> (the scope page links every memory).")
+        raise PageError(
+            422, "id is missing: add &id=<memory id> (the scope page links every memory)."
+        )
     memory = await engine.aget(scope, memory_id)
     if memory is None:
-        raise Denied(404, f"This scope has no memory with id {memory_id!r}.")
+        raise PageError(404, f"This scope has no memory with id {memory_id!r}.")
     now = datetime.now(timezone.utc)
-    parts = [
+    parts: list[str] = [
         table(
             ["field", "value"],
             [
@@ -480,20 +477,38 @@ async def _memory_page(request: Request, viewer: Viewer) -> Response:
                 ["version", memory.version],
                 ["confidence", f"{memory.confidence:.3f}"],
                 ["importance", f"{memory.importance:.3f}"],
-                ["valid", f"{fmt_time(memory.valid_from)} → {fmt_time(memory.valid_until) or 'open'}"],
-                ["created / updated (UTC)", f"{fmt_time(memory.created_at)} / {fmt_time(memory.updated_at)}"],
-                ["used", f"{memory.access_count} times, last {fmt_time(memory.last_accessed_at) or 'never'}"],
+                [
+                    "valid",
+                    f"{fmt_time(memory.valid_from)} → {fmt_time(memory.valid_until) or 'open'}",
+                ],
+                [
+                    "created / updated (UTC)",
+                    f"{fmt_time(memory.created_at)} / {fmt_time(memory.updated_at)}",
+                ],
+                [
+                    "used",
+                    f"{memory.access_count} times, last {fmt_time(memory.last_accessed_at) or 'never'}",
+                ],
             ],
             css="memory",
         )
     ]
     # Provenance: what it came from and what it links to.
     prov: list[list[object]] = []
-    for name in ("session_id", "source_session_id", "source_message_ids", "message_id", "speaker", "actor"):
+    for name in (
+        "session_id",
+        "source_session_id",
+        "source_message_ids",
+        "message_id",
+        "speaker",
+        "actor",
+    ):
         value = memory.value.get(name, getattr(memory, name, None))
         if value:
             prov.append([name, ", ".join(map(str, value)) if isinstance(value, list) else value])
-    session = memory.session_id or memory.value.get("session_id") or memory.value.get("source_session_id")
+    session = (
+        memory.session_id or memory.value.get("session_id") or memory.value.get("source_session_id")
+    )
     if isinstance(session, str):
         prov.append(["session", link(query(f"{PREFIX}/session", scope=scope, id=session), session)])
     for name in _LINKED:
@@ -503,14 +518,14 @@ async def _memory_page(request: Request, viewer: Viewer) -> Response:
             more = f" and {len(ids) - 200} more" if len(ids) > 200 else ""
             prov.append([name, Raw(links + esc(more))])
     parts.append('<h2 id="provenance">Provenance and links</h2>')
-    parts.append(str(table(["what", "value"], prov, css="provenance")) if prov else "<p>None recorded.</p>")
+    parts.append(
+        str(table(["what", "value"], prov, css="provenance")) if prov else "<p>None recorded.</p>"
+    )
     # Versions on a time axis.
     events = await engine.atimeline(scope, memory_id=memory.id, limit=10_000)
     if memory.kind == "semantic":
         versions = await engine.aevolution(scope, memory.id)
-        spans = [
-            (f"v{v.version}", v.valid_from or v.created_at, v.valid_until) for v in versions
-        ]
+        spans = [(f"v{v.version}", v.valid_from or v.created_at, v.valid_until) for v in versions]
         parts.append('<h2 id="versions">Versions</h2>')
         parts.append(intervals_chart("Validity of each version", spans, now=now))
         parts.append(
@@ -531,7 +546,11 @@ async def _memory_page(request: Request, viewer: Viewer) -> Response:
             )
         )
     # What superseded what, and why (the conflict record of the events).
-    conflicts = [e for e in events if e.type in ("memory.superseded", "memory.merged", "memory.conflict_noted")]
+    conflicts = [
+        e
+        for e in events
+        if e.type in ("memory.superseded", "memory.merged", "memory.conflict_noted")
+    ]
     parts.append('<h2 id="conflicts">Superseded, merged, conflicts</h2>')
     if conflicts:
         parts.append(
@@ -541,7 +560,16 @@ async def _memory_page(request: Request, viewer: Viewer) -> Response:
                     [
                         fmt_time(e.at),
                         e.type,
-                        Raw(", ".join(str(_memory_link(scope, i, i)) for i in _ids(e.metadata.get("superseded_by") or e.metadata.get("merged_into") or e.metadata.get("with")))),
+                        Raw(
+                            ", ".join(
+                                str(_memory_link(scope, i, i))
+                                for i in _ids(
+                                    e.metadata.get("superseded_by")
+                                    or e.metadata.get("merged_into")
+                                    or e.metadata.get("with")
+                                )
+                            )
+                        ),
                         e.metadata.get("explanation") or e.metadata.get("reason") or "",
                         e.metadata.get("confidence", ""),
                     ]
@@ -556,7 +584,10 @@ async def _memory_page(request: Request, viewer: Viewer) -> Response:
     parts.append(_events_table(scope, events))
     parts.append('<h2 id="value">Stored value</h2>')
     parts.append(json_block(memory.value))
-    crumbs = [*_scope_crumbs(scope), (query(f"{PREFIX}/memory", scope=scope, id=memory.id), memory.key)]
+    crumbs = [
+        *_scope_crumbs(scope),
+        (query(f"{PREFIX}/memory", scope=scope, id=memory.id), memory.key),
+    ]
     return _html(page(f"Memory {memory.key}", "".join(map(str, parts)), crumbs=crumbs))
 
 
@@ -576,7 +607,12 @@ def _events_table(scope: str, events: list[Event], *, travel: bool = False) -> s
             _clip(", ".join(f"{k}={v}" for k, v in e.metadata.items()), 200),
         ]
         if travel:
-            row.append(link(query(f"{PREFIX}/timeline", scope=scope, at=e.at.isoformat()) + "#replay", "memory after this"))
+            row.append(
+                link(
+                    query(f"{PREFIX}/timeline", scope=scope, at=e.at.isoformat()) + "#replay",
+                    "memory after this",
+                )
+            )
         rows.append(row)
     return str(table(head, rows, css="events")) if rows else "<p>No events.</p>"
 
@@ -596,7 +632,7 @@ _SLIDER_JS = """
 
 
 async def _timeline_page(request: Request, viewer: Viewer) -> Response:
-    store, engine = _state(request)
+    _, engine = _state(request)
     scope = _scope_of(request, viewer)
     at = _time_param(request, "at")
     since, until = _time_param(request, "since"), _time_param(request, "until")
@@ -604,11 +640,19 @@ async def _timeline_page(request: Request, viewer: Viewer) -> Response:
     times = [_local(e.at) + f".{e.at.microsecond:06d}" for e in events]
     import json
 
-    parts = [
+    parts: list[str] = [
         '<h2 id="travel">Time travel</h2>'
         f'<form class="filters" method="get" action="{PREFIX}/timeline#replay" id="travel-form">'
         f'<input type="hidden" name="scope" value="{attr(scope)}">'
-        + _input("at", "memory as it was at (UTC)", _local(at) + (f".{at.microsecond:06d}" if at else ""), "text", id="at", placeholder="2026-03-01T12:00:00", size="28")
+        + _input(
+            "at",
+            "memory as it was at (UTC)",
+            _local(at) + (f".{at.microsecond:06d}" if at else ""),
+            "text",
+            id="at",
+            placeholder="2026-03-01T12:00:00",
+            size="28",
+        )
     ]
     if events:
         position = len(events) - 1
@@ -655,7 +699,7 @@ async def _session_page(request: Request, viewer: Viewer) -> Response:
     scope = _scope_of(request, viewer)
     session_id = _param(request, "id")
     if session_id is None:
-        raise BadInput("id is missing: add &id=<session id> (the scope page lists them).")
+        raise PageError(422, "id is missing: add &id=<session id> (the scope page lists them).")
     policy = _choice(request, "policy", get_args(ContextPolicy))
     budget = _number(request, "budget", 1, 10_000_000)
     soft = _number(request, "soft_budget", 1, 10_000_000)
@@ -669,11 +713,11 @@ async def _session_page(request: Request, viewer: Viewer) -> Response:
         policy=policy,  # type: ignore[arg-type]
     )
     if view is None:
-        raise Denied(404, f"This scope has no session {session_id!r}.")
+        raise PageError(404, f"This scope has no session {session_id!r}.")
     turns = [row.record.id for row in view.rows if row.record.role == "human"]
     turn = _param(request, "turn") or (turns[-1] if turns else None)
     b = view.builder
-    parts = [
+    parts: list[str] = [
         f'<form class="filters" method="get" action="{PREFIX}/session#context">'
         f'<input type="hidden" name="scope" value="{attr(scope)}">'
         f'<input type="hidden" name="id" value="{attr(session_id)}">'
@@ -710,7 +754,9 @@ async def _session_page(request: Request, viewer: Viewer) -> Response:
     for row in view.rows:
         r = row.record
         archived = (
-            Raw(f"{_memory_link(scope, row.archived.id, 'archived')} {esc(fmt_time(row.archived.created_at))}")
+            Raw(
+                f"{_memory_link(scope, row.archived.id, 'archived')} {esc(fmt_time(row.archived.created_at))}"
+            )
             if row.archived is not None
             else "in window"
         )
@@ -732,7 +778,19 @@ async def _session_page(request: Request, viewer: Viewer) -> Response:
     parts.append(
         '<h2 id="messages">Messages at tiers 1, 2 and 3</h2>'
         + table(
-            ["id", "role", "at (UTC)", "required tier", "tier 1", "tok", "tier 2", "tok", "tier 3 (raw)", "tok", "where"],
+            [
+                "id",
+                "role",
+                "at (UTC)",
+                "required tier",
+                "tier 1",
+                "tok",
+                "tier 2",
+                "tok",
+                "tier 3 (raw)",
+                "tok",
+                "where",
+            ],
             rows,
             css="messages",
             row_ids=[f"msg-{row.record.id}" for row in view.rows],
@@ -775,7 +833,10 @@ async def _session_page(request: Request, viewer: Viewer) -> Response:
         + '<p class="muted">The window part of each prompt (without long-term memories) '
         "under the policy and budget above.</p>"
     )
-    crumbs = [*_scope_crumbs(scope), (query(f"{PREFIX}/session", scope=scope, id=session_id), session_id)]
+    crumbs = [
+        *_scope_crumbs(scope),
+        (query(f"{PREFIX}/session", scope=scope, id=session_id), session_id),
+    ]
     return _html(page(f"Session {session_id}", "".join(map(str, parts)), crumbs=crumbs))
 
 
@@ -801,13 +862,15 @@ def build_inspector_router() -> APIRouter:
         key = (form.get("key") or [""])[0].strip()
         try:
             await viewer_for(request, key)
-        except Denied as err:
+        except PageError as err:
             return _error_page(err.status, err.message)
         return _signed_in(f"{PREFIX}/", key)
 
     @router.get("/logout", response_class=HTMLResponse)
     async def logout() -> Response:
-        response = _html(page("Signed out", f"<p>Signed out. {link(PREFIX + '/login', 'Sign in')}</p>"))
+        response = _html(
+            page("Signed out", f"<p>Signed out. {link(PREFIX + '/login', 'Sign in')}</p>")
+        )
         response.delete_cookie(COOKIE, path=PREFIX)
         return response
 

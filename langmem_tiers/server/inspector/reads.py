@@ -287,9 +287,7 @@ async def session_view(
     episodic memories of the session.
     """
     log = await _log(store)
-    live = [
-        r for r in await log.aread(session_id) if r.user_id == scope or session_id == scope
-    ]
+    live = [r for r in await log.aread(session_id) if r.user_id == scope or session_id == scope]
     episodes = [
         m
         for m in await engine.amemories(scope, kinds="episodic", statuses=None, limit=MEMORY_CAP)
@@ -304,7 +302,9 @@ async def session_view(
             rows[record.seq] = MessageRow(record, _tokens(record), episode)
     semantic = await engine.amemories(scope, kinds="semantic", statuses=None, limit=MEMORY_CAP)
     summaries = [
-        m for m in semantic if m.value.get("session_id") == session_id and "summary" in (m.category or "")
+        m
+        for m in semantic
+        if m.value.get("session_id") == session_id and "summary" in (m.category or "")
     ]
     settings = store.settings
     builder = ContextBuilder(
@@ -312,9 +312,7 @@ async def session_view(
         soft_budget=soft_budget or (None if budget else settings.soft_budget),
         policy=policy or settings.context_policy,
     )
-    return SessionView(
-        session_id, [rows[k] for k in sorted(rows)], summaries, builder, settings
-    )
+    return SessionView(session_id, [rows[k] for k in sorted(rows)], summaries, builder, settings)
 
 
 def _time(text: str) -> datetime:
