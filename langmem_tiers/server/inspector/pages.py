@@ -735,20 +735,6 @@ async def _session_page(request: Request, viewer: Viewer) -> Response:
         "are the server's settings (LANGMEM_TIERS_CONTEXT_TOKEN_LIMIT, ..._CONTEXT_POLICY, "
         "..._CONTEXT_SOFT_BUDGET).</p>"
     ]
-    chosen = await reads.turn_context(store, view, scope, turn) if turn else None
-    if chosen is not None:
-        parts.append(
-            f'<h2 id="context">Context given for turn {esc(chosen.turn)}</h2>'
-            f'<p><span id="context-tokens" data-tokens="{chosen.tokens}">{chosen.tokens:,}</span>'
-            f" prompt tokens (the raw history up to this turn: {chosen.raw_tokens:,}).</p>"
-            '<div class="context card">'
-            + "".join(
-                f'<div class="msg {attr(m.type)}"><div class="role">{esc(m.type)}'
-                f"{' · ' + esc(m.id) if m.id else ''}</div><pre>{esc(m.text)}</pre></div>"
-                for m in chosen.messages
-            )
-            + "</div>"
-        )
     # Messages at every tier.
     rows = []
     for row in view.rows:
@@ -760,9 +746,21 @@ async def _session_page(request: Request, viewer: Viewer) -> Response:
             if row.archived is not None
             else "in window"
         )
+        shown_id: object = r.id
+        if r.role == "human":
+            here = query(
+                f"{PREFIX}/session",
+                scope=scope,
+                id=session_id,
+                turn=r.id,
+                policy=policy,
+                budget=_param(request, "budget"),
+                soft_budget=_param(request, "soft_budget"),
+            )
+            shown_id = link(here + "#context", r.id, title="the context of this turn")
         rows.append(
             [
-                r.id,
+                shown_id,
                 r.role,
                 fmt_time(r.created_at),
                 r.required_tier_level,
@@ -796,6 +794,20 @@ async def _session_page(request: Request, viewer: Viewer) -> Response:
             row_ids=[f"msg-{row.record.id}" for row in view.rows],
         )
     )
+    chosen = await reads.turn_context(store, view, scope, turn) if turn else None
+    if chosen is not None:
+        parts.append(
+            f'<h2 id="context">Context given for turn {esc(chosen.turn)}</h2>'
+            f'<p><span id="context-tokens" data-tokens="{chosen.tokens}">{chosen.tokens:,}</span>'
+            f" prompt tokens (the raw history up to this turn: {chosen.raw_tokens:,}).</p>"
+            '<div class="context card">'
+            + "".join(
+                f'<div class="msg {attr(m.type)}"><div class="role">{esc(m.type)}'
+                f"{' · ' + esc(m.id) if m.id else ''}</div><pre>{esc(m.text)}</pre></div>"
+                for m in chosen.messages
+            )
+            + "</div>"
+        )
     if view.summaries:
         parts.append(
             '<h2 id="summaries">Summaries made of this session</h2>'
