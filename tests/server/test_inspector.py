@@ -55,9 +55,9 @@ class Inspector:
 
 
 def _build_memory(url: str) -> None:
-    """The demo's memory (offline model), a stored HTML payload, and a second scope."""
-    # The whole conversation: the launch date moves in its fourth session (a superseded fact).
-    assert main(["demo", "--url", url, "--scope", SCOPE, "--quiet"]) == 0
+    """The demo's memory, made with the offline model."""
+    # Into the fourth session, where the launch date moves (a superseded fact).
+    assert main(["demo", "--turns", "150", "--url", url, "--scope", SCOPE, "--quiet"]) == 0
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgres"])
@@ -304,6 +304,9 @@ def test_stored_html_and_script_are_shown_as_text(inspector: Inspector) -> None:
     assert PAYLOAD in b.text(b.find("table.memory pre"))
     assert b.script("return window.__pwned === undefined")
     assert not b.find_all("img[src=x]")
+    # The page's own style and script run under its Content-Security-Policy (by hash).
+    header = b.script("return getComputedStyle(document.querySelector('header')).borderBottomStyle")
+    assert header == "solid"
     b.open(inspector.url("/scope", scope=SCOPE, q="window pwned script done"))
     assert b.script("return window.__pwned === undefined")
     assert any("<script>" in t for t in _texts(b, "table.results tbody tr"))

@@ -21,6 +21,8 @@ How a browser passes its key: :mod:`~langmem_tiers.server.inspector.access`.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import logging
 from collections.abc import Awaitable, Callable
 from datetime import datetime, timezone
@@ -40,6 +42,7 @@ from langmem_tiers.long_term.store.store import TieredMemoryStore
 from langmem_tiers.server.inspector import reads
 from langmem_tiers.server.inspector.access import COOKIE, PageError, Viewer, key_of, viewer_for
 from langmem_tiers.server.inspector.html import (
+    CSS,
     PREFIX,
     Raw,
     attr,
@@ -59,11 +62,30 @@ logger = logging.getLogger("langmem_tiers.server.inspector")
 
 STATUSES = ("active", "superseded", "decayed", "deleted", "compressed")
 PAGE_SIZE = 200
+
+
+def _digest(text: str) -> str:
+    return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() + "'"
+
+
+_SLIDER_JS = """
+(function () {
+  var slider = document.getElementById('at-slider'), field = document.getElementById('at');
+  if (!slider || !field) return;
+  var times = JSON.parse(slider.getAttribute('data-times'));
+  var out = document.getElementById('at-slider-value');
+  slider.addEventListener('input', function () {
+    field.value = times[Number(slider.value)];
+    out.textContent = field.value;
+  });
+})();
+"""
+
+# The pages load nothing from elsewhere, are never framed, and run no script or style but
+# their own (by hash): stored text that slipped through escaping still could not run.
 _SECURITY_HEADERS = {
-    # Pages run no script but the few lines they ship, load nothing from elsewhere and
-    # are never framed: stored text that slipped through escaping could still not run.
-    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; "
-    "script-src 'unsafe-inline'; img-src 'self' data:; form-action 'self'; "
+    "Content-Security-Policy": f"default-src 'none'; style-src {_digest(CSS)}; "
+    f"script-src {_digest(_SLIDER_JS)}; img-src 'self' data:; form-action 'self'; "
     "frame-ancestors 'none'; base-uri 'none'",
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
@@ -615,20 +637,6 @@ def _events_table(scope: str, events: list[Event], *, travel: bool = False) -> s
             )
         rows.append(row)
     return str(table(head, rows, css="events")) if rows else "<p>No events.</p>"
-
-
-_SLIDER_JS = """
-(function () {
-  var slider = document.getElementById('at-slider'), field = document.getElementById('at');
-  if (!slider || !field) return;
-  var times = JSON.parse(slider.getAttribute('data-times'));
-  var out = document.getElementById('at-slider-value');
-  slider.addEventListener('input', function () {
-    field.value = times[Number(slider.value)];
-    out.textContent = field.value;
-  });
-})();
-"""
 
 
 async def _timeline_page(request: Request, viewer: Viewer) -> Response:
