@@ -335,6 +335,8 @@ def test_a_scoped_key_gets_403_on_another_scopes_pages(inspector: Inspector) -> 
     assert b.title.startswith(f"Scope {OTHER}")
     b.open(inspector.url("/memory", scope=OTHER, id=some.id))
     assert b.title.startswith("404")
+    b.open(inspector.url("/session", scope=OTHER, id=f"{SCOPE}-s1-kickoff"))
+    assert b.title.startswith("404")
     # No key, or a wrong one: the sign-in form.
     assert httpx.get(inspector.url("/")).status_code == 401
     assert httpx.get(inspector.url("/", key="lmt_wrong")).status_code == 401
@@ -344,6 +346,14 @@ def test_a_scoped_key_gets_403_on_another_scopes_pages(inspector: Inspector) -> 
     assert b.title.startswith(f"Scope {SCOPE}")
     b.open(inspector.url("/timeline", scope=OTHER))
     assert b.title.startswith("403")
+
+
+def test_inspect_has_help(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["inspect", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: langmem-tiers inspect")
+    assert "--url" in out
+    assert "--port" in out
 
 
 def test_inspect_prints_a_link_that_signs_in(tmp_path: Path) -> None:

@@ -24,7 +24,7 @@ from langchain_core.messages import BaseMessage
 
 from langmem_tiers.config import ContextPolicy, Settings
 from langmem_tiers.long_term.engine.engine import MemoryEngine
-from langmem_tiers.long_term.engine.models import Event, Memory
+from langmem_tiers.long_term.engine.models import Memory
 from langmem_tiers.long_term.store.records import parse_timestamp
 from langmem_tiers.long_term.store.scope import encode_label, namespace_for
 from langmem_tiers.long_term.store.search.query import RankedItem
@@ -364,8 +364,3 @@ async def turn_context(
         count_message_tokens(messages),
         count_message_tokens(raw),
     )
-
-
-def events_of(events: Sequence[Event], memory_id: str) -> list[Event]:
-    """The events of one memory among ``events``."""
-    return [e for e in events if e.memory_id == memory_id]
