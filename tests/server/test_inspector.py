@@ -348,6 +348,31 @@ def test_a_scoped_key_gets_403_on_another_scopes_pages(inspector: Inspector) -> 
     assert b.title.startswith("403")
 
 
+def test_bad_parameters_get_a_page_naming_the_field(inspector: Inspector) -> None:
+    admin = {"X-API-Key": inspector.admin}
+    for path, params, field in [
+        ("/timeline", {"scope": SCOPE, "at": "last tuesday"}, "at"),
+        ("/scope", {"scope": SCOPE, "q": "x", "min_score": "2"}, "min_score"),
+        ("/scope", {"scope": SCOPE, "kind": "dreams"}, "kind"),
+        ("/session", {"scope": SCOPE, "id": f"{SCOPE}-s1-kickoff", "policy": "all"}, "policy"),
+        ("/memory", {"scope": SCOPE}, "id"),
+    ]:
+        answer = httpx.get(inspector.url(path, **params), headers=admin)
+        assert answer.status_code == 422, (path, params)
+        assert re.search(rf"<p role=\"alert\" id=\"error\">{field} ", answer.text), answer.text
+
+
+def test_sign_out_then_in_with_the_form(inspector: Inspector) -> None:
+    b = inspector.browser
+    b.open(inspector.url("/logout"))
+    b.open(inspector.url("/"))
+    assert b.title.startswith("401")
+    b.type(b.find("input[name=key]"), inspector.key)
+    b.click(b.find("form button[type=submit]"))
+    b.wait_for("table.scopes")
+    assert _texts(b, "table.scopes tbody tr td:first-child") == [SCOPE]
+
+
 def test_inspect_has_help(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["inspect", "--help"]) == 0
     out = capsys.readouterr().out

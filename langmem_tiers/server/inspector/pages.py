@@ -23,17 +23,25 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import logging
 from collections.abc import Awaitable, Callable
 from datetime import datetime, timezone
 from typing import Any, get_args
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, urlencode
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from langmem_tiers.config import ContextPolicy
-from langmem_tiers.errors import LangmemTiersError
+from langmem_tiers.errors import (
+    BackendError,
+    ConfigurationError,
+    EmbeddingError,
+    LangmemTiersError,
+    NotFoundError,
+    ValidationError,
+)
 from langmem_tiers.long_term.engine.engine import MemoryEngine
 from langmem_tiers.long_term.engine.models import Event, Memory
 from langmem_tiers.long_term.store.records import parse_timestamp
@@ -100,7 +108,13 @@ def _html(text: str, status: int = 200) -> HTMLResponse:
 
 
 def _error_page(status: int, message: str) -> HTMLResponse:
-    titles = {401: "Sign in", 403: "Forbidden", 404: "Not found", 422: "Bad input"}
+    titles = {
+        401: "Sign in",
+        403: "Forbidden",
+        404: "Not found",
+        422: "Bad input",
+        503: "Unavailable",
+    }
     title = f"{status} {titles.get(status, 'Error')}"
     body = f'<p role="alert" id="error">{esc(message)}</p>'
     if status == 401:
@@ -135,26 +149,25 @@ def _guarded(handler: Handler) -> Handler:
             if given is not None:
                 await viewer_for(request, given)  # 401 for a bad key
                 rest = [(k, v) for k, v in request.query_params.multi_items() if k != "key"]
-                target = request.url.path + ("?" + _encode(rest) if rest else "")
+                target = request.url.path + ("?" + urlencode(rest) if rest else "")
                 return _signed_in(target, given)
             viewer = await viewer_for(request, key_of(request))
             return await handler(request, viewer)
         except PageError as err:
             return _error_page(err.status, err.message)
-        except LangmemTiersError as err:
+        except (ValidationError, ConfigurationError) as err:
             # The public APIs validate their input: a bad id or time names the field.
             return _error_page(422, str(err))
+        except NotFoundError as err:
+            return _error_page(404, str(err))
+        except (BackendError, EmbeddingError) as err:
+            logger.error("inspector page %s: %s", request.url.path, err)
+            return _error_page(503, "The database does not answer; try again shortly.")
 
     # Not functools.wraps: FastAPI would read the handler's parameters as the route's.
     run.__name__ = handler.__name__
     run.__doc__ = handler.__doc__
     return run
-
-
-def _encode(items: list[tuple[str, str]]) -> str:
-    from urllib.parse import urlencode
-
-    return urlencode(items)
 
 
 def _signed_in(target: str, key: str) -> Response:
@@ -646,8 +659,6 @@ async def _timeline_page(request: Request, viewer: Viewer) -> Response:
     since, until = _time_param(request, "since"), _time_param(request, "until")
     events = await engine.atimeline(scope, since=since, until=until, limit=10_000)
     times = [_local(e.at) + f".{e.at.microsecond:06d}" for e in events]
-    import json
-
     parts: list[str] = [
         '<h2 id="travel">Time travel</h2>'
         f'<form class="filters" method="get" action="{PREFIX}/timeline#replay" id="travel-form">'
