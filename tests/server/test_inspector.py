@@ -159,7 +159,8 @@ def test_search_bars_match_the_ranked_items_scores(inspector: Inspector) -> None
         "return [...document.querySelectorAll('table.results tbody tr')].map(r => ({"
         "id: r.id.slice(2), score: Number(r.querySelector('.score').dataset.score),"
         "bars: Object.fromEntries([...r.querySelectorAll('svg.bar')].map("
-        "s => [s.dataset.component, Number(s.dataset.value)]))}))"
+        "s => [s.dataset.component, Number(s.dataset.value)])),"
+        "effects: Number(r.querySelector('.effects').dataset.effects)}))"
     )
     after = ranked()
     assert shown, "no results shown"
@@ -180,6 +181,11 @@ def test_search_bars_match_the_ranked_items_scores(inspector: Inspector) -> None
         high = count(item.scores["frequency"])
         assert round(low) + 1 <= round(seen) <= round(high) - 1
         assert row["bars"]["semantic"] >= 0.5
+        # The score is its weighted components times the ranking's multipliers (an
+        # author not named: 0.67; a when-question of a text that does not say: 0.7).
+        assert any(
+            row["effects"] == pytest.approx(m, abs=1e-9) for m in (1.0, 0.7, 0.67, 0.7 * 0.67)
+        ), row
     left = _texts(b, "table.left-out tbody tr")
     assert any("superseded" in t for t in left), left
 

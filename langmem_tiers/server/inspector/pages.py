@@ -33,7 +33,7 @@ from urllib.parse import parse_qs, urlencode
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from langmem_tiers.config import ContextPolicy
+from langmem_tiers.config import ContextPolicy, Settings
 from langmem_tiers.errors import (
     BackendError,
     ConfigurationError,
@@ -46,6 +46,7 @@ from langmem_tiers.long_term.engine.engine import MemoryEngine
 from langmem_tiers.long_term.engine.models import Event, Memory
 from langmem_tiers.long_term.store.records import parse_timestamp
 from langmem_tiers.long_term.store.scope import MEMORY_KINDS
+from langmem_tiers.long_term.store.search.query import RankedItem
 from langmem_tiers.long_term.store.store import TieredMemoryStore
 from langmem_tiers.server.inspector import reads
 from langmem_tiers.server.inspector.access import COOKIE, PageError, Viewer, key_of, viewer_for
@@ -330,7 +331,7 @@ async def _scope_page(request: Request, viewer: Viewer) -> Response:
         found = await reads.search(
             store, engine, scope, q, kind=kind, limit=limit, min_score=min_score, now=ranked_at
         )
-        parts.append(_results(scope, found))
+        parts.append(_results(scope, found, store.settings))
     # Memories.
     wanted_status = [status] if status else None
     listed = await engine.amemories(
@@ -414,7 +415,18 @@ def _clip(text: str, n: int) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-def _results(scope: str, found: reads.SearchView) -> str:
+def _effects(settings: Settings, item: RankedItem) -> Raw:
+    ratio = reads.other_effects(settings, float(item.score or 0.0), item.scores)
+    if ratio is None:
+        return Raw("")
+    note = "none" if abs(ratio - 1.0) < 1e-9 else f"×{ratio:.3f}"
+    return Raw(
+        f'<div class="effects muted" data-effects="{ratio!r}" title="author, time and '
+        f'when-questions: the score over its weighted components">other effects: {esc(note)}</div>'
+    )
+
+
+def _results(scope: str, found: reads.SearchView, settings: Settings) -> str:
     rows = []
     for rank, item in enumerate(found.results, 1):
         memory_id = reads.memory_id_of(item)
@@ -427,7 +439,7 @@ def _results(scope: str, found: reads.SearchView) -> str:
                     f'<span class="score" data-score="{float(item.score or 0.0)!r}">'
                     f"{float(item.score or 0.0):.3f}</span>"
                 ),
-                score_bars(item.scores, min_score=found.min_score),
+                Raw(score_bars(item.scores, min_score=found.min_score) + _effects(settings, item)),
                 _clip(str(item.value.get("content", "")), 300),
             ]
         )

@@ -44,6 +44,7 @@ __all__ = [
     "TurnContext",
     "growth",
     "memory_id_of",
+    "other_effects",
     "scope_overview",
     "search",
     "session_ids",
@@ -63,6 +64,25 @@ _QUERY_CHARS = 2_000  # a context's memory search uses the turn's text, cut to t
 def memory_id_of(item: RankedItem) -> str:
     """The engine's memory id of a store search result."""
     return item_id(item.namespace, item.key)
+
+
+def other_effects(settings: Settings, score: float, scores: dict[str, float]) -> float | None:
+    """The score over what its components give by the ranking's form and weights.
+
+    1 when nothing else moved it; below 1 when the query named another author, asked
+    *when* of a text that does not say, or a time window left the memory out (the
+    ranking's multipliers). None when the components give 0 (nothing to compare with).
+    Conversational neighbours act through ``semantic`` itself, so they do not show here.
+    """
+    w = settings.weights
+    parts = (
+        w.semantic * (1.0 if settings.ranking == "gated" else scores.get("semantic", 0.0))
+        + w.recency * scores.get("recency", 0.0)
+        + w.frequency * scores.get("frequency", 0.0)
+        + w.confidence * scores.get("confidence", 0.0)
+    )
+    base = scores.get("semantic", 0.0) * parts if settings.ranking == "gated" else parts
+    return score / base if base > 0 else None
 
 
 @dataclass
