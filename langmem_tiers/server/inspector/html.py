@@ -135,6 +135,8 @@ table { border-collapse: collapse; width: 100%; margin: .4rem 0 1rem; background
 th, td { border: 1px solid var(--line); padding: .3rem .45rem; text-align: left;
   vertical-align: top; }
 th { background: #f0f3f7; font-weight: 600; }
+table.memories td:nth-child(4), table.events td:nth-child(2), table.messages td:nth-child(3),
+table.versions td:nth-child(2), table.versions td:nth-child(3) { white-space: nowrap; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 caption { text-align: left; color: var(--muted); padding: .2rem 0; }
 form.filters { display: flex; gap: .8rem; flex-wrap: wrap; align-items: end; margin: .4rem 0 1rem;

@@ -332,6 +332,30 @@ async def _scope_page(request: Request, viewer: Viewer) -> Response:
             store, engine, scope, q, kind=kind, limit=limit, min_score=min_score, now=ranked_at
         )
         parts.append(_results(scope, found, store.settings))
+    # Growth and sessions.
+    series = await reads.growth(engine, scope)
+    parts.append(
+        '<h2 id="growth">Growth</h2>'
+        + line_chart(
+            "Memories by kind over time",
+            series,
+            x_label="time (UTC)",
+            y_label="memories",
+            x_format="time",
+            step=True,
+        )
+    )
+    sessions = await reads.session_ids(store, engine, scope)
+    parts.append('<h2 id="sessions">Sessions</h2>')
+    parts.append(
+        "<ul>"
+        + "".join(
+            f"<li>{link(query(f'{PREFIX}/session', scope=scope, id=s), s)}</li>" for s in sessions
+        )
+        + "</ul>"
+        if sessions
+        else "<p>No sessions.</p>"
+    )
     # Memories.
     wanted_status = [status] if status else None
     listed = await engine.amemories(
@@ -382,30 +406,6 @@ async def _scope_page(request: Request, viewer: Viewer) -> Response:
         more = dict(request.query_params)
         more["offset"] = str(offset + PAGE_SIZE)
         parts.append(str(link(query(f"{PREFIX}/scope", **more), "Next page")))
-    # Growth and sessions.
-    series = await reads.growth(engine, scope)
-    parts.append(
-        '<h2 id="growth">Growth</h2>'
-        + line_chart(
-            "Memories by kind over time",
-            series,
-            x_label="time (UTC)",
-            y_label="memories",
-            x_format="time",
-            step=True,
-        )
-    )
-    sessions = await reads.session_ids(store, engine, scope)
-    parts.append('<h2 id="sessions">Sessions</h2>')
-    parts.append(
-        "<ul>"
-        + "".join(
-            f"<li>{link(query(f'{PREFIX}/session', scope=scope, id=s), s)}</li>" for s in sessions
-        )
-        + "</ul>"
-        if sessions
-        else "<p>No sessions.</p>"
-    )
     nav = link(query(f"{PREFIX}/timeline", scope=scope), "Timeline and time travel")
     body = f"<p>{nav}</p>" + "".join(parts)
     return _html(page(f"Scope {scope}", body, crumbs=_scope_crumbs(scope)))
