@@ -2,8 +2,10 @@
 
 Served under ``/ui`` of the HTTP server (``langmem-tiers serve``) and by ``langmem-tiers
 inspect``, behind the server's API keys (see :mod:`.access`). The pages are drawn on the
-server (:mod:`.pages`, :mod:`.html`, :mod:`.svg`) from what :mod:`.reads` reads through the
-store's and the engine's public methods.
+server from what :mod:`.reads` reads through the store's and the engine's public methods:
+:mod:`.pages` (the routes, the scopes and a scope with its search), :mod:`.memory_pages`
+(a memory, time travel), :mod:`.session_page`, sharing :mod:`.frame` (sign-in, errors,
+parameters), :mod:`.html` (escaping) and :mod:`.svg` (plots).
 """
 
 from langmem_tiers.server.inspector.pages import build_inspector_router
