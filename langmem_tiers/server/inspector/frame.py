@@ -32,7 +32,17 @@ from langmem_tiers.long_term.engine.models import Memory
 from langmem_tiers.long_term.store.records import parse_timestamp
 from langmem_tiers.long_term.store.store import TieredMemoryStore
 from langmem_tiers.server.inspector.access import COOKIE, PageError, Viewer, key_of, viewer_for
-from langmem_tiers.server.inspector.html import CSS, PREFIX, Raw, attr, esc, link, page, query
+from langmem_tiers.server.inspector.html import (
+    CSS,
+    PREFIX,
+    Raw,
+    attr,
+    esc,
+    fmt_time,
+    link,
+    page,
+    query,
+)
 
 __all__ = [
     "PAGE_SIZE",
@@ -58,6 +68,7 @@ __all__ = [
     "status_badge",
     "text_input",
     "time_param",
+    "validity",
 ]
 
 logger = logging.getLogger("langmem_tiers.server.inspector")
@@ -260,3 +271,13 @@ def local_time(value: datetime | None) -> str:
 
 def clip(text: str, n: int) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def validity(memory: Memory) -> str:
+    """A memory's validity interval in words: ``always``, ``from ...``, ``until ...``."""
+    start, end = fmt_time(memory.valid_from), fmt_time(memory.valid_until)
+    if start and end:
+        return f"{start} → {end}"
+    if start:
+        return f"from {start}"
+    return f"until {end}" if end else "always"

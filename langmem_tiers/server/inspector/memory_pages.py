@@ -31,6 +31,7 @@ from langmem_tiers.server.inspector.frame import (
     status_badge,
     text_input,
     time_param,
+    validity,
 )
 from langmem_tiers.server.inspector.html import (
     PREFIX,
@@ -95,7 +96,7 @@ async def memory_page(request: Request, viewer: Viewer) -> Response:
                 ["importance", f"{memory.importance:.3f}"],
                 [
                     "valid",
-                    f"{fmt_time(memory.valid_from)} → {fmt_time(memory.valid_until) or 'open'}",
+                    validity(memory),
                 ],
                 [
                     "created / updated (UTC)",
@@ -277,7 +278,7 @@ async def timeline_page(request: Request, viewer: Viewer) -> Response:
                         m.kind,
                         status_badge(m),
                         m.version,
-                        f"{fmt_time(m.valid_from)} → {fmt_time(m.valid_until) or 'open'}",
+                        validity(m),
                         clip(m.content, 300),
                     ]
                     for m in replayed

@@ -52,6 +52,7 @@ from langmem_tiers.server.inspector.frame import (
     status_badge,
     text_input,
     time_param,
+    validity,
 )
 from langmem_tiers.server.inspector.html import (
     PREFIX,
@@ -200,7 +201,7 @@ async def _scope_page(request: Request, viewer: Viewer) -> Response:
                     m.kind,
                     status_badge(m),
                     fmt_time(m.created_at),
-                    f"{fmt_time(m.valid_from)} → {fmt_time(m.valid_until) or 'open'}",
+                    validity(m),
                     m.version,
                     clip(m.content, 240),
                 ]
