@@ -225,6 +225,20 @@ def test_time_control_reproduces_replay(inspector: Inspector) -> None:
     assert 0 < len(shown) < len(inspector.engine.state(SCOPE))
 
 
+def test_the_timeline_lists_the_events_of_a_window(inspector: Inspector) -> None:
+    events = inspector.engine.timeline(SCOPE, limit=10_000)
+    since = events[len(events) // 2].at
+    answer = httpx.get(
+        inspector.url("/timeline", scope=SCOPE, since=since.isoformat()),
+        headers={"X-API-Key": inspector.key},
+    )
+    assert answer.status_code == 200
+    seqs = re.findall(r"<tr><td>(\d+)</td>", answer.text.split('id="timeline"')[1])
+    expected = [e.seq for e in inspector.engine.timeline(SCOPE, since=since, limit=10_000)]
+    assert [int(s) for s in seqs] == expected[-1000:]
+    assert 0 < len(expected) < len(events)
+
+
 def test_a_superseded_fact_shows_its_versions_successor_and_reason(inspector: Inspector) -> None:
     b = inspector.browser
     old = inspector.engine.memories(SCOPE, kinds="semantic", statuses="superseded")[0]

@@ -47,7 +47,10 @@ from langmem_tiers.server.inspector.html import (
 )
 from langmem_tiers.server.inspector.svg import intervals_chart
 
-__all__ = ["memory_page", "timeline_page"]
+__all__ = ["EVENT_ROWS", "memory_page", "timeline_page"]
+
+EVENT_ROWS = 1_000
+"""Events the timeline lists (the slider moves through every event read)."""
 
 
 _LINKED = (
@@ -288,8 +291,22 @@ async def timeline_page(request: Request, viewer: Viewer) -> Response:
                 row_ids=[f"replay-{m.id}" for m in replayed],
             )
         )
-    parts.append(f'<h2 id="timeline">Events</h2><p class="muted">{len(events)} events</p>')
-    parts.append(_events_table(scope, events, travel=True))
+    listed = events[-EVENT_ROWS:]
+    note = f"{len(events)} events" + (
+        f"; the last {EVENT_ROWS:,} listed (narrow with since / until)"
+        if len(events) > EVENT_ROWS
+        else ""
+    )
+    parts.append(
+        f'<h2 id="timeline">Events</h2><form class="filters" method="get" '
+        f'action="{PREFIX}/timeline#timeline">'
+        f'<input type="hidden" name="scope" value="{attr(scope)}">'
+        + text_input("since", "from (UTC)", local_time(since), "datetime-local", step="1")
+        + text_input("until", "until (UTC)", local_time(until), "datetime-local", step="1")
+        + '<button type="submit">Filter</button></form>'
+        f'<p class="muted">{esc(note)}</p>'
+    )
+    parts.append(_events_table(scope, listed, travel=True))
     parts.append(f"<script>{SLIDER_JS}</script>")
     crumbs = [*scope_crumbs(scope), (query(f"{PREFIX}/timeline", scope=scope), "timeline")]
     return html_response(page(f"Timeline of {scope}", "".join(map(str, parts)), crumbs=crumbs))
