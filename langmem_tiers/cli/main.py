@@ -160,7 +160,7 @@ def _scope(parser: argparse.ArgumentParser, *, required: bool = True) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every command."""
-    from langmem_tiers.cli import demo, ingest, memory
+    from langmem_tiers.cli import demo, ingest, inspector, memory
 
     common = _common()
     parser = _Parser(
@@ -418,6 +418,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="PostgreSQL connections per process (default 10)",
     )
     p.add_argument("--log-level", default="info", help="uvicorn log level (default %(default)s)")
+
+    p = add(
+        "inspect",
+        inspector.run,
+        "open the memory inspector in the browser (needs the 'server' extra)",
+        "Serves the read-only memory inspector on 127.0.0.1 over the store of --url and "
+        "prints a link that signs in (valid while the command runs): scopes, memories, "
+        "search with score components, versions, time travel, sessions.",
+    )
+    p.add_argument("--port", type=_port, default=8090, help="port (default %(default)s)")
+    p.add_argument("--log-level", default="warning", help="uvicorn log level (default %(default)s)")
 
     p = add(
         "mcp",

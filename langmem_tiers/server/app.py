@@ -13,6 +13,7 @@ several processes on the same port (see :func:`serve`).
 
 The OpenAPI schema is at ``/openapi.json`` and the interactive docs at ``/docs``. Every
 endpoint but ``/api/v1/health`` needs an API key (see :mod:`~langmem_tiers.server.auth`).
+The memory inspector's pages are under ``/ui`` (:mod:`~langmem_tiers.server.inspector`).
 
 Example:
     >>> from fastapi.testclient import TestClient
@@ -67,6 +68,8 @@ OPTIONS_ENV = "LANGMEM_TIERS_SERVER_OPTIONS"
 """How :func:`serve` hands its options to worker processes (JSON; internal)."""
 
 API_PREFIX = "/api/v1"
+INSPECTOR_PREFIX = "/ui"
+"""Where the memory inspector's pages are (see :mod:`~langmem_tiers.server.inspector`)."""
 
 
 @dataclass
@@ -207,6 +210,9 @@ def create_app(
     install_error_handlers(app)
     app.add_middleware(BodyLimitAndErrorsMiddleware, max_body_bytes=max_body_bytes)
     app.include_router(build_router(), prefix=API_PREFIX)
+    from langmem_tiers.server.inspector import build_inspector_router
+
+    app.include_router(build_inspector_router(), prefix=INSPECTOR_PREFIX)
     return app
 
 
