@@ -12,6 +12,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from datetime import datetime, timedelta
+from itertools import repeat
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -293,7 +294,7 @@ def _postings_rows(puts: Iterable[PreparedPut]) -> list[tuple[str, str, str, int
     for p in puts:
         r = p.record
         assert r is not None
-        rows.extend((r.prefix, term, r.id, tf) for term, tf in p.terms.items())
+        rows.extend(zip(repeat(r.prefix), p.terms, repeat(r.id), p.terms.values()))
     rows.sort()
     return rows
 
