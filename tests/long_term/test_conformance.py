@@ -996,6 +996,29 @@ async def test_invalid_namespace_error_names_the_label(twin: Twin) -> None:
 
 
 @pytest.mark.usefixtures("ours")
+@pytest.mark.usefixtures("ours")
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The first cities appeared about 6000 years ago in Mesopotamia.",
+        "Dinosaurs died out 66000000 years ago, and yesterday I saw a fossil.",
+        "It will be done in 99999999999999999999 days, or the past 10000000000 weeks.",
+        "A number too long to read: " + "9" * 5000 + " days ago.",
+    ],
+    ids=["6000-years-ago", "66-million-years-ago", "far-future", "huge-number"],
+)
+async def test_times_out_of_the_calendars_range_never_fail_a_write(twin: Twin, text: str) -> None:
+    # Understanding time in text indexes what the calendar can hold and skips the rest.
+    ns = ("u1", "episodic")
+    value = {"content": text, "event_timestamp": "2023-05-01T00:00:00"}
+    await twin.put(ns, "k", value)
+    item = await twin.get(ns, "k")
+    assert item is not None
+    assert item.value == value
+    assert "k" in keys(await twin.search(ns, query=text[:60], limit=5))
+    assert "k" in keys(await twin.search(ns, query="what happened 6000 years ago?", limit=5))
+
+
 @pytest.mark.parametrize(
     "value",
     [
@@ -1240,7 +1263,7 @@ async def test_put_ttl_default_ttl_and_none(
 async def test_reads_refresh_the_ttl_as_configured(
     make_store: MakeStore, twin_of: TwinOf, backend: str
 ) -> None:
-    store = _ttl_store(make_store, backend, default_ttl=1)
+    store = _ttl_store(make_store, backend, default_ttl=1, refresh_on_read=True)
     twin = twin_of(store)
     ns = ("ttl",)
     await put_all(twin, ns, {"g": {"text": "get me"}, "s": {"text": "search me"}})
@@ -1251,7 +1274,7 @@ async def test_reads_refresh_the_ttl_as_configured(
     assert await twin.search(ns, filter={"text": "search me"}, refresh_ttl=False)
     assert _expiry(store, ns, "g")[0] == g0
     assert _expiry(store, ns, "s")[0] == s0
-    assert await twin.get(ns, "g") is not None  # refresh_on_read defaults to True
+    assert await twin.get(ns, "g") is not None  # as refresh_on_read says
     assert _expiry(store, ns, "g")[0] > g0
     assert keys(await twin.search(ns, query="search me", refresh_ttl=True))[:2] != []
     s1 = _expiry(store, ns, "s")[0]
@@ -1262,6 +1285,89 @@ async def test_reads_refresh_the_ttl_as_configured(
     await twin.get(ns, "s")
     await twin.search(ns)
     assert _expiry(store, ns, "s")[0] == s1
+
+
+@pytest.mark.usefixtures("ours")
+async def test_a_default_ttl_runs_from_the_put_unless_reads_are_told_to_refresh(
+    make_store: MakeStore, twin_of: TwinOf, backend: str
+) -> None:
+    # LangGraph's SqliteStore (its test_ttl_override_default): with only a default_ttl,
+    # a read that does not ask leaves the expiry where the put set it.
+    store = _ttl_store(make_store, backend, default_ttl=5 / 60)
+    twin = twin_of(store)
+    ns = ("ttl",)
+    await twin.put(ns, "short", {"v": "override"}, ttl=1 / 60)
+    await twin.put(ns, "default", {"v": "default"})
+    await twin.put(ns, "forever", {"v": "permanent"}, ttl=None)
+    at_put = _expiry(store, ns, "default")
+    assert at_put[1] == pytest.approx(5 / 60)
+    await asyncio.sleep(0.05)
+    for key in ("short", "default", "forever"):
+        assert await twin.get(ns, key) is not None
+    assert keys(await twin.search(ns, filter={"v": "default"})) == ["default"]
+    assert _expiry(store, ns, "default") == at_put
+    await twin.get(ns, "default", refresh_ttl=True)  # asked: refreshed
+    assert _expiry(store, ns, "default")[0] > at_put[0]
+    _backdate(store, ns, "short")
+    _backdate(store, ns, "default")
+    assert await twin.sweep_ttl() == 2
+    assert [await twin.get(ns, k) is not None for k in ("short", "default", "forever")] == [
+        False,
+        False,
+        True,
+    ]
+
+
+@pytest.mark.usefixtures("ours")
+async def test_ttl_methods_are_awaitable_as_on_langgraphs_async_stores(
+    backend: str, request: pytest.FixtureRequest, tmp_path: Any
+) -> None:
+    # LangGraph's async stores define sweep_ttl, start_ttl_sweeper and stop_ttl_sweeper
+    # as coroutines, and their test fixtures await them.
+    from langmem_tiers import TieredMemoryStore
+
+    url = _url(backend, request, tmp_path)
+    ttl = {"default_ttl": 10, "sweep_interval_minutes": 0.002}
+    ns = ("ttl",)
+    async with TieredMemoryStore.afrom_url(url, ttl=ttl, **_qdrant(backend)) as store:  # type: ignore[arg-type]
+        await store.setup()
+        running = await store.start_ttl_sweeper()
+        assert running is store.start_ttl_sweeper()  # the same sweeper, awaited or not
+        assert not running.done()
+        await store.aput(ns, "old", {"v": 1})
+        await store.aput(ns, "new", {"v": 2})
+        assert await store.sweep_ttl() == 0
+        _async_backdate(url, ns, "old")
+        for _ in range(200):
+            if _stored_expiry(url, ns, "old") == (None, None):
+                break
+            await asyncio.sleep(0.05)
+        assert await store.aget(ns, "old") is None
+        assert await store.stop_ttl_sweeper()
+        await store.aput(ns, "old", {"v": 3})
+        _async_backdate(url, ns, "old")
+        assert await store.sweep_ttl() == 1
+        assert await store.aget(ns, "new") is not None
+    with TieredMemoryStore.from_url(url, ttl=ttl, **_qdrant(backend)) as store:  # type: ignore[arg-type]
+        assert store.sweep_ttl() == 0  # the sync form answers at once
+        assert await store.sweep_ttl() == 0  # and awaiting its answer is harmless
+        assert store.stop_ttl_sweeper()
+
+
+def _async_backdate(url: str, ns: tuple[str, ...], key: str) -> None:
+    """:func:`_backdate` through a sync store of its own on the database at ``url``."""
+    from langmem_tiers import TieredMemoryStore
+
+    with TieredMemoryStore.from_url(url, setup=False) as other:
+        _backdate(other, ns, key)
+
+
+def _stored_expiry(url: str, ns: tuple[str, ...], key: str) -> tuple[Any, Any]:
+    """:func:`_expiry` through a sync store of its own on the database at ``url``."""
+    from langmem_tiers import TieredMemoryStore
+
+    with TieredMemoryStore.from_url(url, setup=False) as other:
+        return _expiry(other, ns, key)
 
 
 @pytest.mark.usefixtures("ours")
