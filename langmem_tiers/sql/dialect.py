@@ -170,6 +170,10 @@ class Dialect:
     json_type = "TEXT"
     ts_type = "TEXT"
     serial_key = "INTEGER PRIMARY KEY AUTOINCREMENT"
+    #: Whether rows that reference an item (its vectors) may outlive it: another client
+    #: deleted the item on a connection that does not enforce foreign keys. A writer then
+    #: clears them before it writes a new item's.
+    orphans_possible = False
 
     # -- parameter adaptation ------------------------------------------------------
     def json_param(self, value: Any) -> Any:
@@ -784,6 +788,9 @@ class SqliteDialect(Dialect):
     """SQLite: JSON as text, timestamps as ISO-8601 text in UTC, vectors as float32 blobs."""
 
     name = "sqlite"
+    # SQLite enforces foreign keys only on connections that ask (PRAGMA foreign_keys), and
+    # no client asks by default: a plain DELETE FROM lmt_items leaves the item's vectors.
+    orphans_possible = True
     # One B-tree keyed by the id, not a table and an index of it.
     keyed_table_options = " WITHOUT ROWID"
     counts_scope_changes = True

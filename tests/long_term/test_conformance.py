@@ -1518,6 +1518,58 @@ async def test_from_conn_string_is_from_url(
             assert (await store.aget(ns, "a")) is not None
 
 
+def _plain_sql(url: str, statement: str) -> None:
+    """Run ``statement`` as another client would: its own connection, the driver's defaults
+    (on SQLite: foreign keys not enforced)."""
+    if url.startswith("sqlite:///"):
+        import sqlite3
+
+        conn = sqlite3.connect(url[len("sqlite:///") :])
+        try:
+            conn.execute(statement)
+            conn.commit()
+        finally:
+            conn.close()
+    else:
+        import psycopg
+
+        with psycopg.connect(url, autocommit=True) as pg:
+            pg.execute(statement)  # type: ignore[arg-type]
+
+
+async def test_items_deleted_by_another_client_can_be_written_again(
+    backend: str, twin_of: TwinOf, request: pytest.FixtureRequest, tmp_path: Any
+) -> None:
+    from langmem_tiers import TieredMemoryStore
+
+    url = _url(backend, request, tmp_path)
+    ns = ("docs",)
+    with TieredMemoryStore.from_url(url, **_qdrant(backend)) as store:
+        twin = twin_of(store)
+        await twin.put(ns, "a", {"text": "apple pie", "note": "baked"}, index=["text", "note"])
+        await twin.put(ns, "b", {"text": "banana bread"})
+        _plain_sql(url, "DELETE FROM lmt_items")
+        # The item's vectors may have stayed behind (SQLite without PRAGMA foreign_keys):
+        # the next puts of the key replace them.
+        await twin.put(ns, "a", {"text": "apple crumble"})
+        await twin.batch(
+            [PutOp(ns, "b", {"text": "banana split"}), PutOp(ns, "c", {"text": "cherry"})]
+        )
+        item = await twin.get(ns, "a")
+        assert item is not None
+        assert item.value == {"text": "apple crumble"}
+        hits = await twin.search(ns, query="apple crumble", limit=5)
+        assert keys(hits)[0] == "a"
+        assert sorted(keys(hits)) == ["a", "b", "c"]
+        if "qdrant" not in backend:
+            fields = _sql(
+                store,
+                "SELECT field FROM lmt_vectors WHERE item_id IN"
+                " (SELECT id FROM lmt_items WHERE key = 'a')",
+            )
+            assert [f[0] for f in fields] == ["$"]  # the whole value, as the config says
+
+
 async def test_await_setup_works_on_any_store(
     backend: str, request: pytest.FixtureRequest, tmp_path: Any
 ) -> None:
