@@ -996,7 +996,6 @@ async def test_invalid_namespace_error_names_the_label(twin: Twin) -> None:
 
 
 @pytest.mark.usefixtures("ours")
-@pytest.mark.usefixtures("ours")
 @pytest.mark.parametrize(
     "text",
     [
@@ -1019,6 +1018,7 @@ async def test_times_out_of_the_calendars_range_never_fail_a_write(twin: Twin, t
     assert "k" in keys(await twin.search(ns, query="what happened 6000 years ago?", limit=5))
 
 
+@pytest.mark.usefixtures("ours")
 @pytest.mark.parametrize(
     "value",
     [
