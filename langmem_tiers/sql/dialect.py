@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import struct
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
@@ -932,6 +933,7 @@ class SqliteDialect(Dialect):
                 return f"({typed} = 'null')", params
             return f"({typed} IS NOT 'null')", params
         sql_op = _COMPARATORS[op]
+        operand = _sqlite_number(operand)
         if op in ("$eq", "$ne"):
             # Strings only equal strings, numbers only numbers, as in JSON.
             type_ok = "('text')" if isinstance(operand, str) else "('integer', 'real')"
@@ -950,6 +952,23 @@ class SqliteDialect(Dialect):
             *params,
             operand,
         ]
+
+
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+def _sqlite_number(operand: Any) -> Any:
+    """``operand`` as SQLite can bind it: an integer beyond 64 bits as the nearest float
+    (as SQLite's JSON functions read such a number in a value), beyond floats as an
+    infinity; anything else as it is."""
+    if isinstance(operand, bool) or not isinstance(operand, int):
+        return operand
+    if _INT64[0] <= operand <= _INT64[1]:
+        return operand
+    try:
+        return float(operand)
+    except OverflowError:
+        return math.inf if operand > 0 else -math.inf
 
 
 @functools.lru_cache(maxsize=16)

@@ -1435,6 +1435,26 @@ async def test_namespaces_may_be_lists(twin: Twin) -> None:
 
 
 @pytest.mark.usefixtures("ours")
+async def test_a_match_condition_path_may_be_one_bare_label(twin: Twin) -> None:
+    # LangGraph's PostgreSQL test_batch_list_namespaces_ops writes MatchCondition("suffix",
+    # "public"): one label, as ("public",).
+    for ns in [("test", "documents", "public"), ("test", "images", "private"), ("public",)]:
+        await twin.put(ns, "k", {"v": 1})
+    found = await twin.batch(
+        [
+            ListNamespacesOp(match_conditions=(MatchCondition("suffix", "public"),)),  # type: ignore[arg-type]
+            ListNamespacesOp(match_conditions=(MatchCondition("prefix", "test"),)),  # type: ignore[arg-type]
+            ListNamespacesOp(match_conditions=(MatchCondition("suffix", ("public",)),)),
+        ]
+    )
+    assert found[0] == [("public",), ("test", "documents", "public")]
+    assert found[1] == [("test", "documents", "public"), ("test", "images", "private")]
+    assert found[0] == found[2]
+    with pytest.raises(errors.InvalidNamespaceError, match="match path"):
+        await twin.batch([ListNamespacesOp(match_conditions=(MatchCondition("suffix", "a.b"),))])  # type: ignore[arg-type]
+
+
+@pytest.mark.usefixtures("ours")
 async def test_a_string_namespace_is_refused(twin: Twin) -> None:
     with pytest.raises(errors.InvalidNamespaceError, match="tuple"):
         await twin.search("test")
@@ -1462,6 +1482,41 @@ async def test_filters_with_infinity_and_nan_compare_as_floats(twin: Twin) -> No
     assert await twin.search(ns, filter={"n": inf}) == []
 
 
+async def test_filters_with_numbers_beyond_64_bits_compare_as_numbers(twin: Twin) -> None:
+    # LangGraph's test_numeric_filter_safety: such an operand is a number, not an error.
+    ns = ("numbers",)
+    await put_all(twin, ns, {"small": {"n": 5}, "big": {"n": 2**70}})
+    expect: list[tuple[Any, list[str]]] = [
+        (2**64, []),
+        ({"$gt": 2**64}, ["big"]),
+        ({"$gte": 2**70}, ["big"]),
+        ({"$lt": 2**64}, ["small"]),
+        ({"$lt": 2**71}, ["big", "small"]),
+        ({"$gt": -(2**70)}, ["big", "small"]),
+        ({"$ne": 10**30}, ["big", "small"]),
+        (2**70, ["big"]),
+    ]
+    for operand, wanted in expect:
+        found = await twin.search(ns, filter={"n": operand})
+        assert sorted(keys(found)) == wanted, operand
+    assert keys(await twin.search(ns, query="numbers", filter={"n": {"$gt": 2**64}})) == ["big"]
+
+
+@pytest.mark.usefixtures("ours")
+async def test_filters_with_numbers_beyond_floats_compare_as_numbers(twin: Twin) -> None:
+    # The reference raises OverflowError converting such an operand to a float.
+    ns = ("numbers",)
+    await put_all(twin, ns, {"small": {"n": 5}, "big": {"n": 2**70}})
+    for operand, wanted in [
+        ({"$lt": 10**400}, ["big", "small"]),
+        ({"$gt": -(10**400)}, ["big", "small"]),
+        ({"$gt": 10**400}, []),
+        (10**400, []),
+    ]:
+        found = await twin.search(ns, filter={"n": operand})
+        assert sorted(keys(found)) == wanted, operand
+
+
 @pytest.mark.usefixtures("ours")
 async def test_index_config_keeps_what_was_passed(make_store: MakeStore, twin_of: TwinOf) -> None:
     emb = KeywordEmbeddings()
@@ -1479,8 +1534,33 @@ async def test_index_config_keeps_what_was_passed(make_store: MakeStore, twin_of
     assert config["ann_index_config"] == {"kind": "hnsw"}
     assert config["embed"] is emb
     assert config["dims"] == index["dims"]
-    with pytest.raises(errors.ConfigurationError, match="distance_type"):
-        make_store(index={**index, "distance_type": "l2"})
+    with pytest.raises(errors.ConfigurationError, match=r"distance_type.*hamming"):
+        make_store(index={**index, "distance_type": "hamming"})
+
+
+@pytest.mark.usefixtures("ours")
+@pytest.mark.parametrize("distance", ["l2", "inner_product"])
+async def test_every_float_distance_langgraph_takes_ranks_as_cosine(
+    make_store: MakeStore, twin_of: TwinOf, distance: str
+) -> None:
+    # LangGraph's stores take these; on unit vectors they order as cosine does.
+    values = {
+        "car": {"content": "car engine"},
+        "pie": {"content": "apple pie"},
+        "apple": {"content": "apple"},
+        "jazz": {"content": "jazz music"},
+    }
+    found = {}
+    for name in ("cosine", distance):
+        store = make_store(index={**_content_index(), "distance_type": name})
+        assert store.index_config["distance_type"] == name  # type: ignore[attr-defined]
+        twin = twin_of(store)
+        await put_all(twin, ("docs",), values)
+        found[name] = [(i.key, i.score) for i in await twin.search(("docs",), query="apple pie")]
+    assert [k for k, _ in found[distance]][:2] == ["pie", "apple"]
+    assert [k for k, _ in found[distance]] == [k for k, _ in found["cosine"]]
+    for (_, a), (_, b) in zip(found[distance], found["cosine"], strict=True):
+        assert a == pytest.approx(b, abs=0.02)  # the same similarity (recency differs a little)
 
 
 # -- construction: connections, URLs, store objects ---------------------------------------

@@ -101,7 +101,8 @@ class TieredMemoryStore(BaseStore):
         conn: the database connection or pool.
         index: LangGraph's index config (``dims``, ``embed``, ``fields``). ``embed`` may be
             any LangChain ``Embeddings``, a provider string or a function. Vectors are
-            compared by cosine similarity (``distance_type`` may only be ``"cosine"``).
+            compared by cosine similarity: ``distance_type`` may be ``"cosine"``, ``"l2"``
+            or ``"inner_product"``, which rank unit-normalised vectors alike.
         embeddings: shortcut for ``index={"embed": embeddings}``; ``None`` with no index
             means the offline deterministic embedder.
         qdrant: put vectors in Qdrant: a ``QdrantClient``, a server URL, a local path or
