@@ -667,7 +667,8 @@ async def serve_http(
 ) -> None:
     """Serve memory over streamable HTTP at ``http://host:port/mcp``; callers send API keys.
 
-    ``model`` as in :func:`serve_stdio`.
+    ``model`` as in :func:`serve_stdio`. Slow clients are bounded as ``langmem-tiers
+    serve`` bounds them (``settings.server_*``, ``server/limits.py``).
     """
     settings = settings or Settings.from_env()
     _require_sdk()
@@ -675,13 +676,16 @@ async def serve_http(
         import uvicorn
     except ImportError as err:  # a dependency of the mcp SDK, so rarely missing
         raise MissingDependencyError("The MCP server over HTTP", "mcp", "uvicorn") from err
+    from langmem_tiers.server.limits import uvicorn_options
 
     async def run(store: TieredMemoryStore, engine: MemoryEngine) -> None:
         server = build_mcp_server(
             engine, keys=ApiKeys(store.db), issuer_url=f"http://{host}:{port}"
         )
         app = server.streamable_http_app(streamable_http_path=path, host=host)
-        config = uvicorn.Config(app, host=host, port=port, log_level=log_level)
+        config = uvicorn.Config(
+            app, host=host, port=port, log_level=log_level, **uvicorn_options(settings)
+        )
         await uvicorn.Server(config).serve()
 
     await _with_engine(url if url is not None else settings.url, settings, model, run)
