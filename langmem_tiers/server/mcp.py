@@ -395,7 +395,7 @@ def build_mcp_server(
                     strategy=strategy,
                 ),
             )
-            conflicts = [
+            conflicts: list[dict[str, Any]] = [
                 {
                     "memory_id": c.memory.id,
                     "content": c.memory.content,
@@ -411,7 +411,7 @@ def build_mcp_server(
                 "action": result.action,
                 "memory": _clip(_memory(result.memory), share),
                 "reason": result.reason,
-                "conflicts": [_clip(c, share, memory_id=c["memory_id"]) for c in conflicts],
+                "conflicts": [_clip(c, share, memory_id=str(c["memory_id"])) for c in conflicts],
                 "changed": [_clip(m, share) for m in changed],
             }
         if engine_kind == "procedural":

@@ -44,7 +44,7 @@ def _connect(port: int) -> socket.socket:
 
 def _read_all(sock: socket.socket) -> bytes:
     """What the server sends until it closes the connection (bounded by the timeout)."""
-    chunks = []
+    chunks: list[bytes] = []
     while True:
         chunk = sock.recv(65536)
         if not chunk:
