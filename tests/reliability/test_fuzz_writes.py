@@ -35,7 +35,7 @@ from langmem_tiers.errors import LangmemTiersError
 from tests.graph.fakes import ToolCallingFake
 
 #: Examples each case tries (hypothesis' own default is 100).
-EXAMPLES = 12
+EXAMPLES = 6
 
 FUZZ = settings(
     max_examples=EXAMPLES,
@@ -62,7 +62,7 @@ hostile_text = st.one_of(
     st.tuples(st.text(max_size=10), _surrogates, st.text(max_size=10)).map("".join),
     st.sampled_from(_FAR_OUT),
     st.tuples(st.sampled_from(_FAR_OUT), st.text(max_size=10)).map(" ".join),
-    st.sampled_from(["x" * 1_000_001, "é" * 400_000 + " in 6000 years", "\x00" * 10]),
+    st.sampled_from(["x" * 1_000_001, "é" * 100_000 + " in 6000 years", "\x00" * 10]),
 )
 
 

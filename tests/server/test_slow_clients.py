@@ -80,10 +80,13 @@ def _get(port: int, path: str, headers: str = "") -> bytes:
         return _read_all(sock)
 
 
-@pytest.fixture(params=["serve", "mcp"])
-def server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[int, str, bytes]]:
+@pytest.fixture(scope="module", params=["serve", "mcp"])
+def server(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[int, str, bytes]]:
     """``(port, a path, the status line it answers there)`` of a running server with the
     lowered limits (the MCP server asks for a key: 401)."""
+    tmp_path = tmp_path_factory.mktemp(str(request.param))
     port = _free_port()
     url = f"sqlite:///{tmp_path / 'slow.db'}"
     if request.param == "serve":
