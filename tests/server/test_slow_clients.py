@@ -20,6 +20,9 @@ from pathlib import Path
 
 import pytest
 
+from langmem_tiers.config import Settings
+from langmem_tiers.errors import ConfigurationError
+
 ROOT = Path(__file__).resolve().parents[2]
 LIMITS = {
     "LANGMEM_TIERS_SERVER_HEADER_TIMEOUT": "1",
@@ -176,3 +179,21 @@ def test_an_idle_keep_alive_connection_is_closed(server: tuple[int, str, bytes])
         with suppress(OSError):
             sock.sendall(b"X-Late: yes\r\n")
         assert _read_all(sock).startswith(b"HTTP/1.1 408")
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("server_header_timeout", 0),
+        ("server_keepalive_timeout", -1),
+        ("server_max_connections", 0),
+        ("mcp_answer_chars", 0),
+    ],
+)
+def test_server_limits_are_checked(name: str, value: int) -> None:
+    with pytest.raises(ConfigurationError, match=name):
+        Settings(**{name: value})
+    assert (
+        Settings.from_env(environ={f"LANGMEM_TIERS_{name.upper()}": "7"}).__getattribute__(name)
+        == 7
+    )
