@@ -193,7 +193,4 @@ def test_an_idle_keep_alive_connection_is_closed(server: tuple[int, str, bytes])
 def test_server_limits_are_checked(name: str, value: int) -> None:
     with pytest.raises(ConfigurationError, match=name):
         Settings(**{name: value})
-    assert (
-        Settings.from_env(environ={f"LANGMEM_TIERS_{name.upper()}": "7"}).__getattribute__(name)
-        == 7
-    )
+    assert getattr(Settings.from_env(environ={f"LANGMEM_TIERS_{name.upper()}": "7"}), name) == 7
