@@ -254,6 +254,9 @@ def serve(
     what is alive once it has started from the garbage collector (``freeze_startup_heap``
     of :func:`create_app`).
 
+    Slow clients are bounded by ``settings``: ``server_header_timeout``,
+    ``server_keepalive_timeout`` and ``server_max_connections`` (``server/limits.py``).
+
     Raises:
         MissingDependencyError: uvicorn is not installed.
         ConfigurationError: a bad option (or URL).
@@ -262,6 +265,8 @@ def serve(
         import uvicorn
     except ImportError as err:
         raise MissingDependencyError("langmem-tiers serve", "server", "uvicorn") from err
+    from langmem_tiers.server.limits import uvicorn_options
+
     _check_counts(workers=workers, max_body_bytes=max_body_bytes, pool_size=pool_size)
     settings = settings or Settings.from_env()
     url = url if url is not None else settings.url
@@ -274,7 +279,7 @@ def serve(
             pool_size=pool_size,
             freeze_startup_heap=True,
         )
-        uvicorn.run(app, host=host, port=port, log_level=log_level)
+        uvicorn.run(app, host=host, port=port, log_level=log_level, **uvicorn_options(settings))
         return
     with TieredMemoryStore.from_url(url, settings=settings, pool_size=1):
         pass  # sets the schema up once, before the workers open the store
@@ -293,6 +298,7 @@ def serve(
             host=host,
             port=port,
             log_level=log_level,
+            **uvicorn_options(settings),
         )
     finally:
         os.environ.pop(OPTIONS_ENV, None)

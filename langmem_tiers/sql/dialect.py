@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import struct
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
@@ -178,6 +179,10 @@ class Dialect:
     json_type = "TEXT"
     ts_type = "TEXT"
     serial_key = "INTEGER PRIMARY KEY AUTOINCREMENT"
+    #: Whether rows that reference an item (its vectors) may outlive it: another client
+    #: deleted the item on a connection that does not enforce foreign keys. A writer then
+    #: clears them before it writes a new item's.
+    orphans_possible = False
 
     # -- parameter adaptation ------------------------------------------------------
     def json_param(self, value: Any) -> Any:
@@ -808,6 +813,9 @@ class SqliteDialect(Dialect):
     """SQLite: JSON as text, timestamps as ISO-8601 text in UTC, vectors as float32 blobs."""
 
     name = "sqlite"
+    # SQLite enforces foreign keys only on connections that ask (PRAGMA foreign_keys), and
+    # no client asks by default: a plain DELETE FROM lmt_items leaves the item's vectors.
+    orphans_possible = True
     # One B-tree keyed by the id, not a table and an index of it.
     keyed_table_options = " WITHOUT ROWID"
     counts_scope_changes = True
@@ -981,6 +989,7 @@ class SqliteDialect(Dialect):
                 return f"({typed} = 'null')", params
             return f"({typed} IS NOT 'null')", params
         sql_op = _COMPARATORS[op]
+        operand = _sqlite_number(operand)
         if op in ("$eq", "$ne"):
             # Strings only equal strings, numbers only numbers, as in JSON.
             type_ok = "('text')" if isinstance(operand, str) else "('integer', 'real')"
@@ -999,6 +1008,23 @@ class SqliteDialect(Dialect):
             *params,
             operand,
         ]
+
+
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+def _sqlite_number(operand: Any) -> Any:
+    """``operand`` as SQLite can bind it: an integer beyond 64 bits as the nearest float
+    (as SQLite's JSON functions read such a number in a value), beyond floats as an
+    infinity; anything else as it is."""
+    if isinstance(operand, bool) or not isinstance(operand, int):
+        return operand
+    if _INT64[0] <= operand <= _INT64[1]:
+        return operand
+    try:
+        return float(operand)
+    except OverflowError:
+        return math.inf if operand > 0 else -math.inf
 
 
 @functools.lru_cache(maxsize=16)

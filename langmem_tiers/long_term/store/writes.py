@@ -393,9 +393,12 @@ class StoreWriter:
             postings = _postings_rows(upserts)
             if postings:
                 batch.append(d.write_postings_request(postings))
-            # Vectors belong to their item (a foreign key): a new item has none.
+            # Vectors belong to their item (a foreign key): a new item has none, unless
+            # another client deleted an item of that id where foreign keys are not
+            # enforced (its vectors are cleared too, or the new ones would collide).
             if self.index.in_database:
-                batch.extend(self.index.write_requests(rows, [i for i in ids if i in before]))
+                replaced = ids if d.orphans_possible else [i for i in ids if i in before]
+                batch.extend(self.index.write_requests(rows, replaced))
         for note_id, note in notes.items():
             if note.columns and note_id in ids:
                 names = sorted(note.columns)
