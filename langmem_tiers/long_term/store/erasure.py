@@ -108,8 +108,10 @@ def erase_scope_flow(core: Any, scope_label: str, scope_id: str) -> Flow[Erasure
 
     ``core`` is the store's ``StoreCore`` (its dialect and vector index).
     """
-    result: ErasureResult = yield Transaction(_erase(core.dialect, scope_label, scope_id))
     index = core.index
+    result: ErasureResult = yield Transaction(
+        _erase(core.dialect, scope_label, scope_id, vectors_table=index.in_database)
+    )
     if not index.in_database:
         # After the commit, as for a delete; by the scope's payload, so points of items a
         # crashed run already deleted from SQL are found too.
@@ -133,7 +135,9 @@ def erase_scope_flow(core: Any, scope_label: str, scope_id: str) -> Flow[Erasure
     return result
 
 
-def _erase(d: Dialect, scope_label: str, scope_id: str) -> Flow[ErasureResult]:
+def _erase(
+    d: Dialect, scope_label: str, scope_id: str, *, vectors_table: bool
+) -> Flow[ErasureResult]:
     from langmem_tiers.long_term.store.writes import lock_scope_changes_flow
 
     id_rows = yield Sql(f"SELECT id, prefix FROM {ITEMS} WHERE scope = ?", [scope_label])
@@ -145,7 +149,8 @@ def _erase(d: Dialect, scope_label: str, scope_id: str) -> Flow[ErasureResult]:
         yield Sql(lock, [ids])
     yield from lock_scope_changes_flow(d, prefixes)
     yield from _delete_ids(d, VERSIONS, "memory_id", ids)
-    yield from _delete_ids(d, VECTORS, "item_id", ids)
+    if vectors_table:
+        yield from _delete_ids(d, VECTORS, "item_id", ids)
     yield from _delete_ids(d, ITEM_ACCESS, "id", ids)
     if ids:
         yield Sql(f"DELETE FROM {ITEMS} WHERE scope = ?", [scope_label])
