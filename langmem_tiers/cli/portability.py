@@ -41,8 +41,9 @@ def export(args: argparse.Namespace) -> int:
             else sys.stdout
         )
         written = 0
-        for record in _bar(export_records(store, args.scope, embeddings=args.embeddings), args,
-                           "export"):
+        for record in _bar(
+            export_records(store, args.scope, embeddings=args.embeddings), args, "export"
+        ):
             out.write(encode_line(record))
             written += 1
         out.flush()
@@ -88,9 +89,10 @@ def migrate(args: argparse.Namespace) -> int:
     target_settings = source_settings.replace(url=args.to)
     if target_settings.url == source_settings.url:
         raise CommandError(f"--to {args.to!r} is the source store itself; give another URL.")
-    with open_store(args, source_settings) as source, TieredMemoryStore.from_url(
-        target_settings.url, settings=target_settings
-    ) as target:
+    with (
+        open_store(args, source_settings) as source,
+        TieredMemoryStore.from_url(target_settings.url, settings=target_settings) as target,
+    ):
         result = move(source, target, args.scope, progress=lambda r: _bar(r, args, "migrate"))
     if args.json:
         print_json(result._asdict())

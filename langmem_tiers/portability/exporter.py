@@ -76,7 +76,9 @@ def scopes_flow(d: Dialect, scopes: Sequence[str] | None) -> Flow[list[str | Non
     with items, events or short-term sessions (None: the sessions of no user)."""
     if scopes is not None:
         return [encode_label(s) for s in dict.fromkeys(scopes)]
-    rows = yield Sql(f"SELECT DISTINCT scope FROM {ITEMS} UNION SELECT DISTINCT scope FROM {EVENTS}")
+    rows = yield Sql(
+        f"SELECT DISTINCT scope FROM {ITEMS} UNION SELECT DISTINCT scope FROM {EVENTS}"
+    )
     labels = {str(r[0]) for r in rows}
     users = yield Sql(f"SELECT DISTINCT user_id FROM {STM_MESSAGES} WHERE user_id IS NOT NULL")
     labels.update(encode_label(str(r[0])) for r in users if r[0])
@@ -84,7 +86,7 @@ def scopes_flow(d: Dialect, scopes: Sequence[str] | None) -> Flow[list[str | Non
         f"SELECT 1 FROM {STM_SESSIONS} s WHERE NOT EXISTS (SELECT 1 FROM {STM_MESSAGES} m"
         " WHERE m.session_id = s.session_id AND m.user_id IS NOT NULL) LIMIT 1"
     )
-    ordered: list[str | None] = sorted(labels)
+    ordered: list[str | None] = [*sorted(labels)]
     return [*ordered, None] if unowned else ordered
 
 
@@ -227,9 +229,7 @@ def _sessions_condition(scope: str | None) -> tuple[str, list[Any]]:
     )
 
 
-def _session_records_flow(
-    d: Dialect, scope: str | None, after: str
-) -> Flow[list[dict[str, Any]]]:
+def _session_records_flow(d: Dialect, scope: str | None, after: str) -> Flow[list[dict[str, Any]]]:
     where, params = _sessions_condition(scope)
     rows = yield Sql(
         f"SELECT s.session_id, s.last_seq, s.changes FROM {STM_SESSIONS} s"

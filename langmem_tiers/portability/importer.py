@@ -74,7 +74,7 @@ from langmem_tiers.sql.flow import Flow, InsertRows, Sql, Transaction
 
 __all__ = ["ImportResult", "aimport_records", "import_flow", "import_records"]
 
-_ROW_COLUMNS = tuple(c for c in ITEM_FIELDS if c != "indexed") + ("doc_len", "terms")
+_ROW_COLUMNS = (*tuple(c for c in ITEM_FIELDS if c != "indexed"), "doc_len", "terms")
 _KINDS = ("item", "event", "session", "message")
 
 
@@ -102,7 +102,7 @@ def _key(column: str) -> str:
 
 def _field(record: dict[str, Any], name: str, number: int, kinds: tuple[type, ...]) -> Any:
     value = record.get(name)
-    if not isinstance(value, kinds) or isinstance(value, bool) and bool not in kinds:
+    if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
         raise ValidationError(
             f"line {number}: {record.get('type')} field {name!r} must be "
             f"{' or '.join(k.__name__ for k in kinds)}, got {value!r}."
@@ -137,7 +137,7 @@ def _normal_item(record: dict[str, Any], number: int, scope: str) -> dict[str, A
             f"line {number}: item id {record['id']!r} is not the id of its prefix and key "
             f"({expected!r}); ids are derived from them, do not edit them."
         )
-    out = {"type": "item"}
+    out: dict[str, Any] = {"type": "item"}
     for name in ITEM_FIELDS:
         out[name] = _time(record, name, number) if name in ITEM_TIMES else record.get(name)
     for name in ("version", "reinforcement_count"):
@@ -191,7 +191,7 @@ class _Scope:
             return
         puts = {}
         for i in changed:
-            n, r = records[i]
+            n, _r = records[i]
             rec = normal[i]
             try:
                 puts[i] = prepare_put(
@@ -226,9 +226,9 @@ class _Scope:
             values = dict(rec)
             values["value"] = d.json_param(rec["value"])
             for name in ITEM_TIMES:
-                values[name] = d.ts_param(parse_timestamp(rec[name], field=name)) if rec[
-                    name
-                ] else None
+                values[name] = (
+                    d.ts_param(parse_timestamp(rec[name], field=name)) if rec[name] else None
+                )
             values["doc_len"] = p.doc_len
             values["terms"] = bm25.pack_terms(p.terms)
             rows.append(tuple(values[c] for c in _ROW_COLUMNS))
@@ -267,15 +267,14 @@ class _Scope:
             [(records[i][1], normal[i], puts[i]) for i in changed]
         )
         if core.index.in_database:
-            for request in core.index.write_requests(vector_rows, []):
-                yield request
+            yield from core.index.write_requests(vector_rows, [])
         else:
             yield from core.index.write_flow(vector_rows, replaced)
         self.counts["item"] += len(changed)
 
-    def _vector_rows(self, items: list[tuple[dict[str, Any], dict[str, Any], Any]]) -> Flow[
-        list[VectorRow]
-    ]:
+    def _vector_rows(
+        self, items: list[tuple[dict[str, Any], dict[str, Any], Any]]
+    ) -> Flow[list[VectorRow]]:
         rows: list[VectorRow] = []
         texts: list[str] = []
         wanted: list[tuple[str, str, str]] = []
@@ -298,7 +297,7 @@ class _Scope:
                 wanted.append((rec["id"], field, rec["prefix"]))
         if texts:
             matrix = yield from embed_matrix_flow(texts, dims=self.core.dims, query=False)
-            units = normalize_rows(matrix)
+            units = normalize_rows(list(matrix))
             rows.extend(
                 VectorRow(i, f, prefix, units[k]) for k, (i, f, prefix) in enumerate(wanted)
             )
@@ -315,7 +314,10 @@ class _Scope:
                     f"line {n}: event {r['seq']} is of scope {r.get('scope')!r}, inside the "
                     f"records of scope {self.scope!r}; export the file again."
                 )
-            rec = {"type": "event", **{_key(f): r.get(_key(f)) for f in EVENT_FIELDS}}
+            rec: dict[str, Any] = {
+                "type": "event",
+                **{_key(f): r.get(_key(f)) for f in EVENT_FIELDS},
+            }
             rec["at"] = _time(r, "at", n)
             if rec["at"] is None or not isinstance(rec["event_type"], str):
                 raise ValidationError(f"line {n}: an event needs 'at' and 'event_type'.")
@@ -392,12 +394,12 @@ class _Scope:
         for n, r in page:
             _field(r, "session_id", n, (str,))
             _field(r, "seq", n, (int,))
-            rec = {"type": "message", **{f: r.get(f) for f in MESSAGE_FIELDS}}
+            rec: dict[str, Any] = {"type": "message", **{f: r.get(f) for f in MESSAGE_FIELDS}}
             rec["required_tier_level"] = int(rec["required_tier_level"] or 1)
             rec["extra"] = rec["extra"] or {}
             incoming.append(rec)
-        held = {}
-        for session in sorted({r["session_id"] for r in incoming}):
+        held: dict[tuple[str, int], dict[str, Any]] = {}
+        for session in sorted({str(r["session_id"]) for r in incoming}):
             seqs = [r["seq"] for r in incoming if r["session_id"] == session]
             in_seq, params = d.in_list("seq", seqs, sql_type="bigint")
             rows = yield Sql(
@@ -545,9 +547,15 @@ def import_flow(core: Any, records: Iterable[dict[str, Any]], embedder: str) -> 
 
 def import_records(store: Any, records: Iterable[dict[str, Any]]) -> ImportResult:
     """Import ``records`` (an export's, header first) into ``store``."""
-    return store.db.run(import_flow(store.core, records, embedder_name(store.embeddings)))
+    result: ImportResult = store.db.run(
+        import_flow(store.core, records, embedder_name(store.embeddings))
+    )
+    return result
 
 
 async def aimport_records(store: Any, records: Iterable[dict[str, Any]]) -> ImportResult:
     """Async twin of :func:`import_records` (``records`` are read as the import goes)."""
-    return await store.db.arun(import_flow(store.core, records, embedder_name(store.embeddings)))
+    result: ImportResult = await store.db.arun(
+        import_flow(store.core, records, embedder_name(store.embeddings))
+    )
+    return result

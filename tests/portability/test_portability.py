@@ -13,7 +13,7 @@ import io
 import json
 import sqlite3
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -53,10 +53,7 @@ def url_for(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Cal
     schemas = request.getfixturevalue("postgres_schemas") if "postgres" in backend else None
 
     def new() -> str:
-        if schemas is None:
-            url = f"sqlite:///{tmp_path / f'db{len(made)}.db'}"
-        else:
-            url = schemas()
+        url = f"sqlite:///{tmp_path / f'db{len(made)}.db'}" if schemas is None else schemas()
         made.append(url)
         return url
 
@@ -83,9 +80,9 @@ def opened(backend: str) -> Iterator[Callable[[str], Any]]:
         client.close()
 
 
-def _filled(url_for: Callable[[], str], opened: Any, tmp_path: Path, *scopes: str) -> tuple[
-    str, dict[str, dict[str, Any]]
-]:
+def _filled(
+    url_for: Callable[[], str], opened: Any, tmp_path: Path, *scopes: str
+) -> tuple[str, dict[str, dict[str, Any]]]:
     """A database of the backend holding ``scopes`` as users leave them (with Qdrant: made
     in SQL, then imported into a database whose vectors are in Qdrant)."""
     url = url_for()
@@ -137,7 +134,9 @@ def _fill(url: str, tmp_path: Path, scope: str = "dana") -> dict[str, Any]:
         engine.set_procedural(scope, "tone", "brief")
         engine.set_procedural(scope, "tone", "brief")  # a reinforcement
         for n in range(3):
-            engine.add_episodic(scope, f"{name} asked about the {number} form {n}", session_id=session)
+            engine.add_episodic(
+                scope, f"{name} asked about the {number} form {n}", session_id=session
+            )
         engine.consolidate(scope)
         store.put((scope, "semantic"), "short-lived", {"content": f"{name}'s parcel"}, ttl=60)
         assert engine.retrieve(scope, street)  # access counts
@@ -174,7 +173,8 @@ def test_round_trip_sqlite_postgres_sqlite(tmp_path: Path, postgres_url: str) ->
         assert _records(store) == first
     with TieredMemoryStore.from_url(postgres_url) as store:  # a search counts an access
         hits = store.search(("dana",), query="Quarry Lane Springfield")
-        assert hits and "Quarry Lane" in hits[0].value["content"]
+        assert hits
+        assert "Quarry Lane" in hits[0].value["content"]
     with TieredMemoryStore.from_url(back) as store:
         # the events replay the same memories
         engine = MemoryEngine(store, auto_consolidate=False)
@@ -196,7 +196,9 @@ def test_import_is_idempotent_and_seen_by_a_cached_search(
         before = reader.search(("dana",), query="Quarry Lane")  # caches the empty namespace
         assert before == []
         first = import_records(writer, exported)
-        assert first.items > 0 and first.events > 0 and first.messages == 4
+        assert first.items > 0
+        assert first.events > 0
+        assert first.messages == 4
         assert first.embedded == 0  # the export's vectors, same embedder
         snapshot = _records(writer)
         again = import_records(writer, exported)
@@ -204,7 +206,8 @@ def test_import_is_idempotent_and_seen_by_a_cached_search(
         assert _records(writer) == snapshot
         assert snapshot == [r for r in _without_vectors(exported) if r["type"] != "header"]
         hits = reader.search(("dana",), query="Quarry Lane")
-        assert hits and "Quarry Lane" in hits[0].value["content"]
+        assert hits
+        assert "Quarry Lane" in hits[0].value["content"]
         if backend == "postgres+qdrant":
             assert "dana.semantic" in _qdrant_payloads(writer)
 
@@ -232,7 +235,7 @@ def test_import_refuses_newer_versions_and_keeps_a_cut_scope_out(tmp_path: Path)
         scopes = {r["scope"] for r in _records(target) if r["type"] == "scope"}
         assert scopes == {"dana"}
         assert import_records(target, exported).scopes == 2
-        assert _records(target) == [r for r in exported[1:]]
+        assert _records(target) == list(exported[1:])
 
 
 def _text_of_every_table(url: str) -> str:
@@ -305,7 +308,8 @@ def test_erase_scope_removes_every_trace(
             assert dana["ids"][0] in _qdrant_payloads(store)
         erin_before = _records(store, ["erin"])
         result = engine.erase_scope("dana")
-        assert result.items == len(dana["ids"]) and result.sessions == 1
+        assert result.items == len(dana["ids"])
+        assert result.sessions == 1
         assert result.messages == 4
         assert result.api_keys == (0 if backend == "postgres+qdrant" else 1)
         assert store.search(("dana",), query="Quarry Lane") == []
@@ -315,7 +319,8 @@ def test_erase_scope_removes_every_trace(
         assert all(s in erin_text for s in PEOPLE["erin"])
         _assert_gone(url, store, traces)
         timeline = engine.timeline("dana", limit=10_000)
-        assert timeline and {e.type for e in timeline} == {"memory.erased"}
+        assert timeline
+        assert {e.type for e in timeline} == {"memory.erased"}
         assert all(e.before is None and e.after is None for e in timeline)
         assert {e.memory_id for e in timeline} == {"erased"}
         for at in (first_at, first_at + timedelta(seconds=1), datetime.now(timezone.utc)):
@@ -324,9 +329,7 @@ def test_erase_scope_removes_every_trace(
         assert (again.items, again.events, again.sessions) == (0, 0, 0)
 
 
-def test_forget_hard_purges_the_memory_everywhere(
-    url_for: Callable[[], str], opened: Any
-) -> None:
+def test_forget_hard_purges_the_memory_everywhere(url_for: Callable[[], str], opened: Any) -> None:
     url = url_for()
     with opened(url) as store:
         engine = MemoryEngine(store, auto_consolidate=False)

@@ -44,8 +44,8 @@ from langmem_tiers.long_term.engine.models import (
     memory_from_snapshot,
 )
 from langmem_tiers.long_term.store.core import StoreCore, WriteNote
-from langmem_tiers.long_term.store.events import EventRow, snapshot_flow, write_events_flow
 from langmem_tiers.long_term.store.erasure import tombstone_memory_events_flow
+from langmem_tiers.long_term.store.events import EventRow, snapshot_flow, write_events_flow
 from langmem_tiers.long_term.store.records import item_id, split_namespace, validate_value
 from langmem_tiers.long_term.store.vectors import VectorIndex
 from langmem_tiers.long_term.store.writes import lock_scope_changes_flow
