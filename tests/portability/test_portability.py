@@ -140,6 +140,7 @@ def _fill(url: str, tmp_path: Path, scope: str = "dana") -> dict[str, Any]:
         engine.consolidate(scope)
         store.put((scope, "semantic"), "short-lived", {"content": f"{name}'s parcel"}, ttl=60)
         assert engine.retrieve(scope, street)  # access counts
+        store.put((scope, "notes"), "n1", {"text": f"{name} keeps notes at {street}"})
         key = ApiKeys(store.db).create(scope=scope, name="dana's key")
         ids = [m.id for m in engine.memories(scope, statuses=None)]
     return {"ids": ids, "session": session, "key_id": key.record.id}
@@ -233,8 +234,8 @@ def test_import_refuses_newer_versions_and_keeps_a_cut_scope_out(tmp_path: Path)
         with pytest.raises(ValidationError, match="before its end record"):
             import_records(target, exported[: second + 5])
         scopes = {r["scope"] for r in _records(target) if r["type"] == "scope"}
-        assert scopes == {"dana"}
-        assert import_records(target, exported).scopes == 2
+        assert scopes == {"dana", "dana.notes"}
+        assert import_records(target, exported).scopes == 4  # dana, its notes, erin, hers
         assert _records(target) == list(exported[1:])
 
 
@@ -308,7 +309,7 @@ def test_erase_scope_removes_every_trace(
             assert dana["ids"][0] in _qdrant_payloads(store)
         erin_before = _records(store, ["erin"])
         result = engine.erase_scope("dana")
-        assert result.items == len(dana["ids"])
+        assert result.items == len(dana["ids"]) + 1  # and the plain document
         assert result.sessions == 1
         assert result.messages == 4
         assert result.api_keys == (0 if backend == "postgres+qdrant" else 1)

@@ -7,7 +7,7 @@ event log's sequence numbers in place.
 
 What a scope's erasure removes, in one transaction:
 
-* its items (memories and plain documents whose ``scope`` column is the scope), their
+* its items (memories, and plain documents in namespaces under the scope's label), their
   versions, vectors (the SQL table; Qdrant's points after the commit), access counts and
   packed terms, and the change-log rows naming them;
 * its short-term sessions (every message, the session row, its lease): the sessions with
@@ -140,7 +140,9 @@ def _erase(
 ) -> Flow[ErasureResult]:
     from langmem_tiers.long_term.store.writes import lock_scope_changes_flow
 
-    id_rows = yield Sql(f"SELECT id, prefix FROM {ITEMS} WHERE scope = ?", [scope_label])
+    # The scope's memories, and plain documents in namespaces under its label.
+    under, under_params = d.under_namespace_sql("prefix", scope_label)
+    id_rows = yield Sql(f"SELECT id, prefix FROM {ITEMS} WHERE {under}", under_params)
     ids = sorted(str(r[0]) for r in id_rows)
     prefixes = sorted({str(r[1]) for r in id_rows})
     lock = d.lock_items_sql()
@@ -152,8 +154,7 @@ def _erase(
     if vectors_table:
         yield from _delete_ids(d, VECTORS, "item_id", ids)
     yield from _delete_ids(d, ITEM_ACCESS, "id", ids)
-    if ids:
-        yield Sql(f"DELETE FROM {ITEMS} WHERE scope = ?", [scope_label])
+    yield from _delete_ids(d, ITEMS, "id", ids)
     # Versions are keyed by the scope too (rows of memories deleted before).
     yield Sql(f"DELETE FROM {VERSIONS} WHERE scope = ?", [scope_label])
     # The change log rows the deletes just added, and older ones, name the items: gone.
@@ -162,12 +163,14 @@ def _erase(
     for prefix in prefixes:
         yield Sql(f"DELETE FROM {ITEM_CHANGES} WHERE prefix = ?", [prefix])
     yield from _delete_ids(d, ITEM_CHANGES, "item_id", ids)
+    # Its events by their namespace (a tombstone's is ERASED, so it is not counted again).
     counted = yield Sql(
-        f"SELECT count(*) FROM {EVENTS} WHERE scope = ? AND type <> ?", [scope_label, ERASED_EVENT]
+        f"SELECT count(*) FROM {EVENTS} WHERE {under} AND type <> ?",
+        [*under_params, ERASED_EVENT],
     )
     yield Sql(
-        f"UPDATE {EVENTS} SET {_TOMBSTONE_SET} WHERE scope = ? AND type <> ?",
-        [_tombstone_metadata(d), scope_label, ERASED_EVENT],
+        f"UPDATE {EVENTS} SET {_TOMBSTONE_SET} WHERE {under} AND type <> ?",
+        [_tombstone_metadata(d), *under_params, ERASED_EVENT],
     )
     session_rows = yield Sql(
         f"SELECT DISTINCT session_id FROM {STM_MESSAGES} WHERE user_id = ?", [scope_id]
