@@ -382,3 +382,21 @@ def test_cli_export_import_and_erase(
     bad.write_text(encode_line(json.loads(lines[0])) + "{not json\n")
     assert main(["import", str(bad), "--url", target, "--no-progress"]) == 1
     assert "line 2" in capsys.readouterr().err
+
+
+async def test_async_twins_export_import_and_erase(tmp_path: Path) -> None:
+    from langmem_tiers.portability import aexport_records, aimport_records
+
+    source = f"sqlite:///{tmp_path / 's.db'}"
+    _fill(source, tmp_path)
+    with TieredMemoryStore.from_url(source) as store:
+        expected = _records(store, ["dana"])
+        exported = [r async for r in aexport_records(store, ["dana"])]
+    assert [r for r in exported if r["type"] != "header"] == expected
+    with TieredMemoryStore.from_url(f"sqlite:///{tmp_path / 't.db'}") as target:
+        result = await aimport_records(target, exported)
+        assert result.items == sum(r["type"] == "item" for r in expected)
+        assert _records(target) == expected
+        erased = await MemoryEngine(target, auto_consolidate=False).aerase_scope("dana")
+        assert erased.items == result.items
+        assert await target.asearch(("dana",), query="Quarry Lane") == []
