@@ -114,7 +114,7 @@ async def test_soft_and_hard_forget(twin) -> None:
         None,
     )
     assert await twin.timeline("alice", memory_id=gone.id) == []
-    assert last.metadata == {"hard": True, "status_before": "active"}
+    assert last.metadata == {"erased": True}
     (soft_event,) = await twin.timeline("alice", types=["memory.forgotten"])
     assert soft_event.memory_id == keep.id
 
