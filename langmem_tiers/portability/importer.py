@@ -309,6 +309,10 @@ class _Scope:
         incoming = []
         for n, r in page:
             _field(r, "seq", n, (int,))
+            for name in ("memory_id", "prefix", "key"):
+                _field(r, name, n, (str,))
+            if not isinstance(r.get("metadata") or {}, dict):
+                raise ValidationError(f"line {n}: event metadata must be an object.")
             if r.get("scope") != self.scope:
                 raise ValidationError(
                     f"line {n}: event {r['seq']} is of scope {r.get('scope')!r}, inside the "

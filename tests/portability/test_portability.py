@@ -400,3 +400,41 @@ async def test_async_twins_export_import_and_erase(tmp_path: Path) -> None:
         erased = await MemoryEngine(target, auto_consolidate=False).aerase_scope("dana")
         assert erased.items == result.items
         assert await target.asearch(("dana",), query="Quarry Lane") == []
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_events_whose_numbers_are_taken_follow_in_order(
+    backend: str, url_for: Callable[[], str], tmp_path: Path
+) -> None:
+    source = url_for()
+    _fill(source, tmp_path, "dana")
+    with TieredMemoryStore.from_url(source) as store:
+        exported = list(export_records(store))
+    source_seqs = [r["seq"] for r in exported if r["type"] == "event"]
+    target = url_for()
+    _fill(target, tmp_path, "erin")  # erin's events hold the numbers dana's had
+    with TieredMemoryStore.from_url(target) as store:
+        first = import_records(store, exported)
+        assert first.events == len(source_seqs)
+        dana = [r for r in _records(store, ["dana"]) if r["type"] == "event"]
+        seqs = [r["seq"] for r in dana]
+        assert seqs == sorted(seqs)
+        assert min(seqs) > max(source_seqs)  # after erin's, in their order
+        strip = [{k: v for k, v in r.items() if k != "seq"} for r in dana]
+        assert strip == [
+            {k: v for k, v in r.items() if k != "seq"}
+            for r in exported
+            if r["type"] == "event" and r["scope"] == "dana"
+        ]
+        again = import_records(store, exported)
+        assert (again.items, again.events) == (0, 0)
+        # the log's own numbering goes on after the imported numbers
+        MemoryEngine(store, auto_consolidate=False).add_semantic("dana", "Dana likes chess")
+        last = MemoryEngine(store, auto_consolidate=False).timeline("dana", limit=1000)[-1]
+        assert last.seq > max(seqs)
+    fresh = url_for()
+    with TieredMemoryStore.from_url(fresh) as store:
+        import_records(store, exported)
+        engine = MemoryEngine(store, auto_consolidate=False)
+        engine.add_semantic("dana", "Dana likes chess")  # no number taken twice
+        assert engine.timeline("dana", limit=1000)[-1].seq == max(source_seqs) + 1
