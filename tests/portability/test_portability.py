@@ -438,3 +438,22 @@ def test_events_whose_numbers_are_taken_follow_in_order(
         engine = MemoryEngine(store, auto_consolidate=False)
         engine.add_semantic("dana", "Dana likes chess")  # no number taken twice
         assert engine.timeline("dana", limit=1000)[-1].seq == max(source_seqs) + 1
+
+
+def test_a_target_with_another_embedder_embeds_again(tmp_path: Path) -> None:
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    source = f"sqlite:///{tmp_path / 's.db'}"
+    _fill(source, tmp_path)
+    with TieredMemoryStore.from_url(source) as store:
+        exported = list(export_records(store, ["dana"], embeddings=True))
+    assert all(len(v) == 512 for r in exported for v in r.get("vectors", {}).values())
+    other = DeterministicFakeEmbedding(size=64)
+    index: Any = {"dims": 64, "embed": other}
+    with TieredMemoryStore.from_url(f"sqlite:///{tmp_path / 't.db'}", index=index) as store:
+        result = import_records(store, exported)
+        assert result.embedded == result.items > 0
+        again = list(export_records(store, ["dana"], embeddings=True))
+        assert again[0]["embedder"]["dims"] == 64
+        assert all(len(v) == 64 for r in again for v in r.get("vectors", {}).values())
+        assert _without_vectors(again[1:]) == _without_vectors(exported[1:])
