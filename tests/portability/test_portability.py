@@ -457,3 +457,49 @@ def test_a_target_with_another_embedder_embeds_again(tmp_path: Path) -> None:
         assert again[0]["embedder"]["dims"] == 64
         assert all(len(v) == 64 for r in again for v in r.get("vectors", {}).values())
         assert _without_vectors(again[1:]) == _without_vectors(exported[1:])
+
+
+def test_writes_racing_an_erasure_leave_no_half_memory(postgres_url: str) -> None:
+    import threading
+
+    with TieredMemoryStore.from_url(postgres_url) as setup:
+        engine = MemoryEngine(setup, auto_consolidate=False)
+        for n in range(20):
+            engine.add_episodic("dana", f"Dana's old note {n}")
+    stop = threading.Event()
+    failures: list[BaseException] = []
+
+    def write() -> None:
+        with TieredMemoryStore.from_url(postgres_url) as store:
+            writer = MemoryEngine(store, auto_consolidate=False)
+            n = 0
+            while not stop.is_set():
+                try:
+                    writer.add_episodic("dana", f"Dana's racing note {n}")
+                except BaseException as err:  # reported by the test below
+                    failures.append(err)
+                    return
+                n += 1
+
+    threads = [threading.Thread(target=write) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    with TieredMemoryStore.from_url(postgres_url) as store:
+        engine = MemoryEngine(store, auto_consolidate=False)
+        for _ in range(3):
+            engine.erase_scope("dana")
+        stop.set()
+        for thread in threads:
+            thread.join(30)
+        assert failures == []
+        # every memory left was written after an erasure, whole: its creation event is there
+        alive = {m.id for m in engine.memories("dana", statuses=None, limit=10_000)}
+        created = {
+            e.memory_id for e in engine.timeline("dana", types=["memory.created"], limit=100_000)
+        }
+        assert alive <= created
+        assert not any("old note" in m.content for m in engine.memories("dana", limit=10_000))
+        # and no event of an erased memory kept its content
+        erased = engine.timeline("dana", types=["memory.erased"], limit=100_000)
+        assert len(erased) >= 20
+        assert all(e.after is None and e.before is None for e in erased)

@@ -144,12 +144,20 @@ def _erase(
     under, under_params = d.under_namespace_sql("prefix", scope_label)
     id_rows = yield Sql(f"SELECT id, prefix FROM {ITEMS} WHERE {under}", under_params)
     ids = sorted(str(r[0]) for r in id_rows)
-    prefixes = sorted({str(r[1]) for r in id_rows})
+    # The memory namespaces even where there is nothing yet, so no write can start one
+    # while the erasure runs.
+    kinds = (f"{scope_label}.{kind}" for kind in ("episodic", "procedural", "semantic"))
+    prefixes = sorted({str(r[1]) for r in id_rows}.union(kinds))
     lock = d.lock_items_sql()
     if lock and ids:
         # As every writer does: the items' locks, then their namespaces' counters.
         yield Sql(lock, [ids])
     yield from lock_scope_changes_flow(d, prefixes)
+    if lock:
+        # Writers that held a counter before have committed: their items are read now, and
+        # no other write of these namespaces commits before the erasure does.
+        id_rows = yield Sql(f"SELECT id FROM {ITEMS} WHERE {under}", under_params)
+        ids = sorted(str(r[0]) for r in id_rows)
     yield from _delete_ids(d, VERSIONS, "memory_id", ids)
     if vectors_table:
         yield from _delete_ids(d, VECTORS, "item_id", ids)
@@ -179,10 +187,13 @@ def _erase(
     messages = 0
     if sessions:
         in_s, params = d.in_list("session_id", sessions)
+        # The session rows first: an append in progress holds its session's row until it
+        # commits, so the messages' delete after it sees every message appended.
+        for table in (STM_SESSIONS, STM_LEASES):
+            yield Sql(f"DELETE FROM {table} WHERE {in_s}", params)
         found = yield Sql(f"SELECT count(*) FROM {STM_MESSAGES} WHERE {in_s}", params)
         messages = int(found[0][0])
-        for table in (STM_MESSAGES, STM_LEASES, STM_SESSIONS):
-            yield Sql(f"DELETE FROM {table} WHERE {in_s}", params)
+        yield Sql(f"DELETE FROM {STM_MESSAGES} WHERE {in_s}", params)
     keys = yield Sql(f"SELECT count(*) FROM {API_KEYS} WHERE scope = ?", [scope_id])
     yield Sql(f"DELETE FROM {API_KEYS} WHERE scope = ?", [scope_id])
     return ErasureResult(
