@@ -11,8 +11,9 @@ seeded 256-dimension embeddings, ten scopes, written by ``batch`` in puts of 1,0
 * ``import-sqlite``: the file without vectors into a fresh SQLite file (the texts are
   embedded again, as when the target's embedder differs).
 
-Peak resident memory of the process is read after each step: the export and the import
-hold one page of rows at a time, so it stays flat as N grows.
+Each export and import runs in a fresh process, whose peak resident memory is read at its
+end: the export and the import hold one page of rows at a time, so it stays flat as N
+grows.
 
 Run::
 
@@ -24,7 +25,9 @@ and read ``benchmarks/results/portability_speed.json``.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import json
+import multiprocessing
 import resource
 import tempfile
 import time
@@ -105,22 +108,53 @@ def _import(store: TieredMemoryStore, path: Path, memories: int) -> dict[str, An
     }
 
 
-def run(memories: int, postgres_url: str | None, workdir: Path) -> dict[str, Any]:
-    """Every step at ``memories`` memories; PostgreSQL steps when ``postgres_url`` is given."""
+def _export_step(url: str, path: str, embeddings: bool) -> dict[str, Any]:
+    with _store(url) as store:
+        return _export(store, Path(path), embeddings=embeddings)
+
+
+def _import_step(url: str, path: str, memories: int) -> dict[str, Any]:
+    with _store(url) as store:
+        return _import(store, Path(path), memories)
+
+
+def _in_fresh_process(step: Any, *args: Any) -> dict[str, Any]:
+    """``step(*args)`` in a fresh process (its own peak memory); answers its figures."""
+    with concurrent.futures.ProcessPoolExecutor(
+        1, mp_context=multiprocessing.get_context("spawn")
+    ) as pool:
+        figures: dict[str, Any] = pool.submit(step, *args).result()
+    return figures
+
+
+def run(
+    memories: int, postgres_url: str | None, workdir: Path, *, isolated: bool = True
+) -> dict[str, Any]:
+    """Every step at ``memories`` memories; PostgreSQL steps when ``postgres_url`` is given.
+    ``isolated``: each export and import in a fresh process (False: in this one)."""
     steps: dict[str, Any] = {}
-    plain, full = workdir / "plain.jsonl", workdir / "with_vectors.jsonl"
-    with _store(f"sqlite:///{workdir / 'source.db'}") as source:
+
+    def _in_child(step: Any, *args: Any) -> dict[str, Any]:
+        return _in_fresh_process(step, *args) if isolated else dict(step(*args))
+
+    plain, full = str(workdir / "plain.jsonl"), str(workdir / "with_vectors.jsonl")
+    source = f"sqlite:///{workdir / 'source.db'}"
+    with _store(source) as store:
         started = time.perf_counter()
-        _fill(source, memories)
+        _fill(store, memories)
         steps["fill-sqlite"] = {"seconds": round(time.perf_counter() - started, 2)}
-        steps["export"] = _export(source, plain, embeddings=False)
-        steps["export-with-vectors"] = _export(source, full, embeddings=True)
+    steps["export"] = _in_child(_export_step, source, plain, False)
+    steps["export-with-vectors"] = _in_child(_export_step, source, full, True)
     if postgres_url is not None:
-        with temporary_schema(postgres_url) as url, _store(url) as target:
-            steps["import-postgres"] = _import(target, full, memories)
-            steps["reimport-postgres"] = _import(target, full, memories)
-    with _store(f"sqlite:///{workdir / 'target.db'}") as target:
-        steps["import-sqlite"] = _import(target, plain, memories)
+        with temporary_schema(postgres_url) as url:
+            with _store(url):
+                pass  # the schema set up before the timed steps
+            steps["import-postgres"] = _in_child(_import_step, url, full, memories)
+            steps["reimport-postgres"] = _in_child(_import_step, url, full, memories)
+    target = f"sqlite:///{workdir / 'target.db'}"
+    with _store(target):
+        pass
+    steps["import-sqlite"] = _in_child(_import_step, target, plain, memories)
     return steps
 
 
