@@ -457,6 +457,11 @@ class Dialect:
         """A statement that serialises concurrent migrations (None: the engine already does)."""
         return None
 
+    def sync_serial_sql(self, table: str, column: str) -> str | None:
+        """A statement moving the sequence of ``table``'s serial ``column`` past the largest
+        value rows were inserted with (None: the engine does it as it inserts)."""
+        return None
+
     # -- lists of values -------------------------------------------------------------------
     def in_list(
         self, column: str, values: Sequence[Any], *, sql_type: str = "text"
@@ -1096,6 +1101,12 @@ class PostgresDialect(Dialect):
 
     def migration_lock_sql(self) -> str | None:
         return "SELECT pg_advisory_xact_lock(hashtext('langmem_tiers.migrations'))"
+
+    def sync_serial_sql(self, table: str, column: str) -> str | None:
+        return (
+            f"SELECT setval(pg_get_serial_sequence('{table}', '{column}'),"
+            f" GREATEST((SELECT max({column}) FROM {table}), 1))"
+        )
 
     def byte_order_migration(self) -> list[MigrationStep]:
         # The vector table is created after the numbered migrations (it needs the
