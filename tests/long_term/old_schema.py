@@ -76,7 +76,7 @@ def write_terms_table(patch: pytest.MonkeyPatch) -> None:
     """Make stores write and read the terms table, as before the terms views."""
     patch.setattr(StoreWriter, "write_flow", _with_terms_rows(StoreWriter.write_flow))
     # Nor postings by namespace (an upgrade fills them from the packed terms).
-    patch.setattr(writes, "_postings_rows", lambda puts: [])
+    patch.setattr(writes, "postings_request", lambda dialect, puts: None)
     patch.setattr(SqliteDialect, "scope_postings_sql", _sqlite_scope_postings_sql)
     patch.setattr(PostgresDialect, "scope_postings_sql", _postgres_scope_postings_sql)
     for dialect in (SqliteDialect, PostgresDialect):

@@ -93,7 +93,7 @@ def test_counts_kept_in_the_items_rows_survive_the_upgrade(
             lambda d: (steps := full(d))[: steps.index(d.item_access_migration())],
         )
         # Nor postings by namespace (they come with the upgrade).
-        old.setattr(writes_module, "_postings_rows", lambda puts: [])
+        old.setattr(writes_module, "postings_request", lambda dialect, puts: None)
         with _open(url) as store:
             for key, text in TEXTS.items():
                 store.put(NS, key, {"content": text})

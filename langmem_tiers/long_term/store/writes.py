@@ -52,13 +52,17 @@ from langmem_tiers.sql.flow import Flow, InsertRows, Pipeline, Sql, SqlMany, Tak
 
 __all__ = [
     "ENGINE_COLUMNS",
+    "ColumnChange",
     "OwnWrite",
     "PreparedPut",
     "StoreWriter",
     "WriteNote",
     "WrittenItem",
+    "change_columns_flow",
     "lock_scope_changes_flow",
+    "postings_request",
     "prepare_put",
+    "unindex_flow",
     "validate_ttl",
 ]
 
@@ -287,16 +291,19 @@ def _event_of(
     return note.event_type or f"memory.{kind}", dict(note.metadata or {})
 
 
-def _postings_rows(puts: Iterable[PreparedPut]) -> list[tuple[str, str, str, int]]:
-    """The postings of ``puts`` (written items): one row per term of each, in key order
-    (inserted in the B-tree's order, each page is visited once)."""
+def postings_request(dialect: Dialect, puts: Iterable[PreparedPut]) -> Sql | SqlMany | None:
+    """The statement writing the postings of ``puts`` (written items): one row per term of
+    each, in key order (inserted in the B-tree's order, each page is visited once); None
+    when they have no terms. Whoever writes items writes this with them."""
     rows: list[tuple[str, str, str, int]] = []
     for p in puts:
         r = p.record
         assert r is not None
         rows.extend(zip(repeat(r.prefix), p.terms, repeat(r.id), p.terms.values()))
+    if not rows:
+        return None
     rows.sort()
-    return rows
+    return dialect.write_postings_request(rows)
 
 
 class StoreWriter:
@@ -390,9 +397,9 @@ class StoreWriter:
                     )
             # Postings after the items: an overwrite whose terms changed has had its old
             # ones removed by the items' trigger; one whose terms did not keeps them.
-            postings = _postings_rows(upserts)
-            if postings:
-                batch.append(d.write_postings_request(postings))
+            postings = postings_request(d, upserts)
+            if postings is not None:
+                batch.append(postings)
             # Vectors belong to their item (a foreign key): a new item has none, unless
             # another client deleted an item of that id where foreign keys are not
             # enforced (its vectors are cleared too, or the new ones would collide).
