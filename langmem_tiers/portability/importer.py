@@ -43,11 +43,7 @@ from langmem_tiers.long_term.store.embedding import embed_matrix_flow
 from langmem_tiers.long_term.store.records import item_id, parse_timestamp, split_namespace
 from langmem_tiers.long_term.store.search import bm25
 from langmem_tiers.long_term.store.vectors import VectorRow, normalize_rows
-from langmem_tiers.long_term.store.writes import (
-    lock_scope_changes_flow,
-    postings_request,
-    prepare_put,
-)
+from langmem_tiers.long_term.store.writes import lock_scope_changes_flow, prepare_put
 from langmem_tiers.portability.exporter import (
     PAGE,
     embedder_name,
@@ -263,9 +259,6 @@ class _Scope:
                     )
                 )
         yield InsertRows(ITEMS, _ROW_COLUMNS, rows)
-        postings = postings_request(d, [puts[i] for i in changed])
-        if postings is not None:
-            yield postings
         if access:
             yield InsertRows(ITEM_ACCESS, ("id", "access_count", "last_accessed_at"), access)
         if versions:

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from langmem_tiers.sql.flow import BULK_MIN_ROWS, BinaryValue, Flow, Sql, SqlMany
+from langmem_tiers.sql.flow import BULK_MIN_ROWS, BinaryValue, Flow, Sql
 
 if TYPE_CHECKING:
     import numpy as np
@@ -36,10 +36,6 @@ __all__ = [
 
 ITEMS = "lmt_items"
 TERMS = "lmt_terms"
-#: Each namespace's postings: one row per (namespace, term, item) with the term's count, so a
-#: search reads the postings of its query's terms within its namespaces and nothing else.
-#: Kept from the items' packed terms by triggers (see :meth:`Dialect.postings_migration`).
-POSTINGS = "lmt_postings"
 #: What joins values packed into one text (:meth:`Dialect.packed_sql`): item ids are UUIDs,
 #: and the analyzer's terms are letters, digits, marks and apostrophes, never a control
 #: character.
@@ -666,28 +662,21 @@ class Dialect:
 
     packed_separator_sql = "char(31)"
 
-    #: What CTE ``c`` of :meth:`scope_postings_sql` holds of each item of the set: what the
-    #: live index holds, so the set is read from one index range.
-    postings_scope_columns = "i.id, i.doc_len, i.prefix"
+    #: What CTE ``c`` of :meth:`scope_postings_sql` holds of each item of the set: the
+    #: packed terms, unpacked in the statement from the rows the set was read from.
+    postings_scope_columns = "i.id, i.doc_len, i.terms"
 
     def scope_postings_sql(self, term_set: str) -> str:
-        """The postings of the items of CTE ``c`` whose term is ``IN term_set`` (a list of
-        values or a subquery), as ``(item_id, term, tf, doc_len)``: read from
-        :data:`POSTINGS` by namespace and term (only the terms asked for), joined with the
-        set."""
+        """The terms (``t``) of the items of CTE ``c`` whose term is ``IN term_set`` (a
+        list of values or a subquery), as ``(item_id, term, tf, doc_len)``: each item's
+        packed terms unpacked (see :meth:`json_terms_view_migration`), the count read only
+        for the terms asked for."""
         return (
-            f"SELECT c.id, p.term, p.tf, c.doc_len FROM {POSTINGS} p JOIN c ON c.id = p.item_id"
-            f" WHERE p.prefix IN (SELECT DISTINCT c.prefix FROM c) AND p.term IN {term_set}"
+            f"SELECT c.id, t.value, CAST(json_extract({_packed_array('c.terms')},"
+            " '$[' || (t.key + 1) || ']') AS INTEGER), c.doc_len"
+            f" FROM c, json_each({_packed_array('c.terms')}) AS t"
+            f" WHERE t.key % 2 = 0 AND t.value IN {term_set}"
         )
-
-    def postings_migration(self) -> list[MigrationStep]:
-        """Statements that create :data:`POSTINGS` and fill it from the items' packed terms.
-
-        The store's writer inserts the postings of every item it writes (it has their terms
-        in hand; unpacking them again in SQL cost more than the item's own row). Triggers
-        remove an item's postings when its terms change or it is deleted, whoever deletes
-        it (the store, the engine, plain SQL)."""
-        raise NotImplementedError
 
     def vector_migrations(self, dims: int) -> list[str]:
         """Statements that create the vector table for ``dims``-dimensional vectors."""
@@ -718,15 +707,6 @@ class Dialect:
         array (``item_columns`` order), rows written in array order; None where the rows
         go a statement each."""
         return None
-
-    def write_postings_request(self, rows: Sequence[Sequence[Any]]) -> Sql | SqlMany:
-        """Insert ``rows`` (prefix, term, item id, tf) into :data:`POSTINGS`, a row already
-        there taking the new tf (an overwrite whose terms did not change keeps its rows)."""
-        return SqlMany(
-            f"INSERT INTO {POSTINGS} (prefix, term, item_id, tf) VALUES (?, ?, ?, ?)"
-            " ON CONFLICT (prefix, term, item_id) DO UPDATE SET tf = excluded.tf",
-            rows,
-        )
 
     def placeholder(self, column: str) -> str:
         return "?"
@@ -824,38 +804,6 @@ class SqliteDialect(Dialect):
     # One B-tree keyed by the id, not a table and an index of it.
     keyed_table_options = " WITHOUT ROWID"
     counts_scope_changes = True
-
-    def postings_migration(self) -> list[MigrationStep]:
-        # A table keyed by its postings' order (no row id): a namespace's postings of one
-        # term are one range of one B-tree.
-        def remove(item: str) -> str:
-            array = _packed_array(f"{item}.terms")
-            return (
-                f"DELETE FROM {POSTINGS} WHERE prefix = {item}.prefix AND item_id = {item}.id"
-                f" AND term IN (SELECT t.value FROM json_each({array}) AS t WHERE t.key % 2 = 0);"
-            )
-
-        return [
-            f"""CREATE TABLE IF NOT EXISTS {POSTINGS} (
-                prefix TEXT NOT NULL,
-                term TEXT NOT NULL,
-                item_id TEXT NOT NULL,
-                tf INTEGER NOT NULL,
-                PRIMARY KEY (prefix, term, item_id)
-            ) WITHOUT ROWID""",
-            # Each term paired with the count after it in one pass over the array.
-            f"INSERT OR REPLACE INTO {POSTINGS} (prefix, term, item_id, tf)"
-            " SELECT u.prefix, u.term, u.id, CAST(u.tf AS INTEGER) FROM"
-            " (SELECT i.prefix, i.id, t.key AS k, t.value AS term,"
-            " lead(t.value) OVER (PARTITION BY i.id ORDER BY t.key) AS tf"
-            f" FROM {ITEMS} i, json_each({_packed_array('i.terms')}) AS t"
-            " WHERE i.terms IS NOT NULL) AS u WHERE u.k % 2 = 0",
-            f"CREATE TRIGGER IF NOT EXISTS {POSTINGS}_of_updated AFTER UPDATE OF terms, prefix"
-            f" ON {ITEMS} WHEN OLD.terms IS NOT NEW.terms OR OLD.prefix IS NOT NEW.prefix"
-            f" BEGIN {remove('OLD')} END",
-            f"CREATE TRIGGER IF NOT EXISTS {POSTINGS}_of_deleted AFTER DELETE ON {ITEMS}"
-            f" WHEN OLD.terms IS NOT NULL BEGIN {remove('OLD')} END",
-        ]
 
     def scope_change_migration(self) -> list[MigrationStep]:
         # Triggers, so every writer counts: this process, others, and the engine's own SQL.
@@ -1250,57 +1198,11 @@ class PostgresDialect(Dialect):
     def packed_sql(self, expr: str) -> str:
         return f"string_agg({expr}, chr(31))"
 
-    def postings_migration(self) -> list[MigrationStep]:
-        # Statement triggers with transition tables: one set-based statement per write.
-        changed = "o.terms IS DISTINCT FROM n.terms OR o.prefix <> n.prefix"
-        remove = (
-            f"DELETE FROM {POSTINGS} p USING {{rows}} CROSS JOIN LATERAL {TERM_ROWS}(o.terms) AS t"
-            " WHERE {where}p.prefix = o.prefix AND p.term = t.term AND p.item_id = o.id;"
+    def scope_postings_sql(self, term_set: str) -> str:
+        return (
+            "SELECT c.id, t.term, t.tf, c.doc_len FROM c"
+            f" CROSS JOIN LATERAL {TERM_ROWS}(c.terms) AS t WHERE t.term IN {term_set}"
         )
-
-        def function(name: str, body: str) -> str:
-            return (
-                f"CREATE OR REPLACE FUNCTION {POSTINGS}_{name}() RETURNS trigger"
-                f" LANGUAGE plpgsql SET search_path FROM CURRENT AS $$ BEGIN {body}"
-                " RETURN NULL; END $$"
-            )
-
-        def trigger(name: str, event: str, tables: str) -> list[str]:
-            return [
-                f"DROP TRIGGER IF EXISTS {POSTINGS}_{name} ON {ITEMS}",
-                f"CREATE TRIGGER {POSTINGS}_{name} AFTER {event} ON {ITEMS} REFERENCING {tables}"
-                f" FOR EACH STATEMENT EXECUTE FUNCTION {POSTINGS}_{name}()",
-            ]
-
-        return [
-            # Each term paired with the count after it in one pass (a subscript of a text
-            # array walks it from the start: quadratic in a long memory's terms).
-            f"CREATE OR REPLACE FUNCTION {TERM_ROWS}(packed TEXT)"
-            " RETURNS TABLE (term TEXT, tf INTEGER) LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$"
-            " SELECT s.x, s.next::integer FROM (SELECT u.x, u.n,"
-            " lead(u.x) OVER (ORDER BY u.n) AS next"
-            " FROM unnest(string_to_array(packed, chr(31))) WITH ORDINALITY AS u(x, n)) AS s"
-            " WHERE s.n % 2 = 1 $$",
-            f"""CREATE TABLE IF NOT EXISTS {POSTINGS} (
-                prefix TEXT COLLATE "C" NOT NULL,
-                term TEXT COLLATE "C" NOT NULL,
-                item_id TEXT COLLATE "C" NOT NULL,
-                tf INTEGER NOT NULL,
-                PRIMARY KEY (prefix, term, item_id) INCLUDE (tf)
-            )""",
-            f"INSERT INTO {POSTINGS} (prefix, term, item_id, tf) SELECT n.prefix, t.term, n.id,"
-            f" t.tf FROM {ITEMS} n CROSS JOIN LATERAL {TERM_ROWS}(n.terms) AS t"
-            " WHERE n.terms IS NOT NULL ON CONFLICT DO NOTHING",
-            function(
-                "of_updated",
-                remove.format(
-                    rows="old_rows o JOIN new_rows n ON n.id = o.id", where=f"({changed}) AND "
-                ),
-            ),
-            function("of_deleted", remove.format(rows="deleted o", where="")),
-            *trigger("of_updated", "UPDATE", "OLD TABLE AS old_rows NEW TABLE AS new_rows"),
-            *trigger("of_deleted", "DELETE", "OLD TABLE AS deleted"),
-        ]
 
     counts_scope_changes = True
 
@@ -1428,16 +1330,6 @@ class PostgresDialect(Dialect):
         return (
             f"INSERT INTO {ITEMS} ({', '.join(item_columns)}) SELECT * FROM unnest({arrays})"
             f" ON CONFLICT (id) DO UPDATE SET {updates}"
-        )
-
-    def write_postings_request(self, rows: Sequence[Sequence[Any]]) -> Sql | SqlMany:
-        # One statement of four arrays: part of the writer's pipeline (a COPY would take
-        # round trips of its own, a statement per row one each).
-        return Sql(
-            f"INSERT INTO {POSTINGS} (prefix, term, item_id, tf)"
-            " SELECT * FROM unnest(?::text[], ?::text[], ?::text[], ?::int4[])"
-            " ON CONFLICT (prefix, term, item_id) DO UPDATE SET tf = excluded.tf",
-            [list(column) for column in zip(*rows, strict=True)],
         )
 
     counts_membership_changes = True

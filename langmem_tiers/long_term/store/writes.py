@@ -12,7 +12,6 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from datetime import datetime, timedelta
-from itertools import repeat
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -60,7 +59,6 @@ __all__ = [
     "WrittenItem",
     "change_columns_flow",
     "lock_scope_changes_flow",
-    "postings_request",
     "prepare_put",
     "unindex_flow",
     "validate_ttl",
@@ -291,21 +289,6 @@ def _event_of(
     return note.event_type or f"memory.{kind}", dict(note.metadata or {})
 
 
-def postings_request(dialect: Dialect, puts: Iterable[PreparedPut]) -> Sql | SqlMany | None:
-    """The statement writing the postings of ``puts`` (written items): one row per term of
-    each, in key order (inserted in the B-tree's order, each page is visited once); None
-    when they have no terms. Whoever writes items writes this with them."""
-    rows: list[tuple[str, str, str, int]] = []
-    for p in puts:
-        r = p.record
-        assert r is not None
-        rows.extend(zip(repeat(r.prefix), p.terms, repeat(r.id), p.terms.values()))
-    if not rows:
-        return None
-    rows.sort()
-    return dialect.write_postings_request(rows)
-
-
 class StoreWriter:
     """Writes prepared puts with their index rows and events, inside a transaction."""
 
@@ -395,14 +378,10 @@ class StoreWriter:
                     batch.append(
                         Sql(arrays, [list(column) for column in zip(*item_rows, strict=True)])
                     )
-            # Postings after the items: an overwrite whose terms changed has had its old
-            # ones removed by the items' trigger; one whose terms did not keeps them.
-            postings = postings_request(d, upserts)
-            if postings is not None:
-                batch.append(postings)
             # Vectors belong to their item (a foreign key): a new item has none, unless
             # another client deleted an item of that id where foreign keys are not
-            # enforced (its vectors are cleared too, or the new ones would collide).
+            # enforced (its vectors are cleared too, or the new ones would collide). Its
+            # terms are the packed column of its row.
             if self.index.in_database:
                 replaced = ids if d.orphans_possible else [i for i in ids if i in before]
                 batch.extend(self.index.write_requests(rows, replaced))
