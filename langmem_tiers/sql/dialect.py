@@ -1437,9 +1437,8 @@ class PostgresDialect(Dialect):
     def vector_bytes_sql(self, column: str) -> str:
         # pgvector's binary form (vector_send: a 2-byte dimension count, 2 unused bytes,
         # then big-endian float4s) less its header, in the binary result format: the
-        # bytes arrive as they are. Measured on a 1,000-vector namespace of 256 dimensions,
-        # this read took less than half the time of the same bytes in the text format
-        # (hex), of one value aggregating them all, or of the vectors' text form parsed.
+        # bytes arrive as they are: no hex text to decode, no aggregate to build and no
+        # vector text to parse, the ways this read was compared with.
         return f"substring(vector_send({column}) FROM 5)"
 
     def postings_index_migration(self) -> list[MigrationStep]:
