@@ -218,9 +218,9 @@ def create_app(
 
 def _started(freeze_heap: bool) -> None:
     if freeze_heap:
-        # A full collection scans every object the collector tracks; with the app's
-        # imports loaded that is ~120,000 objects and 55 ms, during which no request
-        # moves (the p99 of a loaded server). Frozen, they are never scanned again.
+        # A full collection scans every object the collector tracks, with the app's
+        # imports loaded a great many, and no request moves meanwhile (the p99 of a
+        # loaded server). Frozen, they are never scanned again.
         gc.collect()
         gc.freeze()
 
@@ -246,10 +246,9 @@ def serve(
 
     A process takes every connection waiting on the socket when it wakes (asyncio's
     accept loop), so a client that opens all its keep-alive connections in one burst
-    may have them all served by one process: with 8 connections opened at once, one
-    of two processes took them all in two runs of three (about 105-113 retrievals/s
-    on SQLite, what one process serves), and the two shared them in every run where
-    the connections joined 0.1 s apart (177-198/s). Behind a load balancer or with
+    may have them all served by one process: with connections opened all at once, one
+    of two processes often took them all and served what one process serves, and the
+    two shared them when the connections joined a moment apart. Behind a load balancer or with
     clients that connect over time, the processes share the load. Each process hides
     what is alive once it has started from the garbage collector (``freeze_startup_heap``
     of :func:`create_app`).

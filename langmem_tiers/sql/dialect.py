@@ -251,7 +251,7 @@ class Dialect:
         parameter) of the items matching ``under`` (alias ``i``, bound to ``params``),
         NULL when there is none."""
         # One pass over the namespace's entries of the live index, which holds every time:
-        # a branch per time read them five times (0.48 against 0.27 ms at 1,000 items).
+        # a branch per time read them once for each time.
         # Each row's earliest later time is the scalar min() of one value per time, '~'
         # (after every ISO-8601 text) standing for none, as SQLite's min() of a NULL is NULL.
         firsts = ", ".join(f"CASE WHEN i.{c} > ? THEN i.{c} ELSE '~' END" for c in MEMBERSHIP_TIMES)
@@ -327,7 +327,7 @@ class Dialect:
         """Statements for an index that answers which items of a namespace a search may
         return (status, validity, expiry; the engine also asks for scope and kind) and their
         lengths: with every column read in the index, one range of one index instead of a
-        table row per item (5x faster on SQLite at a thousand items per namespace)."""
+        table row per item."""
         return [
             f"CREATE INDEX IF NOT EXISTS {ITEMS}_live ON {ITEMS} (prefix, status, id,"
             " valid_from, valid_until, expires_at, doc_len, scope, kind)"
@@ -607,8 +607,8 @@ class Dialect:
     def item_access_migration(self) -> list[MigrationStep]:
         """The access counts in :data:`ITEM_ACCESS`, copied from the items' rows.
 
-        Counting a search's results rewrote whole item rows (on PostgreSQL, 500 of them
-        in 12-25 ms, and the next searches read the rows' new versions); a row of an id,
+        Counting a search's results rewrote whole item rows (on PostgreSQL each a new
+        version of a wide row, which the next searches read); a row of an id,
         a count and a time is written instead. A deleted item's row goes with it. The
         items' columns stay for processes of an earlier release, which read and count
         there until they are upgraded; nothing of this one reads them.
@@ -846,8 +846,8 @@ class SqliteDialect(Dialect):
     in_process = True
 
     def namespace_load_index_migration(self) -> list[MigrationStep]:
-        # The live index, extended: a namespace of a thousand items is then read in one
-        # range of it (0.8 ms) instead of a table row per item (3 ms), and the next time
+        # The live index, extended: a namespace is then read in one range of it instead
+        # of a table row per item, and the next time
         # of an item a search compares with is a range of it too.
         return [
             f"DROP INDEX IF EXISTS {ITEMS}_live",
@@ -1121,7 +1121,7 @@ class PostgresDialect(Dialect):
         # ``prefix.`` left out by a NOT. The planner takes ``column = prefix`` and the range
         # as independent (a thousand rows of a namespace estimated as ten) and then counts
         # a search's members through the heap; estimated as the range they are counted in
-        # the live index alone (2.8 -> 1.1 ms at 1,000 items, in every warm search's check).
+        # the live index alone, in every warm search's check.
         c = self.bytewise(column)
         return (
             f"({c} >= ? AND {c} < ? AND NOT ({c} > ? AND {c} <= ?))",
@@ -1299,8 +1299,8 @@ class PostgresDialect(Dialect):
     def update_count_per_statement_migration(self) -> list[MigrationStep]:
         # The row trigger ran the counting statement once per updated row, each a new
         # version of the namespace's counter row in the transaction, which the next one
-        # walks to: 75 us a row, and quadratic (70,000 overwrites of one namespace took
-        # 48 s). Counted from the statement's transition tables instead, once. A
+        # walks to: each row cost more than the one before, quadratic in a statement's
+        # rows. Counted from the statement's transition tables instead, once. A
         # statement trigger takes no column list with them, so the rows counted are those
         # whose cached columns differ: an access count, a TTL or a status alone counts
         # nothing, as before; a put always sets updated_at, so it always counts.
@@ -1366,8 +1366,8 @@ class PostgresDialect(Dialect):
 
     def next_time_sql(self, under: str, params: Sequence[Any], since: Any) -> tuple[str, list[Any]]:
         # One pass over the namespace's rows: a min() per time, each its own branch (as on
-        # SQLite, where the live index holds every time), took 3 ms to plan and 0.2 ms
-        # to run at 100 items, in every statement that reads a namespace.
+        # SQLite, where the live index holds every time), took far longer to plan than to
+        # run, in every statement that reads a namespace.
         firsts = ", ".join(f"min(CASE WHEN i.{c} > ? THEN i.{c} END)" for c in MEMBERSHIP_TIMES)
         return (
             f"(SELECT least({firsts}) FROM {ITEMS} i WHERE {under})",
@@ -1376,8 +1376,8 @@ class PostgresDialect(Dialect):
 
     def membership_times_index_migration(self) -> list[MigrationStep]:
         # Without the two last times, that pass read every row of the namespace from the
-        # table: where namespaces interleave, a page per item (a first search of a
-        # namespace of 10,000 among 200,000 items: 20-74 ms against 8-14 for the statement).
+        # table: where namespaces interleave, a page per item, in a namespace's first
+        # search.
         live = ["prefix", "status", "id", "valid_from", "valid_until", "expires_at", "doc_len"]
         live += ["scope", "kind", *(t for t in MEMBERSHIP_TIMES if t not in live)]
         return [
@@ -1437,9 +1437,8 @@ class PostgresDialect(Dialect):
     def vector_bytes_sql(self, column: str) -> str:
         # pgvector's binary form (vector_send: a 2-byte dimension count, 2 unused bytes,
         # then big-endian float4s) less its header, in the binary result format: the
-        # bytes arrive as they are. Measured on a 1,000-vector namespace of 256 dimensions,
-        # this read took less than half the time of the same bytes in the text format
-        # (hex), of one value aggregating them all, or of the vectors' text form parsed.
+        # bytes arrive as they are: no hex text to decode, no aggregate to build and no
+        # vector text to parse, the ways this read was compared with.
         return f"substring(vector_send({column}) FROM 5)"
 
     def postings_index_migration(self) -> list[MigrationStep]:
@@ -1470,10 +1469,9 @@ class PostgresDialect(Dialect):
 
     def terms_view_migration(self) -> list[MigrationStep]:
         # Every term row cost a B-tree insert into the key and another into the term
-        # index: a third of a put's time (a batch of 500 items, 6,923 rows: 47-66 ms, the
-        # items themselves 15 ms). The items keep their terms packed beside them, which
-        # is what searches that cache a namespace read; searches in SQL unpack them in the
-        # statement from the rows the set is read from (a 10,000-item scope: about 30 ms). The view
+        # index, a dozen or more rows for each item put. The items keep their terms packed
+        # beside them, which is what searches that cache a namespace read; searches in SQL
+        # unpack them in the statement from the rows the set is read from. The view
         # keeps the table's rows readable for plain SQL. The function is a plain SQL one,
         # so the planner inlines it; OFFSET 0 splits the text once per item, not per term.
         return [

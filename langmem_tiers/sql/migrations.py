@@ -199,7 +199,7 @@ def migrations(dialect: Dialect) -> list[list[MigrationStep]]:
         ],
         [
             # No global approximate vector index: every insert paid for one HNSW graph
-            # over all scopes (about 290 rows/s), while a search reads one scope, which
+            # over all scopes, while a search reads one scope, which
             # an exact scan through the prefix index answers (see PgVectorIndex).
             f"DROP INDEX IF EXISTS {VECTORS}_hnsw",
         ],
