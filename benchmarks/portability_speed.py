@@ -31,6 +31,7 @@ import multiprocessing
 import resource
 import tempfile
 import time
+import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,14 @@ BATCH = 1_000
 
 
 def _peak_rss_mb() -> float:
+    """The process's peak resident memory since it started its program (``VmHWM``;
+    ``getrusage`` keeps the peak of the parent it was forked from across ``exec``)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        pass
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
@@ -63,11 +72,15 @@ def _store(url: str) -> Any:
 
 def _fill(store: TieredMemoryStore, memories: int) -> None:
     corpus = SyntheticCorpus(seed=0)
+    # Scopes of this run alone: item ids derive from namespace and key, and PostgreSQL's
+    # item locks are advisory locks of the whole database, which another process writing
+    # the same ids in another schema would take in its own order.
+    run = uuid.uuid4().hex[:8]
     ops = []
     for n in range(memories):
         scope = n % SCOPES
         text = corpus.memory(scope=scope, index=n)
-        ops.append(PutOp((f"user-{scope}", "semantic"), f"m{n}", {"content": text}))
+        ops.append(PutOp((f"run-{run}-user-{scope}", "semantic"), f"m{n}", {"content": text}))
         if len(ops) == BATCH:
             store.batch(ops)
             ops = []
