@@ -38,6 +38,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
     invariant,
+    precondition,
     rule,
     run_state_machine_as_test,
 )
@@ -67,6 +68,22 @@ FILTERS: tuple[dict[str, Any] | None, ...] = (
 )
 LIMIT = 100  # above the number of items one example can hold
 SHORT_TTL_MINUTES = 0.0005  # 30 ms: the rule sleeps past it
+
+
+# (writer, sub-namespace, key, color, n, word, ttl minutes) of one put.
+PUTS = st.lists(
+    st.tuples(
+        st.sampled_from(["A", "B", "P"]),
+        st.sampled_from([("a",), ("b",), ("a", "x")]),
+        st.sampled_from(["k0", "k1", "k2", "k3"]),
+        st.sampled_from(COLORS),
+        st.integers(0, 3),
+        st.sampled_from(WORDS),
+        st.sampled_from([None, 60]),
+    ),
+    min_size=1,
+    max_size=4,
+)
 
 
 def value_of(color: str, n: int, word: str) -> dict[str, Any]:
@@ -189,7 +206,11 @@ def diff_backend(request: pytest.FixtureRequest) -> str:
 @pytest.fixture(params=["cache", "no-cache"])
 def cache_items(request: pytest.FixtureRequest) -> int:
     """The namespace cache size of every store: the default, or 0 (no cache)."""
-    return Settings.from_env(environ={}, dotenv=None).scope_cache_items if request.param == "cache" else 0
+    return (
+        Settings.from_env(environ={}, dotenv=None).scope_cache_items
+        if request.param == "cache"
+        else 0
+    )
 
 
 @pytest.fixture
@@ -265,15 +286,6 @@ def make_machine(world: World) -> type[RuleBasedStateMachine]:
             self.model.live[item] = Entry(value, epoch)
             self.model.expired.discard(item)
 
-        @rule(
-            writer=st.sampled_from(["A", "B", "P"]),
-            sub=st.sampled_from([("a",), ("b",), ("a", "x")]),
-            key=st.sampled_from(["k0", "k1", "k2", "k3"]),
-            color=st.sampled_from(COLORS),
-            n=st.integers(0, 3),
-            word=st.sampled_from(WORDS),
-            ttl=st.sampled_from([None, 60]),
-        )
         def put(
             self,
             writer: str,
@@ -287,11 +299,28 @@ def make_machine(world: World) -> type[RuleBasedStateMachine]:
             namespace, value = self.ns(sub), value_of(color, n, word)
             if writer == "P":
                 world.worker.send(
-                    {"op": "put", "namespace": list(namespace), "key": key, "value": value, "ttl": ttl}
+                    {
+                        "op": "put",
+                        "namespace": list(namespace),
+                        "key": key,
+                        "value": value,
+                        "ttl": ttl,
+                    }
                 )
             else:
                 world.stores[writer].put(namespace, key, value, ttl=ttl)
             self._put_model((namespace, key), value)
+
+        @rule(puts=PUTS)
+        def put_some(self, puts: list[tuple[Any, ...]]) -> None:
+            """A few puts, one by one, from any writer (a key may repeat: overwrites)."""
+            for spec in puts:
+                self.put(*spec)
+
+        @rule(puts=PUTS)
+        def put_more(self, puts: list[tuple[Any, ...]]) -> None:
+            """As :meth:`put_some`: writes come twice as often as any other kind of step."""
+            self.put_some(puts)
 
         @rule(
             writer=st.sampled_from(["A", "B"]),
@@ -324,15 +353,39 @@ def make_machine(world: World) -> type[RuleBasedStateMachine]:
             self.model.live.pop((namespace, key), None)
             self.model.expired.discard((namespace, key))
 
+        def _pick_live(self, data: st.DataObject) -> tuple[Namespace, str]:
+            return data.draw(st.sampled_from(sorted(self.model.live)), label="live item")
+
+        @precondition(lambda self: bool(self.model.live))
         @rule(
-            sub=st.sampled_from([("a",), ("b",), ("a", "x")]),
-            key=st.sampled_from(["k0", "k1", "k2", "k3"]),
+            data=st.data(),
+            writer=st.sampled_from(["A", "B", "P"]),
+            color=st.sampled_from(COLORS),
+            n=st.integers(0, 3),
+            word=st.sampled_from(WORDS),
         )
-        def expire_by_sql(self, sub: tuple[str, ...], key: str) -> None:
-            namespace = self.ns(sub)
+        def overwrite(
+            self, data: st.DataObject, writer: str, color: str, n: int, word: str
+        ) -> None:
+            """A put over a live item."""
+            (namespace, key) = self._pick_live(data)
+            self.put(writer, namespace[1:], key, color, n, word, None)
+
+        @precondition(lambda self: bool(self.model.live))
+        @rule(data=st.data(), writer=st.sampled_from(["A", "B", "P", "S"]))
+        def delete_live(self, data: st.DataObject, writer: str) -> None:
+            """A delete of a live item."""
+            (namespace, key) = self._pick_live(data)
+            self.delete(writer, namespace[1:], key)
+
+        @precondition(lambda self: bool(self.model.live))
+        @rule(data=st.data())
+        def expire_by_sql(self, data: st.DataObject) -> None:
+            """Plain SQL makes a live item expired."""
+            (namespace, key) = self._pick_live(data)
             world.sql.expire(namespace, key)
-            if self.model.live.pop((namespace, key), None) is not None:
-                self.model.expired.add((namespace, key))
+            self.model.live.pop((namespace, key))
+            self.model.expired.add((namespace, key))
 
         @rule(store=st.sampled_from(["A", "B"]))
         def sweep(self, store: str) -> None:
@@ -388,9 +441,7 @@ def make_machine(world: World) -> type[RuleBasedStateMachine]:
             )
             got = {(item.namespace, item.key) for item in found}
             candidates = {
-                item: entry
-                for item, entry in self.model.live.items()
-                if matches(entry.value, flt)
+                item: entry for item, entry in self.model.live.items() if matches(entry.value, flt)
             }
             want = {item for item, e in candidates.items() if e.epoch is not None and e.epoch <= j}
             unsure = {item for item, e in candidates.items() if e.epoch is None}
@@ -433,8 +484,8 @@ MACHINE_SETTINGS = settings(
     derandomize=True,
     database=None,
     deadline=None,
-    max_examples=6,
-    stateful_step_count=20,
+    max_examples=25,
+    stateful_step_count=30,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
 
