@@ -12,10 +12,9 @@ from __future__ import annotations
 import json
 import sys
 
-from fakes import default_index  # run as a script: this folder is on sys.path
-
 from langmem_tiers import TieredMemoryStore
 from langmem_tiers.config import Settings
+from tests.long_term.fakes import default_index
 
 
 def main(url: str, scope_cache_items: int) -> None:
