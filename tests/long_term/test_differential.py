@@ -422,6 +422,8 @@ def make_machine(world: World) -> type[RuleBasedStateMachine]:
                 f"extra {sorted(got - want)}, missing {sorted(want - got)}"
             )
             assert len(found) == len(got), f"duplicate results: {[i.key for i in found]}"
+            stale = [i.key for i in found if i.value != self.model.live[(i.namespace, i.key)].value]
+            assert not stale, f"{reader}.search({prefix}) returned old values of {stale}"
 
         @rule(
             reader=st.sampled_from(["A", "B"]),
