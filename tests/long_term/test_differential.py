@@ -4,7 +4,8 @@ A Hypothesis state machine issues random interleavings of put (overwrites, filte
 fields, TTLs), delete, search (with and without a query, with filters, with ``as_of``),
 get and list_namespaces from four writers on one database:
 
-* ``A`` and ``B``: two :class:`TieredMemoryStore` objects in this process,
+* ``A`` and ``B``: two :class:`TieredMemoryStore` objects in this process (``a`` and
+  ``b``: the same two through their async twins),
 * ``P``: a second process (``store_worker.py``) with its own store on the same database,
 * ``S``: plain SQL through a connection of its own, deleting rows and expiring them (on
   SQLite with foreign keys on; a client that leaves them off, SQLite's default, is
@@ -20,6 +21,7 @@ own, so the databases, stores and the worker process are opened once per test.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import sqlite3
@@ -73,7 +75,7 @@ SHORT_TTL_MINUTES = 0.0005  # 30 ms: the rule sleeps past it
 # (writer, sub-namespace, key, color, n, word, ttl minutes) of one put.
 PUTS = st.lists(
     st.tuples(
-        st.sampled_from(["A", "B", "P"]),
+        st.sampled_from(["A", "B", "b", "P"]),
         st.sampled_from([("a",), ("b",), ("a", "x")]),
         st.sampled_from(["k0", "k1", "k2", "k3"]),
         st.sampled_from(COLORS),
@@ -260,6 +262,15 @@ def under(namespace: Namespace, prefix: Namespace) -> bool:
     return namespace[: len(prefix)] == prefix
 
 
+def call(world: World, actor: str, method: str, *args: Any, **kwargs: Any) -> Any:
+    """``method`` of store ``actor``: ``"A"``/``"B"`` through the sync API, ``"a"``/``"b"``
+    the same stores through the async twin (``a`` + method)."""
+    store = world.stores[actor.upper()]
+    if actor.islower():
+        return asyncio.run(getattr(store, "a" + method)(*args, **kwargs))
+    return getattr(store, method)(*args, **kwargs)
+
+
 def make_machine(world: World) -> type[RuleBasedStateMachine]:
     """The state machine class over ``world``."""
 
@@ -308,7 +319,7 @@ def make_machine(world: World) -> type[RuleBasedStateMachine]:
                     }
                 )
             else:
-                world.stores[writer].put(namespace, key, value, ttl=ttl)
+                call(world, writer, "put", namespace, key, value, ttl=ttl)
             self._put_model((namespace, key), value)
 
         @rule(puts=PUTS)
@@ -330,15 +341,21 @@ def make_machine(world: World) -> type[RuleBasedStateMachine]:
         def put_expiring(self, writer: str, sub: tuple[str, ...], key: str) -> None:
             """A put whose TTL runs out before the next operation."""
             namespace = self.ns(sub)
-            world.stores[writer].put(
-                namespace, key, value_of("red", 1, "tea"), ttl=SHORT_TTL_MINUTES
+            call(
+                world,
+                writer,
+                "put",
+                namespace,
+                key,
+                value_of("red", 1, "tea"),
+                ttl=SHORT_TTL_MINUTES,
             )
             time.sleep(SHORT_TTL_MINUTES * 60 + 0.01)
             self.model.live.pop((namespace, key), None)
             self.model.expired.add((namespace, key))
 
         @rule(
-            writer=st.sampled_from(["A", "B", "P", "S"]),
+            writer=st.sampled_from(["A", "B", "b", "P", "S"]),
             sub=st.sampled_from([("a",), ("b",), ("a", "x")]),
             key=st.sampled_from(["k0", "k1", "k2", "k3"]),
         )
@@ -349,7 +366,7 @@ def make_machine(world: World) -> type[RuleBasedStateMachine]:
             elif writer == "S":
                 world.sql.delete(namespace, key)
             else:
-                world.stores[writer].delete(namespace, key)
+                call(world, writer, "delete", namespace, key)
             self.model.live.pop((namespace, key), None)
             self.model.expired.discard((namespace, key))
 
@@ -359,7 +376,7 @@ def make_machine(world: World) -> type[RuleBasedStateMachine]:
         @precondition(lambda self: bool(self.model.live))
         @rule(
             data=st.data(),
-            writer=st.sampled_from(["A", "B", "P"]),
+            writer=st.sampled_from(["A", "B", "b", "P"]),
             color=st.sampled_from(COLORS),
             n=st.integers(0, 3),
             word=st.sampled_from(WORDS),
@@ -372,7 +389,7 @@ def make_machine(world: World) -> type[RuleBasedStateMachine]:
             self.put(writer, namespace[1:], key, color, n, word, None)
 
         @precondition(lambda self: bool(self.model.live))
-        @rule(data=st.data(), writer=st.sampled_from(["A", "B", "P", "S"]))
+        @rule(data=st.data(), writer=st.sampled_from(["A", "B", "b", "P", "S"]))
         def delete_live(self, data: st.DataObject, writer: str) -> None:
             """A delete of a live item."""
             (namespace, key) = self._pick_live(data)
@@ -387,9 +404,9 @@ def make_machine(world: World) -> type[RuleBasedStateMachine]:
             self.model.live.pop((namespace, key))
             self.model.expired.add((namespace, key))
 
-        @rule(store=st.sampled_from(["A", "B"]))
+        @rule(store=st.sampled_from(["A", "b"]))
         def sweep(self, store: str) -> None:
-            world.stores[store].sweep_ttl()
+            call(world, store, "sweep_ttl")
             self.model.expired.clear()
 
         @rule()
@@ -401,7 +418,7 @@ def make_machine(world: World) -> type[RuleBasedStateMachine]:
 
         # -- reads --
         @rule(
-            reader=st.sampled_from(["A", "B"]),
+            reader=st.sampled_from(["A", "B", "a"]),
             sub=st.sampled_from([(), ("a",), ("b",), ("a", "x")]),
             query=st.sampled_from(QUERIES),
             flt=st.sampled_from(FILTERS),
@@ -410,7 +427,7 @@ def make_machine(world: World) -> type[RuleBasedStateMachine]:
             self, reader: str, sub: tuple[str, ...], query: str | None, flt: dict[str, Any] | None
         ) -> None:
             prefix = self.ns(sub)
-            found = world.stores[reader].search(prefix, query=query, filter=flt, limit=LIMIT)
+            found = call(world, reader, "search", prefix, query=query, filter=flt, limit=LIMIT)
             got = {(item.namespace, item.key) for item in found}
             want = {
                 item
@@ -426,7 +443,7 @@ def make_machine(world: World) -> type[RuleBasedStateMachine]:
             assert not stale, f"{reader}.search({prefix}) returned old values of {stale}"
 
         @rule(
-            reader=st.sampled_from(["A", "B"]),
+            reader=st.sampled_from(["A", "B", "a"]),
             query=st.sampled_from(QUERIES),
             flt=st.sampled_from(FILTERS),
             back=st.integers(1, 3),
@@ -438,8 +455,15 @@ def make_machine(world: World) -> type[RuleBasedStateMachine]:
                 return
             j = max(0, len(self.model.marks) - back)
             prefix = self.ns(())
-            found = world.stores[reader].search(
-                prefix, query=query, filter=flt, limit=LIMIT, as_of=self.model.marks[j]
+            found = call(
+                world,
+                reader,
+                "search",
+                prefix,
+                query=query,
+                filter=flt,
+                limit=LIMIT,
+                as_of=self.model.marks[j],
             )
             got = {(item.namespace, item.key) for item in found}
             candidates = {
@@ -453,13 +477,13 @@ def make_machine(world: World) -> type[RuleBasedStateMachine]:
             )
 
         @rule(
-            reader=st.sampled_from(["A", "B"]),
+            reader=st.sampled_from(["A", "B", "a"]),
             sub=st.sampled_from([("a",), ("b",), ("a", "x")]),
             key=st.sampled_from(["k0", "k1", "k2", "k3"]),
         )
         def get(self, reader: str, sub: tuple[str, ...], key: str) -> None:
             namespace = self.ns(sub)
-            item = world.stores[reader].get(namespace, key)
+            item = call(world, reader, "get", namespace, key)
             entry = self.model.live.get((namespace, key))
             if entry is None:
                 assert item is None, f"{reader}.get({namespace}, {key!r}) found {item}"
@@ -467,9 +491,9 @@ def make_machine(world: World) -> type[RuleBasedStateMachine]:
                 assert item is not None, f"{reader}.get({namespace}, {key!r}) found nothing"
                 assert item.value == entry.value
 
-        @rule(reader=st.sampled_from(["A", "B"]))
+        @rule(reader=st.sampled_from(["A", "B", "a"]))
         def list_namespaces(self, reader: str) -> None:
-            got = set(world.stores[reader].list_namespaces(prefix=(self.root,), limit=LIMIT))
+            got = set(call(world, reader, "list_namespaces", prefix=(self.root,), limit=LIMIT))
             want = {namespace for namespace, _ in self.model.live}
             assert got == want, f"{reader}.list_namespaces: got {sorted(got)}, want {sorted(want)}"
 
