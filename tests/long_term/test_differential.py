@@ -519,7 +519,7 @@ MACHINE_SETTINGS = settings(
 def test_interleavings_match_the_model(world: World, cache_items: int) -> None:
     """Every read by either store agrees with the model, whoever wrote."""
     for store in world.stores.values():  # the variant is what it says
-        assert (store.core.search.scope_cache is not None) == (cache_items > 0)
+        assert store.settings.scope_cache_items == cache_items
     run_state_machine_as_test(make_machine(world), settings=MACHINE_SETTINGS)
 
 
