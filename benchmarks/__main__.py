@@ -104,6 +104,16 @@ def _http_load(args: argparse.Namespace, out: Path) -> list[str]:
     ]
 
 
+def _portability_speed(args: argparse.Namespace, out: Path) -> list[str]:
+    return [
+        *(["--quick"] if args.quick else []),
+        "--postgres-url",
+        args.postgres_url,
+        "--out",
+        str(out / "portability_speed.json"),
+    ]
+
+
 def _tier_sizes(args: argparse.Namespace, out: Path) -> list[str]:
     # Ten seconds over all of LoCoMo: the same run in quick mode.
     return [*_data(args), "--out", str(out / "tier_sizes.json")]
@@ -119,6 +129,7 @@ BENCHMARKS: dict[str, Callable[[argparse.Namespace, Path], list[str]]] = {
     "tier_sizes": _tier_sizes,
     "middleware_vs_summarization": _middleware,
     "http_load": _http_load,
+    "portability_speed": _portability_speed,
 }
 
 

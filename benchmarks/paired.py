@@ -99,9 +99,13 @@ def run(
     queries: int = 1000,
     postgres_url: str = DEFAULT_POSTGRES_URL,
     seed: int = 0,
+    scope_cache_items: int | None = None,
     log: Any = print,
 ) -> dict[str, Any]:
-    """Load ``size`` memories into a store of each side and time both, paired."""
+    """Load ``size`` memories into a store of each side and time both, paired.
+
+    ``scope_cache_items``: both sides' setting of that name (None: its default; 0 searches
+    in SQL alone)."""
     embeddings = SeededEmbeddings(256, seed=seed)
     workload = Workload.build(
         size,
@@ -118,7 +122,13 @@ def run(
         try:
             opened = {
                 name: stack.enter_context(
-                    open_system(f"ours-{backend}", embeddings, postgres_url, package=package)
+                    open_system(
+                        f"ours-{backend}",
+                        embeddings,
+                        postgres_url,
+                        scope_cache_items=scope_cache_items,
+                        package=package,
+                    )
                 )
                 for name, package in (("old", BASE_PACKAGE), ("new", PACKAGE))
             }
@@ -165,7 +175,13 @@ def run(
             f" new p50 {s['new_p50_ms']} p95 {s['new_p95_ms']} ms,"
             f" median ratio new/old {s['median_ratio']} over {s['n']} pairs"
         )
-    return {"base": base, "backend": backend, "size": size, **phases}
+    return {
+        "base": base,
+        "backend": backend,
+        "size": size,
+        "scope_cache_items": scope_cache_items,
+        **phases,
+    }
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
@@ -176,6 +192,12 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--rounds", type=int, default=3, help="passes over the queries")
     parser.add_argument("--queries", type=int, default=1000)
     parser.add_argument("--postgres-url", default=DEFAULT_POSTGRES_URL)
+    parser.add_argument(
+        "--scope-cache-items",
+        type=int,
+        default=None,
+        help="both sides' scope cache bound (default: the setting's; 0: searches in SQL alone)",
+    )
     parser.add_argument("--out", type=Path, default=None, help="also write the JSON here")
     args = parser.parse_args(argv)
     result = run(
@@ -185,6 +207,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         rounds=args.rounds,
         queries=args.queries,
         postgres_url=args.postgres_url,
+        scope_cache_items=args.scope_cache_items,
     )
     if args.out is not None:
         args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")

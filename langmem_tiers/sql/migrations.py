@@ -199,7 +199,7 @@ def migrations(dialect: Dialect) -> list[list[MigrationStep]]:
         ],
         [
             # No global approximate vector index: every insert paid for one HNSW graph
-            # over all scopes (about 290 rows/s), while a search reads one scope, which
+            # over all scopes, while a search reads one scope, which
             # an exact scan through the prefix index answers (see PgVectorIndex).
             f"DROP INDEX IF EXISTS {VECTORS}_hnsw",
         ],
@@ -274,9 +274,6 @@ def migrations(dialect: Dialect) -> list[list[MigrationStep]]:
         # Access counts in a table of their own: counting a search's results no longer
         # rewrites the items' rows.
         dialect.item_access_migration(),
-        # Postings by namespace and term: a search reads its query terms' postings within
-        # its namespaces, not every member's terms.
-        dialect.postings_migration(),
         [
             # The counters began at zero on a database that already held memories, and a
             # process that found a namespace's count at zero took it for empty (a put

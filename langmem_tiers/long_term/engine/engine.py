@@ -53,6 +53,7 @@ from langmem_tiers.long_term.engine.models import (
 from langmem_tiers.long_term.engine.operations import Operations
 from langmem_tiers.long_term.engine.steps import Db, Services, Steps, adrive, drive
 from langmem_tiers.long_term.engine.upkeep import Upkeep
+from langmem_tiers.long_term.store.erasure import ErasureResult, erase_scope_flow
 from langmem_tiers.long_term.store.events import event_context
 from langmem_tiers.long_term.store.store import TieredMemoryStore
 from langmem_tiers.tiers.base import Summarizer
@@ -510,6 +511,21 @@ class MemoryEngine:
     async def aforget(self, scope: str, memory_id: str, *, hard: bool = False) -> Memory | None:
         """Async twin of :meth:`forget`."""
         return await self._adrive(self._upkeep.forget_steps(scope, memory_id, hard))
+
+    def erase_scope(self, scope: str) -> ErasureResult:
+        """Remove every trace of ``scope``: memories, versions, vectors (SQL and Qdrant),
+        terms, access counts, short-term sessions, API keys, and the content of its events
+        (content-free tombstones keep their sequence numbers). Idempotent: a re-run of an
+        interrupted erasure finishes it (see ``long_term/store/erasure.py``)."""
+        label = check.label(scope)
+        with event_context():
+            return self.store.db.run(erase_scope_flow(self.store.core, label, scope))
+
+    async def aerase_scope(self, scope: str) -> ErasureResult:
+        """Async twin of :meth:`erase_scope`."""
+        label = check.label(scope)
+        with event_context():
+            return await self.store.db.arun(erase_scope_flow(self.store.core, label, scope))
 
     def compress(self, scope: str, memory_ids: Sequence[str] | None = None) -> CompressionResult:
         """Summarise memories (default: the scope's decayed ones) into one; they become
