@@ -127,6 +127,7 @@ _UNITS = "|".join(sorted((re.escape(u) for u in UNIT_KEYS), key=len, reverse=Tru
 _MEASUREMENT = re.compile(rf"(?<![\w.,])\d+(?:[.,]\d+)?\s?(?i:{_UNITS})(?![\w°/])")
 _SPACED_CODE = re.compile(r"\b[A-Z]{2,3}\s\d{1,4}[A-Z]?\b")
 _TOKEN = re.compile(r"[^\s]+")
+_DIGIT = re.compile(r"\d")
 _EDGE_OPEN = "([{\"'"
 _EDGE_CLOSE = ".,;:!?)]}\"'"
 # Tokens that are numbers, ordinals, ranges, decades or number-and-unit: not codes.
@@ -312,6 +313,8 @@ def find_identifiers(text: str) -> list[Identifier]:
     >>> [(i.key, i.value) for i in find_identifiers("Call +1 (415) 555-0132 or jo@ex.com.")]
     [('phone', '+1 (415) 555-0132'), ('email', 'jo@ex.com')]
     """
+    if _DIGIT.search(text) is None and "@" not in text and "www." not in text and "://" not in text:
+        return []  # every value here holds a digit, or is an e-mail or web address
     f = _Finder(text)
     _contacts(f)
     _amounts(f)

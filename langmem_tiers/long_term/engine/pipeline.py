@@ -46,6 +46,7 @@ from langmem_tiers.long_term.engine.semantic import (
     index_texts,
     near_flow,
     revise_flow,
+    slot_related_flow,
     write_semantic_flow,
 )
 from langmem_tiers.long_term.engine.steps import Combine, Db, Judge, Steps
@@ -219,6 +220,16 @@ def semantic_steps(
                     subject=record.subject,
                     k=ops.conflict_candidates,
                     threshold=ops.settings.conflict_similarity_threshold,
+                )
+            )
+            # Memories the relation slots tie to the new one, however far their vectors.
+            near += yield Db(
+                slot_related_flow(
+                    core,
+                    record.scope,
+                    text,
+                    subject=record.subject,
+                    seen={n.memory.id for n in near},
                 )
             )
         verdicts = []
