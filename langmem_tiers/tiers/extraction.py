@@ -77,6 +77,7 @@ __all__ = [
     "format_facts",
     "message_role",
     "message_text",
+    "named_runs",
     "normalize_text",
     "parse_tier1",
     "sentence_score",
@@ -310,6 +311,27 @@ def _sentence_entities(
                 )
         i = max(j, i + 1)
     return entities
+
+
+def named_runs(text: str) -> list[tuple[str, tuple[str, ...], str]]:
+    """The names of ``text`` (runs of capitalised words tier 1 takes as names), in order.
+
+    Each with up to three lower-cased words before it and the text right after it.
+
+    >>> [name for name, _, _ in named_runs("Hey Mel! I met Dr. Lee in New York.")]
+    ['Mel', 'Dr. Lee', 'New York']
+    """
+    sentences = [(sentence, _tokens(sentence)) for sentence in _split_normalized(text)]
+    capitalised_elsewhere: set[str] = set()
+    for _, tokens in sentences:
+        capitalised_elsewhere.update(
+            _strip_possessive(t[0]) for t in tokens[1:] if _is_capitalised(t[0])
+        )
+    return [
+        (ent.text, ent.before, ent.after)
+        for sentence, tokens in sentences
+        for ent in _sentence_entities(sentence, capitalised_elsewhere, tokens)
+    ]
 
 
 def content_words(text: str) -> list[str]:
