@@ -101,7 +101,7 @@ def _normal(text: str) -> str:
         lowered = re.sub(pattern, replacement, lowered)
     for short, long in _CONTRACTED:
         lowered = lowered.replace(short, long)
-    return lowered
+    return re.sub(r"\buser am\b", "user is", lowered)
 
 
 def _value(raw: str) -> str:
@@ -168,7 +168,12 @@ _FIXED: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ),
         (
             "age",
-            rf"\b{_WHO}\s+(?:is|are|turned|turns)\s+{_ADVERBS}(?P<value>\d+)(?:\s+years?\s+old)?\b",
+            rf"\b{_WHO}\s+(?:is|are|turned|turns)\s+{_ADVERBS}(?P<value>\d+)\s+years?\s+old\b",
+        ),
+        ("age", rf"\b{_WHO}\s+(?:just\s+)?(?:turned|turns)\s+(?P<value>\d+)\b"),
+        (
+            "age",
+            rf"\b{_WHO}\s+(?:is|are)\s+(?P<value>\d+)(?=\s*[,;.!?]|$)",
         ),
     )
 )
@@ -194,7 +199,8 @@ _NAMED_AS = re.compile(
 )
 # "user got a new mobile number: 0160 ...", "user has a new address, 48 pine avenue"
 _GOT_NEW = re.compile(
-    rf"\buser\s+(?:got|has|have)\s+a\s+new\s+(?P<slot>{_PHRASE}?)\s*[:,-]?\s+{_VALUE}{_CLAUSE}"
+    rf"\buser\s+(?:got|has|have)\s+a\s+new\s+(?P<slot>{_PHRASE})(?:\s*[:,-]\s*|\s+(?:is\s+)?)"
+    rf"{_VALUE}{_CLAUSE}"
 )
 # Slots that are not single-valued things of the owner, or not things at all.
 _NOT_SLOTS = frozenset(
@@ -223,12 +229,28 @@ _ENDED: tuple[re.Pattern[str], ...] = tuple(
         rf"\buser\s+(?:does|do|is|are)\s+not\s+{_VALUE}\s+(?:anymore|any\s+more|after\s+all)\b",
         rf"\buser\s+(?:is|are)\s+not\s+{_VALUE}\s+after\s+all\b",
         rf"\buser\s+(?:do|does)\s+not\s+{_VALUE}\s+anymore\b",
+        rf"\bno\s+more\s+{_VALUE}{_CLAUSE}",
+    )
+)
+# Values ended by a name before the verb ("Sarah left", "Chris and I got divorced").
+_ENDED_BY_NAME: tuple[re.Pattern[str], ...] = tuple(
+    re.compile(pattern)
+    for pattern in (
         r"(?:^|(?<=[\s,;:]))(?P<value>[a-z][a-z.'-]*)\s+(?:has\s+|just\s+)?(?:left|retired|quit"
         r"|moved\s+on|resigned|passed\s+away)\b",
         r"(?:^|(?<=[\s,;:]))(?P<value>[a-z][a-z.'-]*)\s+and\s+user\s+(?:broke\s+up|split\s+up"
         r"|separated|got\s+divorced|divorced)\b",
-        rf"\bno\s+more\s+{_VALUE}{_CLAUSE}",
     )
+)
+_NOT_ENDED = frozenset(
+    {"user", "it", "that", "this", "them", "home", "work", "not", "never", "no", "he", "she"}
+)
+# Relations whose value must name something (a name, a number): "lives in a small flat"
+# is no city, "works for a living" no employer.
+_NAMED_RELATIONS = frozenset({"lives_in", "works_at"})
+_VALUE_LIKE = re.compile(
+    r"\d|@|\b(?:january|february|march|april|may|june|july|august|september|october"
+    r"|november|december|monday|tuesday|wednesday|thursday|friday|saturday|sunday)s?\b"
 )
 _LEAD = re.compile(r"^(?:[a-z]+,\s+)?(?P<who>user's\s+[a-z-]+|user|[a-z]+)\b")
 _NOW_VERBS = (
@@ -283,6 +305,11 @@ def read_claims(text: str) -> Claims:
     # A person's relations are said of the speaker, their people, or a name: "the
     # deadline moved to Friday" is no move of house.
     names = {w.lower() for w in re.findall(r"\b[A-Z][\w'-]*", text)} - {"the", "a", "an"}
+
+    def named(value: str) -> bool:
+        """A value that names something: a name, a number, an address, a date."""
+        return bool(_VALUE_LIKE.search(value)) or any(w in names for w in value.split())
+
     for relation, pattern in _FIXED:
         for m in pattern.finditer(norm):
             who = m.group("who")
@@ -290,7 +317,7 @@ def read_claims(text: str) -> Claims:
                 continue
             subject = _subject(who) or first
             value = _value(m.group("value"))
-            if value:
+            if value and (relation not in _NAMED_RELATIONS or named(value)):
                 slots.setdefault((subject, relation), value)
                 subjects.add(subject)
     for m in _POSSESSIVE.finditer(norm):
@@ -298,23 +325,34 @@ def read_claims(text: str) -> Claims:
         value = _value(m.group("value"))
         if not name or not value or name.split()[-1] in _NOT_SLOTS:
             continue
+        # "my manager is Sarah", "the launch is on May 4": a value that names something.
+        # "losing my job was hard", "that bowl is gorgeous" are opinions, not values.
+        if not named(value):
+            continue
         # "my appointment" and "the appointment" are the speaker's alike.
         slots.setdefault(("user", name), value)
     for pattern in (_NAMED_AS, _GOT_NEW):
         for m in pattern.finditer(norm):
             name = _slot_name(m.group("slot"), None)
             value = _value(m.group("value"))
-            if name and value and name.split()[-1] not in _NOT_SLOTS:
+            if name and value and named(value) and name.split()[-1] not in _NOT_SLOTS:
                 slots.setdefault(("user", name), value)
                 subjects.add("user")
     ended = set()
-    for pattern in _ENDED:
-        for m in pattern.finditer(norm):
-            value = _value(m.group("value"))
-            if value and value not in {"user", "it", "that", "this", "them", "home", "work"}:
+    for by_name, patterns in ((False, _ENDED), (True, _ENDED_BY_NAME)):
+        for pattern in patterns:
+            for m in pattern.finditer(norm):
+                value = _value(m.group("value"))
+                if not value or value in _NOT_ENDED:
+                    continue
+                if by_name and value.split()[0] not in names:
+                    continue  # "Sarah left", not "... won't quit"
                 ended.add(value)
     now = set()
-    for pattern in _NOW_VERBS:
+    # "now <verb>" replaces only beside another change word ("changed schools and now goes
+    # to ..."): "the user now plays tennis" may well add to the guitar.
+    other_change = _CHANGE.search(re.sub(r"\bnow\b", " ", norm)) is not None
+    for pattern in _NOW_VERBS if other_change else ():
         for m in pattern.finditer(norm):
             verb = m.group("verb")
             if verb not in _UNCOUNTED_VERBS and verb not in _ADVERB_WORDS:

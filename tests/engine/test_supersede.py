@@ -80,6 +80,8 @@ def test_the_rules_see_an_update(old: str, new: str) -> None:
         ("The user lives in Berlin.", "The user's parents live in Munich."),
         ("The user plays the guitar.", "The user started learning the piano as well."),
         ("The user lives in Berlin.", "The user lives in Berlin now."),
+        ("The user plays the guitar.", "The user now plays tennis."),
+        ("The user won't quit on the user's dreams.", "The user won't quit, no matter what."),
     ],
 )
 def test_the_rules_see_an_add(old: str, new: str) -> None:
@@ -96,6 +98,8 @@ def test_first_and_third_person_fill_the_same_slot() -> None:
     assert read_claims("We relocated to Vancouver in March.").slots == {
         ("user", "lives_in"): "vancouver"
     }
+    assert read_claims("I am 34.").slots == {("user", "age"): "34"}
+    assert read_claims("My mobile is 0151 2345.").slots == {("user", "mobile"): "0151 2345"}
     new = read_claims("The report deadline moved to next Wednesday.")
     old = read_claims("The deadline for the report is Friday.")
     assert set(new.slots) == set(old.slots) == {("user", "report deadline")}
