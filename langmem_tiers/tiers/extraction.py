@@ -531,8 +531,10 @@ def _extract_numbers(text: str, facts: _FactList, taken: list[tuple[int, int]]) 
             facts.add(_GROUP_NUMBER, "percent", f"{number} {w1}")
             continue
         noun = None
-        if w1 and w2 and (
-            w1.lower() in NUMBER_ADJECTIVES or (w1.islower() and w1.lower().endswith("ed"))
+        if (
+            w1
+            and w2
+            and (w1.lower() in NUMBER_ADJECTIVES or (w1.islower() and w1.lower().endswith("ed")))
         ):
             noun = w2  # "3 little kids", "320 planned hours": what is counted comes second
         elif w1:
