@@ -119,6 +119,11 @@ def _tier_sizes(args: argparse.Namespace, out: Path) -> list[str]:
     return [*_data(args), "--out", str(out / "tier_sizes.json")]
 
 
+def _supersede(args: argparse.Namespace, out: Path) -> list[str]:
+    # Some ninety short conversations ingested: the same run in quick mode.
+    return ["--out", str(out / "supersede.json")]
+
+
 #: Benchmark modules of this package and how ``all`` calls each.
 BENCHMARKS: dict[str, Callable[[argparse.Namespace, Path], list[str]]] = {
     "store_speed": _store_speed,
@@ -127,6 +132,7 @@ BENCHMARKS: dict[str, Callable[[argparse.Namespace, Path], list[str]]] = {
     "locomo_retrieval": _locomo("locomo_retrieval"),
     "locomo_store": _locomo("locomo_store"),
     "tier_sizes": _tier_sizes,
+    "supersede": _supersede,
     "middleware_vs_summarization": _middleware,
     "http_load": _http_load,
     "portability_speed": _portability_speed,

@@ -66,6 +66,10 @@ SCOPE_MOVES = "lmt_scope_moves"
 #: One row per counted change of an item: its namespace, the counter value the change
 #: brought the namespace's count to, and the item (see :meth:`Dialect.change_log_migration`).
 ITEM_CHANGES = "lmt_item_changes"
+#: The entities of each scope its memories name, and which memory names which (see
+#: :mod:`langmem_tiers.long_term.engine.entities`).
+ENTITIES = "lmt_entities"
+ENTITY_MENTIONS = "lmt_entity_mentions"
 #: A namespace's log keeps at least its last this many changes (and fewer than twice as
 #: many): a cache further behind reads the namespace again.
 CHANGES_KEPT = 1024

@@ -38,6 +38,7 @@ from langmem_tiers.long_term.engine import validate as check
 from langmem_tiers.long_term.engine.conflicts import Merger
 from langmem_tiers.long_term.engine.consolidation import count_unconsolidated_flow
 from langmem_tiers.long_term.engine.contradiction import ContradictionChecker
+from langmem_tiers.long_term.engine.entities import Entity, EntityDetail
 from langmem_tiers.long_term.engine.lifecycle import scoped_memory_flow
 from langmem_tiers.long_term.engine.models import (
     CompressionResult,
@@ -437,6 +438,29 @@ class MemoryEngine:
     ) -> list[Memory]:
         """Async twin of :meth:`memories`."""
         return await self._adrive(self._ops.memories_steps(scope, kinds, statuses, limit, offset))
+
+    def entities(self, scope: str, *, limit: int = 100, offset: int = 0) -> list[Entity]:
+        """The people, organisations, places and things the scope's memories name.
+
+        Most mentioned first; each with its kind, aliases ("Mel" of "Melanie"), how many
+        memories name it and when it was first and last named.
+        """
+        return self._drive(self._ops.entities_steps(scope, limit, offset))
+
+    async def aentities(self, scope: str, *, limit: int = 100, offset: int = 0) -> list[Entity]:
+        """Async twin of :meth:`entities`."""
+        return await self._adrive(self._ops.entities_steps(scope, limit, offset))
+
+    def entity(self, scope: str, name: str) -> EntityDetail | None:
+        """The entity ``name`` (or one of its aliases) names, with the memories naming it.
+
+        None when the scope's memories name no such entity.
+        """
+        return self._drive(self._ops.entity_steps(scope, name))
+
+    async def aentity(self, scope: str, name: str) -> EntityDetail | None:
+        """Async twin of :meth:`entity`."""
+        return await self._adrive(self._ops.entity_steps(scope, name))
 
     def retrieve(
         self,

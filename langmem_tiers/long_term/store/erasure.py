@@ -13,13 +13,15 @@ What a scope's erasure removes, in one transaction:
 * its short-term sessions (every message, the session row, its lease): the sessions with
   a message of the scope's user;
 * the API keys bound to the scope;
+* the people, places and things its memories named (entities and their mentions);
 * the content of its events: each event becomes a tombstone of type ``memory.erased``
   that keeps its sequence number, time, scope and kind and nothing else (no memory id, key,
   snapshots, metadata, actor or correlation id).
 
 A memory's erasure (``forget --hard``) does the same for one memory: its row, versions,
-vectors and access count go with the hard delete, and its events (the delete's included)
-become tombstones in the same transaction.
+vectors and access count go with the hard delete, its mentions of entities go (and an entity
+no other memory names), and its events (the delete's included) become tombstones in the
+same transaction.
 
 An interrupted erasure leaves the scope as it was (the transaction rolls back); after the
 commit only Qdrant's points remain to delete, and a second run deletes them by the scope's
@@ -41,6 +43,8 @@ from typing import Any, NamedTuple
 
 from langmem_tiers.sql.dialect import (
     API_KEYS,
+    ENTITIES,
+    ENTITY_MENTIONS,
     EVENTS,
     ITEM_ACCESS,
     ITEM_CHANGES,
@@ -99,6 +103,22 @@ def tombstone_memory_events_flow(dialect: Dialect, memory_id: str) -> Flow[int]:
     )
     # A cached namespace whose log misses rows reads the namespace again (scope_cache.py).
     yield Sql(f"DELETE FROM {ITEM_CHANGES} WHERE item_id = ?", [memory_id])
+    # The entities it named: its mentions go, and an entity no other memory names with them.
+    named = yield Sql(f"SELECT entity_id FROM {ENTITY_MENTIONS} WHERE memory_id = ?", [memory_id])
+    yield Sql(f"DELETE FROM {ENTITY_MENTIONS} WHERE memory_id = ?", [memory_id])
+    entity_ids = sorted(str(r[0]) for r in named)
+    if entity_ids:
+        in_ids, params = dialect.in_list("id", entity_ids)
+        yield Sql(
+            f"DELETE FROM {ENTITIES} WHERE {in_ids} AND NOT EXISTS"
+            f" (SELECT 1 FROM {ENTITY_MENTIONS} m WHERE m.entity_id = {ENTITIES}.id)",
+            params,
+        )
+        yield Sql(
+            f"UPDATE {ENTITIES} SET mentions = (SELECT count(*) FROM {ENTITY_MENTIONS} m"
+            f" WHERE m.entity_id = {ENTITIES}.id) WHERE {in_ids}",
+            params,
+        )
     return int(rows[0][0])
 
 
@@ -165,6 +185,9 @@ def _erase(
     yield from _delete_ids(d, ITEMS, "id", ids)
     # Versions are keyed by the scope too (rows of memories deleted before).
     yield Sql(f"DELETE FROM {VERSIONS} WHERE scope = ?", [scope_label])
+    # The people, places and things its memories named.
+    yield Sql(f"DELETE FROM {ENTITY_MENTIONS} WHERE scope = ?", [scope_label])
+    yield Sql(f"DELETE FROM {ENTITIES} WHERE scope = ?", [scope_label])
     # The change log rows the deletes just added, and older ones, name the items: gone.
     # A process holding a namespace sees its counter moved and too few rows, and reads
     # the namespace again (empty).
