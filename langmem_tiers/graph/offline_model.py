@@ -24,7 +24,9 @@ the layout the tiered chat graph gives them (see :mod:`~langmem_tiers.graph.prom
    was already done this turn; then it says it does not know.
 5. Otherwise it answers with the best one or two pieces, as written. Among pieces that
    share as many words, a "when" question prefers those that name a time (a date, a
-   weekday, a clock time) and a "how many / how much" question those with a number.
+   weekday, a clock time) and a "how many / how much" question those with a number, in a
+   clause that holds a word of the question; a "when" question is answered with one piece,
+   the newest (two would name two times).
 
 Example:
     >>> from langchain_core.messages import HumanMessage, SystemMessage
@@ -119,6 +121,33 @@ def _answer_shape(question: str) -> re.Pattern[str] | None:
     if "how many" in lowered or "how much" in lowered:
         return _NUMBER
     return None
+
+
+#: Where one clause of a sentence ends: what a time or a number of another clause says is
+#: about that clause's subject ("the launch moves because the audit is on April 8").
+_CLAUSE = re.compile(
+    r"[,;:()]|\s(?:because|since|while|whereas|but|although|though|after|before|and)\s",
+    re.IGNORECASE,
+)
+
+
+#: How many words open a clause: where its subject is ("the launch moves ...", "our
+#: launch date is ...").
+_CLAUSE_HEAD = 4
+
+
+def _fits(text: str, terms: set[str], shape: re.Pattern[str]) -> bool:
+    """Whether ``text`` names what the question asks for (``shape``) in a clause about one
+    of the question's ``terms`` (a term among the words that open the clause): a date in
+    a clause about something else ("Ruth invited them to the launch on April 25", "the
+    launch moves because the audit is on April 8") does not say when the launch is."""
+    for clause in _CLAUSE.split(text):
+        if shape.search(clause) is None:
+            continue
+        head = " ".join(_WORD.findall(clause.lower())[:_CLAUSE_HEAD])
+        if terms & _terms(head):
+            return True
+    return False
 
 
 @lru_cache(maxsize=1)
@@ -288,7 +317,7 @@ class OfflineChatModel(BaseChatModel):
         for e in reading.evidence:
             shared = len(terms & _terms(e.text))
             # A tie is broken by the kind of answer asked for, never a missing word.
-            fits = shared > 0 and shape is not None and shape.search(e.text) is not None
+            fits = shared > 0 and shape is not None and _fits(e.text, terms, shape)
             scored.append((shared + (0.5 if fits else 0.0), e))
         best = max((score for score, _ in scored), default=0)
         if best == 0:
@@ -322,7 +351,12 @@ class OfflineChatModel(BaseChatModel):
             # "When is the launch now?": what this conversation said beats older memory.
             said = [e for e in plain if e.message_id is not None]
             plain = said or plain
-        return AIMessage(_join(plain or top, self.max_pieces))
+        chosen = plain or top
+        if shape is _TIME:
+            # One time answers "when" (two pieces naming two times would contradict each
+            # other): the newest, and of pieces shown together the most specific.
+            chosen = [max(chosen, key=lambda e: (e.order, -len(e.text)))]
+        return AIMessage(_join(chosen, self.max_pieces))
 
 
 _LATEST = _word_set("now currently current latest still anymore")

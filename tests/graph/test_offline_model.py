@@ -53,11 +53,14 @@ def test_a_newer_tiered_message_is_asked_for_before_older_memory_is_quoted() -> 
     assert OfflineChatModel().invoke([memory, raw, question]).content == (
         "The launch moves from April 20 to May 4, 2026."
     )
-    # Without "now", both are quoted, memory first.
-    both = OfflineChatModel().invoke([memory, raw, HumanMessage("When is the launch?")])
-    assert both.content == (
-        "The launch date is April 20, 2026. The launch moves from April 20 to May 4, 2026."
-    )
+    # Without "now" too, one time answers "when": the newest piece that names one.
+    newest = OfflineChatModel().invoke([memory, raw, HumanMessage("When is the launch?")])
+    assert newest.content == "The launch moves from April 20 to May 4, 2026."
+    # A date in a clause about something else does not answer when the launch is.
+    other = HumanMessage("[m8|t3] The launch moves because the audit is on April 8.")
+    assert OfflineChatModel().invoke(
+        [memory, raw, other, HumanMessage("When is the launch?")]
+    ).content == ("The launch moves from April 20 to May 4, 2026.")
 
 
 def test_a_refused_request_is_not_repeated() -> None:
