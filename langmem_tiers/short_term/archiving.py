@@ -113,7 +113,6 @@ def fact_value(
     ``speaker`` ``user``, or ``assistant`` for a plan or decision it stated.
 
     >>> fact_value("s1", ["m3"], "The user's name is Jordan.", facts="user_name=Jordan")
-    ... # doctest: +NORMALIZE_WHITESPACE
     {'content': "The user's name is Jordan.", 'facts': 'user_name=Jordan',
      'category': 'user_fact', 'speaker': 'user', 'session_id': 's1',
      'source_message_ids': ['m3']}
