@@ -104,9 +104,24 @@ def _http_load(args: argparse.Namespace, out: Path) -> list[str]:
     ]
 
 
+def _portability_speed(args: argparse.Namespace, out: Path) -> list[str]:
+    return [
+        *(["--quick"] if args.quick else []),
+        "--postgres-url",
+        args.postgres_url,
+        "--out",
+        str(out / "portability_speed.json"),
+    ]
+
+
 def _tier_sizes(args: argparse.Namespace, out: Path) -> list[str]:
     # Ten seconds over all of LoCoMo: the same run in quick mode.
     return [*_data(args), "--out", str(out / "tier_sizes.json")]
+
+
+def _supersede(args: argparse.Namespace, out: Path) -> list[str]:
+    # Some ninety short conversations ingested: the same run in quick mode.
+    return ["--out", str(out / "supersede.json")]
 
 
 #: Benchmark modules of this package and how ``all`` calls each.
@@ -117,8 +132,10 @@ BENCHMARKS: dict[str, Callable[[argparse.Namespace, Path], list[str]]] = {
     "locomo_retrieval": _locomo("locomo_retrieval"),
     "locomo_store": _locomo("locomo_store"),
     "tier_sizes": _tier_sizes,
+    "supersede": _supersede,
     "middleware_vs_summarization": _middleware,
     "http_load": _http_load,
+    "portability_speed": _portability_speed,
 }
 
 

@@ -6,7 +6,9 @@ the user, speaker B as the assistant) and reports, with tokens counted by
 
 - the median, mean and 90th percentile of tier1/raw and tier2/raw token ratios;
 - the share of the raw turn's named entities and numbers found again in tier 1;
-- throughput in messages per second (best of three passes over all turns).
+- throughput in messages per second (best of three passes over all turns);
+- how faithful tier 1 is on a corpus of messages full of identifiers, amounts and dates
+  (:mod:`benchmarks.faithful_facts`, its tuned and held-out messages).
 
 What counts as a named entity is decided here, independently of the tierer's rules:
 
@@ -40,6 +42,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
+from benchmarks import faithful_facts
 from langmem_tiers.tiers import MessageTiers, OfflineTierer, count_tokens
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -231,6 +234,10 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "token_counter": "count_tokens (about 4 characters per token)",
         "python": platform.python_version(),
         **measure(messages, tierer),
+        # Faithfulness of tier 1 on messages full of identifiers (not LoCoMo turns).
+        "faithful_facts": faithful_facts.measure(
+            json.loads(faithful_facts.DEFAULT_CORPUS.read_text(encoding="utf-8"))
+        ),
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")

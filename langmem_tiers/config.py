@@ -152,6 +152,20 @@ class Settings:
     namespace held there reads one short statement, one of a namespace not held loads it
     (evicting the least recently used). 0 keeps none: every search reads the database."""
 
+    # -- servers (HTTP API and MCP over HTTP) -------------------------------------
+    mcp_answer_chars: int = field(default=100_000, metadata=_env("MCP_ANSWER_CHARS"))
+    """Most characters of memory text (contents and values) one MCP answer carries, shared
+    by its memories; a longer one is cut, with a note saying how to read the rest
+    (``read_memory``, which pages it in pieces this long). Kept well under the 1 MiB an MCP
+    client takes in one message, whatever the characters' encoded size."""
+    server_header_timeout: float = field(default=10.0, metadata=_env("SERVER_HEADER_TIMEOUT"))
+    """Seconds a client of the HTTP servers may take to send a request's line and headers
+    (and its body) before the connection is closed."""
+    server_keepalive_timeout: float = field(default=5.0, metadata=_env("SERVER_KEEPALIVE_TIMEOUT"))
+    """Seconds an idle keep-alive connection of the HTTP servers stays open."""
+    server_max_connections: int = field(default=200, metadata=_env("SERVER_MAX_CONNECTIONS"))
+    """Connections the HTTP servers serve at once; more are answered 503 and closed."""
+
     # -- short-term memory --------------------------------------------------------
     memory_window_limit: int = field(
         default=5, metadata=_env("MEMORY_WINDOW_LIMIT", "MEMORY_WINDOW_LIMIT")
@@ -217,6 +231,8 @@ class Settings:
             "min_messages_kept",
             "user_context_k",
             "consolidation_threshold",
+            "mcp_answer_chars",
+            "server_max_connections",
         )
         for name in positive_ints:
             _require_int(name, getattr(self, name), minimum=1)
@@ -238,7 +254,12 @@ class Settings:
                 f"context_token_buffer ({self.context_token_buffer}) must be smaller than "
                 f"context_token_limit ({self.context_token_limit})."
             )
-        for name in ("recency_half_life_days", "decay_half_life_days"):
+        for name in (
+            "recency_half_life_days",
+            "decay_half_life_days",
+            "server_header_timeout",
+            "server_keepalive_timeout",
+        ):
             _require_float(name, getattr(self, name), low=0.0, low_open=True)
         for name in (
             "conflict_similarity_threshold",

@@ -155,8 +155,8 @@ async def adrive_offloaded(
 
     :func:`adrive` with handlers that each hop to a worker thread pays a round trip
     between the event loop and a thread per request: measured on the memory engine over
-    SQLite, an episodic add's hops cost half as much again as the add's own work (2.6
-    against 1.7 ms). Here a worker thread resumes the flow itself and answers its ``blocking``
+    SQLite, an episodic add's hops cost more than the add's own work. Here a worker
+    thread resumes the flow itself and answers its ``blocking``
     requests in a row, so a run of them costs one hop; a request of ``awaited`` (a model
     call, say) is awaited on the loop, where it holds no thread, and the next run goes
     back to a thread.

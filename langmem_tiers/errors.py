@@ -14,6 +14,7 @@ keeps working around code that validates input::
     │   ├── InvalidFilterError
     │   ├── InvalidContentError                empty, oversized, NUL bytes, not JSON
     │   ├── DimensionMismatchError             a vector of the wrong length
+    │   ├── FormatVersionError                 an export newer than this package reads
     │   └── InvalidTierError
     ├── NotFoundError (LookupError)            no such memory / message in this scope
     ├── ConflictError                          a write was refused by a conflict rule
@@ -37,6 +38,7 @@ __all__ = [
     "ConflictError",
     "DimensionMismatchError",
     "EmbeddingError",
+    "FormatVersionError",
     "InvalidContentError",
     "InvalidFilterError",
     "InvalidNamespaceError",
@@ -95,6 +97,10 @@ class InvalidContentError(ValidationError):
 
 class DimensionMismatchError(ValidationError):
     """A vector does not have the dimensions the index was created with."""
+
+
+class FormatVersionError(ValidationError):
+    """An export file of a format version newer than this package reads."""
 
 
 class InvalidTierError(ValidationError):

@@ -388,6 +388,8 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("key_id", help="the key's id (the 12 characters after 'lmt_')")
     _json_flag(k)
 
+    _portability_commands(add)
+
     p = add(
         "serve",
         memory.serve,
@@ -455,6 +457,59 @@ def build_parser() -> argparse.ArgumentParser:
         "--log-level", default="warning", help="uvicorn log level with --http (default %(default)s)"
     )
     return parser
+
+
+def _portability_commands(add: Callable[..., argparse.ArgumentParser]) -> None:
+    """``export``, ``import``, ``migrate`` and ``erase`` (cli/portability.py)."""
+    from langmem_tiers.cli import portability
+
+    p = add(
+        "export",
+        portability.export,
+        "export memory as versioned JSON Lines (every scope, or --scope)",
+        "Writes memories with their versions, statuses, counts and TTLs, the event log and "
+        "short-term sessions with their tiers, one JSON record per line (see the README's "
+        "'Your data' section).",
+    )
+    p.add_argument("--scope", action="append", help="only this scope (repeat for several)")
+    p.add_argument("--out", default=None, help="the file to write (default: standard output)")
+    p.add_argument("--embeddings", action="store_true", help="include the vectors")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    p = add(
+        "import",
+        portability.import_,
+        "import an export (idempotent, one transaction per scope)",
+        "Reads a file written by 'export' into the store of --url; records already there "
+        "are left alone, so importing twice changes nothing.",
+    )
+    p.add_argument("file", help="the export file ('-': standard input)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _json_flag(p)
+
+    p = add(
+        "migrate",
+        portability.migrate,
+        "copy the store of --url into another (e.g. SQLite to PostgreSQL)",
+        "Exports the store of --url and imports it into --to as it streams: memories, "
+        "versions, events, sessions and vectors. Idempotent; re-run it after an interruption.",
+    )
+    p.add_argument("--to", required=True, help="the target store URL (postgresql://...)")
+    p.add_argument("--scope", action="append", help="only this scope (repeat for several)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _json_flag(p)
+
+    p = add(
+        "erase",
+        portability.erase,
+        "remove every trace of a scope (asks for the scope id again)",
+        "Removes a scope's memories, versions, vectors, terms, access counts, short-term "
+        "sessions and API keys, and empties its events (content-free tombstones keep their "
+        "sequence numbers). Re-run an interrupted erase to finish it.",
+    )
+    _scope(p)
+    p.add_argument("--yes", action="store_true", help="do not ask for the scope id again")
+    _json_flag(p)
 
 
 def _port(text: str) -> int:

@@ -71,10 +71,10 @@ from langgraph.store.base import BaseStore
 from typing_extensions import NotRequired
 
 from langmem_tiers.config import Settings
-from langmem_tiers.errors import ConfigurationError
+from langmem_tiers.errors import ConfigurationError, ValidationError
 from langmem_tiers.graph.chat import best_answer
 from langmem_tiers.graph.flows import Call, Flow, adrive, drive
-from langmem_tiers.graph.nodes import ChatMemory
+from langmem_tiers.graph.nodes import ChatMemory, SavedTurn
 from langmem_tiers.graph.prompts import (
     MIDDLEWARE_MARKERS_PROMPT,
     MIDDLEWARE_MARKERS_TIER_GUIDE,
@@ -477,18 +477,26 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any, Any]):
         memory = self.memory(getattr(runtime, "store", None))
         session_id, user_id = self._ids(runtime, get_config())
         storable = [m for m in fresh if _storable(m)]
-        ids: list[str] = []
+        stored: dict[str, str] = {}
         if storable:
             try:
                 outcome = yield from memory.save_flow(session_id, user_id, storable)
+            except ValidationError:
+                # One message short-term memory refuses (a NUL byte, a lone surrogate) must
+                # not hold back the others: each is then saved or refused on its own.
+                saved_each = yield from self._save_each_flow(memory, session_id, user_id, storable)
+                if saved_each is None:
+                    return None
+                outcome, stored = saved_each
             except Exception as err:  # they stay in the state, unsaved: the next step retries
                 logger.warning(
                     "session %s: saving to short-term memory failed: %r", session_id, err
                 )
                 return None
+            else:
+                stored = dict(zip((str(m.id) for m in storable), outcome.ids, strict=True))
             for error in outcome.errors:
                 logger.warning("session %s: %s", session_id, error)
-            ids = list(outcome.ids)
             if outcome.consolidation_due:
                 done = yield from memory.consolidate_flow(session_id, user_id)
                 if done.error is not None:
@@ -497,10 +505,56 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any, Any]):
                         session_id,
                         done.error,
                     )
-        stored = dict(zip((str(m.id) for m in storable), ids, strict=True))
         for message in fresh:
-            saved[str(message.id)] = stored.get(str(message.id), "")
+            if str(message.id) in stored or not _storable(message):
+                saved[str(message.id)] = stored.get(str(message.id), "")
         return {SAVED_KEY: saved}
+
+    def _save_each_flow(
+        self,
+        memory: ChatMemory,
+        session_id: str,
+        user_id: str,
+        messages: Sequence[BaseMessage],
+    ) -> Flow[tuple[SavedTurn, dict[str, str]] | None]:
+        """Save ``messages`` one at a time, in order: ``(what was done, state id -> short-term
+        id)``, a refused message mapped to ``""`` (never retried) with its reason logged.
+
+        A failure that is not a refusal (the database is down) stops there: that message and
+        the ones after it stay unsaved, for the next step to retry. None when none was saved
+        or refused.
+        """
+        stored: dict[str, str] = {}
+        errors: list[str] = []
+        due = False
+        for message in messages:
+            try:
+                outcome = yield from memory.save_flow(session_id, user_id, [message])
+            except ValidationError as err:
+                logger.warning(
+                    "session %s: message %s (%s) refused by short-term memory, not saved: %s",
+                    session_id,
+                    message.id,
+                    message.type,
+                    err,
+                )
+                stored[str(message.id)] = ""
+                continue
+            except Exception as err:
+                logger.warning(
+                    "session %s: saving to short-term memory failed at message %s, retried"
+                    " next step: %r",
+                    session_id,
+                    message.id,
+                    err,
+                )
+                break
+            stored[str(message.id)] = outcome.ids[0] if outcome.ids else ""
+            errors.extend(outcome.errors)
+            due = due or outcome.consolidation_due
+        if not stored:
+            return None
+        return SavedTurn(list(stored.values()), due, errors), stored
 
     def after_model(self, state: TieredMemoryState, runtime: Runtime[Any]) -> dict[str, Any] | None:
         """Save the messages not saved yet (short-term) and the user's facts (long-term)."""

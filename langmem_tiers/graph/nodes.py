@@ -369,7 +369,8 @@ class ChatMemory:
         user_context: list[str] = []
         store = self.store()
         limit = self.settings.user_context_k
-        text = query[:_QUERY_CHARS].strip() or None
+        # A NUL byte the user typed is no reason to recall nothing: it is not searched for.
+        text = query[:_QUERY_CHARS].replace("\x00", " ").strip() or None
         ops = [
             # Over-fetch semantic memories: this session's own are dropped below.
             SearchOp(namespace_for(stm.scope, "semantic"), query=text, limit=3 * limit),

@@ -218,9 +218,9 @@ def create_app(
 
 def _started(freeze_heap: bool) -> None:
     if freeze_heap:
-        # A full collection scans every object the collector tracks; with the app's
-        # imports loaded that is ~120,000 objects and 55 ms, during which no request
-        # moves (the p99 of a loaded server). Frozen, they are never scanned again.
+        # A full collection scans every object the collector tracks, with the app's
+        # imports loaded a great many, and no request moves meanwhile (the p99 of a
+        # loaded server). Frozen, they are never scanned again.
         gc.collect()
         gc.freeze()
 
@@ -246,13 +246,15 @@ def serve(
 
     A process takes every connection waiting on the socket when it wakes (asyncio's
     accept loop), so a client that opens all its keep-alive connections in one burst
-    may have them all served by one process: with 8 connections opened at once, one
-    of two processes took them all in two runs of three (about 105-113 retrievals/s
-    on SQLite, what one process serves), and the two shared them in every run where
-    the connections joined 0.1 s apart (177-198/s). Behind a load balancer or with
+    may have them all served by one process: with connections opened all at once, one
+    of two processes often took them all and served what one process serves, and the
+    two shared them when the connections joined a moment apart. Behind a load balancer or with
     clients that connect over time, the processes share the load. Each process hides
     what is alive once it has started from the garbage collector (``freeze_startup_heap``
     of :func:`create_app`).
+
+    Slow clients are bounded by ``settings``: ``server_header_timeout``,
+    ``server_keepalive_timeout`` and ``server_max_connections`` (``server/limits.py``).
 
     Raises:
         MissingDependencyError: uvicorn is not installed.
@@ -262,6 +264,8 @@ def serve(
         import uvicorn
     except ImportError as err:
         raise MissingDependencyError("langmem-tiers serve", "server", "uvicorn") from err
+    from langmem_tiers.server.limits import uvicorn_options
+
     _check_counts(workers=workers, max_body_bytes=max_body_bytes, pool_size=pool_size)
     settings = settings or Settings.from_env()
     url = url if url is not None else settings.url
@@ -274,7 +278,7 @@ def serve(
             pool_size=pool_size,
             freeze_startup_heap=True,
         )
-        uvicorn.run(app, host=host, port=port, log_level=log_level)
+        uvicorn.run(app, host=host, port=port, log_level=log_level, **uvicorn_options(settings))
         return
     with TieredMemoryStore.from_url(url, settings=settings, pool_size=1):
         pass  # sets the schema up once, before the workers open the store
@@ -293,6 +297,7 @@ def serve(
             host=host,
             port=port,
             log_level=log_level,
+            **uvicorn_options(settings),
         )
     finally:
         os.environ.pop(OPTIONS_ENV, None)

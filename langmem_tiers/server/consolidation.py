@@ -3,15 +3,14 @@
 An episodic add that brings its scope to ``consolidation_threshold`` waiting episodes
 consolidates them in the add, which then answers only when the summaries are written.
 Under load one add in many waited that long (the p99 of ``POST /memory/episodic`` was a
-consolidation of about 160 episodes). The server's engine instead hands the scope to a
+consolidation). The server's engine instead hands the scope to a
 task of the server's loop and answers at once; the episodes are stored either way, and
 one consolidation at a time runs per scope, as in the add.
 
 The task waits a moment (``delay``) before it reads the scope's episodes, so that adds
 arriving together are consolidated together: a consolidation groups its episodes by
-session, and under eight concurrent writers of 20 sessions one started at once took
-about 20 episodes, a summary of one or two each (6,738 summaries of 10,000 events);
-started half a second later, 740-1,340 summaries.
+session, and under concurrent writers one started at once took a few episodes, a summary
+of one or two each, where one started a moment later wrote far fewer summaries.
 """
 
 from __future__ import annotations

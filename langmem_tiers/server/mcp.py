@@ -19,7 +19,14 @@ tool            does
 ``recall``      hybrid search, each result with its score and the score's components
 ``forget``      soft delete (status ``deleted``) or, with ``hard``, remove the rows
 ``history``     every version of a fact, oldest first, and its current state
+``read_memory`` a memory's whole text (or value), page by page
 ==============  ===================================================================
+
+Each answer is one JSON text (a memory's text appears once in it), and carries at most
+``Settings.mcp_answer_chars`` characters of memory text, shared by its memories: a longer
+text is cut, and the memory gets a ``truncated`` note with the ``read_memory`` call that
+reads on from there. So an MCP client's limit on one message (1 MiB for the SDK's) is never
+reached, however large a memory is.
 
 Resources: ``memory://facts`` (the scope's current facts) and ``memory://preferences``
 (its preferences, key -> value), both JSON.
@@ -33,7 +40,7 @@ The ``mcp`` SDK is imported only when a server is built, so ``import langmem_tie
 does not need it.
 
 Example:
-    >>> import asyncio
+    >>> import asyncio, json
     >>> from langmem_tiers import TieredMemoryStore
     >>> from langmem_tiers import MemoryEngine
     >>> async def main():
@@ -41,7 +48,7 @@ Example:
     ...         server = build_mcp_server(MemoryEngine(store), scope="alice")
     ...         await server.call_tool("remember", {"content": "Alice lives in Oslo"})
     ...         found = await server.call_tool("recall", {"query": "where does Alice live?"})
-    ...         return found.structured_content["results"][0]["content"]
+    ...         return json.loads(found.content[0].text)["results"][0]["content"]
     >>> asyncio.run(main())
     'Alice lives in Oslo'
 """
@@ -168,8 +175,12 @@ def _scope_of_caller(fixed: str | None) -> str:
 
 
 def _memory(memory: Memory) -> dict[str, Any]:
-    """A memory as the tools show it: the fields that are set, and the kind's friendly name."""
+    """A memory as the tools show it: the fields that are set, and the kind's friendly name.
+
+    Its text is ``content`` only: ``value`` leaves out its own copy of it.
+    """
     data = {k: v for k, v in memory.to_dict().items() if v is not None}
+    data["value"] = _without_content(data.get("value"), memory.content)
     for noisy in ("score", "scores", "namespace", "last_accessed_at", "access_count"):
         data.pop(noisy, None)
     data["kind"] = _FRIENDLY.get(memory.kind, memory.kind)
@@ -183,6 +194,66 @@ def _scored(item: ScoredMemory) -> dict[str, Any]:
     data["score"] = round(item.score, 6)
     data["scores"] = {k: round(v, 6) for k, v in item.scores.items()}
     return data
+
+
+def _without_content(value: Any, content: str) -> Any:
+    if isinstance(value, dict) and value.get("content") == content:
+        return {k: v for k, v in value.items() if k != "content"}
+    return value
+
+
+#: However many memories share an answer, each may show this many characters of text.
+_MIN_SHARE = 200
+
+
+def _share(budget: int, count: int) -> int:
+    """Characters of text each of ``count`` memories of one answer may show."""
+    return max(budget // max(count, 1), _MIN_SHARE)
+
+
+def _clip(entry: dict[str, Any], share: int, *, memory_id: str | None = None) -> dict[str, Any]:
+    """``entry`` (a memory, a version, a conflict) with its ``content`` and ``value`` cut to
+    ``share`` characters each; what was cut is said in ``truncated``, with the
+    ``read_memory`` arguments that read the rest."""
+    out = dict(entry)
+    where = memory_id or out.get("memory_id") or out.get("id")
+    version = out.get("version") if "memory_id" in out and memory_id is None else None
+    notes: dict[str, Any] = {}
+    content = out.get("content")
+    if isinstance(content, str) and len(content) > share:
+        out["content"] = content[:share]
+        notes["content"] = _more(where, "content", len(content), share, version)
+    if "value" in out and out["value"] is not None:
+        text = _compact(out["value"])
+        if len(text) > share:
+            out["value"] = None
+            notes["value"] = _more(where, "value", len(text), 0, version)
+    if notes:
+        out["truncated"] = notes
+    return out
+
+
+def _more(memory_id: Any, part: str, total: int, shown: int, version: Any) -> dict[str, Any]:
+    read: dict[str, Any] = {"memory_id": memory_id, "part": part, "offset": shown}
+    if version is not None:
+        read["version"] = version
+    return {
+        "note": f"{part} is {total} characters; {shown} shown. read_memory with these "
+        "arguments gives the rest, page by page.",
+        "total_chars": total,
+        "shown_chars": shown,
+        "read_memory": read,
+    }
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+
+
+def _bounded(entries: list[dict[str, Any]], budget: int) -> list[dict[str, Any]]:
+    """``entries`` clipped so that together they show about ``budget`` characters of text."""
+    share = _share(budget, len(entries))
+    return [_clip(e, share) for e in entries]
 
 
 def _kinds(kinds: list[KindName] | None) -> list[str] | None:
@@ -258,7 +329,9 @@ def build_mcp_server(
         **auth,
     )
 
-    @server.tool(title="Remember")
+    budget = engine.settings.mcp_answer_chars
+
+    @server.tool(title="Remember", structured_output=False)
     async def remember(
         content: Annotated[
             str, Field(min_length=1, description="The text to remember, in a sentence.")
@@ -322,21 +395,24 @@ def build_mcp_server(
                     strategy=strategy,
                 ),
             )
+            conflicts: list[dict[str, Any]] = [
+                {
+                    "memory_id": c.memory.id,
+                    "content": c.memory.content,
+                    "similarity": round(c.similarity, 6),
+                    "conflict": c.conflict,
+                    "confidence": round(c.confidence, 6),
+                }
+                for c in result.conflicts
+            ]
+            changed = [_memory(m) for m in result.changed]
+            share = _share(budget, 1 + len(conflicts) + len(changed))
             return {
                 "action": result.action,
-                "memory": _memory(result.memory),
+                "memory": _clip(_memory(result.memory), share),
                 "reason": result.reason,
-                "conflicts": [
-                    {
-                        "memory_id": c.memory.id,
-                        "content": c.memory.content,
-                        "similarity": round(c.similarity, 6),
-                        "conflict": c.conflict,
-                        "confidence": round(c.confidence, 6),
-                    }
-                    for c in result.conflicts
-                ],
-                "changed": [_memory(m) for m in result.changed],
+                "conflicts": [_clip(c, share, memory_id=str(c["memory_id"])) for c in conflicts],
+                "changed": [_clip(m, share) for m in changed],
             }
         if engine_kind == "procedural":
             if key is None:
@@ -350,11 +426,11 @@ def build_mcp_server(
                 ),
             )
             action = "reinforced" if memory.reinforcement_count > 1 else "created"
-            return {"action": action, "memory": _memory(memory)}
+            return {"action": action, "memory": _clip(_memory(memory), budget)}
         memory = await _engine_call(engine.aadd_episodic(where, content, session_id=session_id))
-        return {"action": "created", "memory": _memory(memory)}
+        return {"action": "created", "memory": _clip(_memory(memory), budget)}
 
-    @server.tool(title="Recall")
+    @server.tool(title="Recall", structured_output=False)
     async def recall(
         query: Annotated[
             str, Field(min_length=1, max_length=10_000, description="What to look for.")
@@ -388,9 +464,9 @@ def build_mcp_server(
                 min_score=min_score,
             ),
         )
-        return {"results": [_scored(item) for item in found]}
+        return {"results": _bounded([_scored(item) for item in found], budget)}
 
-    @server.tool(title="Forget")
+    @server.tool(title="Forget", structured_output=False)
     async def forget(
         memory_id: Annotated[
             str, Field(min_length=1, max_length=256, description="The memory's id.")
@@ -405,10 +481,10 @@ def build_mcp_server(
         return {
             "memory_id": memory_id,
             "hard": hard,
-            "memory": None if memory is None else _memory(memory),
+            "memory": None if memory is None else _clip(_memory(memory), budget),
         }
 
-    @server.tool(title="History")
+    @server.tool(title="History", structured_output=False)
     async def history(
         memory_id: Annotated[
             str, Field(min_length=1, max_length=256, description="The fact's id.")
@@ -422,9 +498,66 @@ def build_mcp_server(
                 f"memory_id {memory_id!r} names no memory of this scope; recall gives the ids."
             )
         versions = await _engine_call(engine.aevolution(where, memory_id))
+        share = _share(budget, 1 + len(versions))
         return {
-            "memory": _memory(current),
-            "versions": [v.to_dict() for v in versions],
+            "memory": _clip(_memory(current), share),
+            "versions": [
+                _clip({**v.to_dict(), "value": _without_content(v.value, v.content)}, share)
+                for v in versions
+            ],
+        }
+
+    @server.tool(title="Read memory", structured_output=False)
+    async def read_memory(
+        memory_id: Annotated[
+            str, Field(min_length=1, max_length=256, description="The memory's id.")
+        ],
+        part: Annotated[
+            Literal["content", "value"],
+            Field(description="Its text (content) or its value as JSON text."),
+        ] = "content",
+        offset: Annotated[
+            int, Field(ge=0, description="The first character to read (0: the start).")
+        ] = 0,
+        version: Annotated[
+            int | None,
+            Field(ge=1, description="A past version of a fact (history lists them)."),
+        ] = None,
+    ) -> dict[str, Any]:
+        """Read a memory's whole text, one page at a time: the page from ``offset``, and the
+        ``next_offset`` to ask for next (None at the end). An answer that cut a memory's
+        text says which arguments read on."""
+        where = _scope_of_caller(scope)
+        current = await _engine_call(engine.aget(where, memory_id))
+        if current is None:
+            raise ToolError(
+                f"memory_id {memory_id!r} names no memory of this scope; recall gives the ids."
+            )
+        content, value = current.content, current.value
+        if version is not None:
+            versions = await _engine_call(engine.aevolution(where, memory_id))
+            chosen = [v for v in versions if v.version == version]
+            if not chosen:
+                raise ToolError(
+                    f"version {version} of memory {memory_id!r} does not exist; it has "
+                    f"versions {[v.version for v in versions]} (history lists them)."
+                )
+            content, value = chosen[0].content, chosen[0].value
+        text = content if part == "content" else _compact(_without_content(value, content))
+        if offset > len(text):
+            raise ToolError(
+                f"offset {offset} is past the end of the {part} ({len(text)} characters); "
+                "read from an offset below that."
+            )
+        end = min(offset + budget, len(text))
+        return {
+            "memory_id": memory_id,
+            "part": part,
+            "version": version,
+            "offset": offset,
+            "text": text[offset:end],
+            "total_chars": len(text),
+            "next_offset": end if end < len(text) else None,
         }
 
     @server.resource(
@@ -438,7 +571,7 @@ def build_mcp_server(
         memories = await engine.amemories(
             _scope_of_caller(scope), kinds="semantic", limit=_RESOURCE_LIMIT
         )
-        return _json([_memory(m) for m in memories])
+        return _json(_bounded([_memory(m) for m in memories], budget))
 
     @server.resource(
         PREFERENCES_URI,
@@ -451,13 +584,18 @@ def build_mcp_server(
         memories = await engine.amemories(
             _scope_of_caller(scope), kinds="procedural", limit=_RESOURCE_LIMIT
         )
+        share = _share(budget, len(memories))
         return _json(
             {
-                m.proc_key or m.key: {
-                    "value": m.value.get("value"),
-                    "reinforcement_count": m.reinforcement_count,
-                    "memory_id": m.id,
-                }
+                m.proc_key or m.key: _clip(
+                    {
+                        "value": m.value.get("value"),
+                        "reinforcement_count": m.reinforcement_count,
+                        "memory_id": m.id,
+                    },
+                    share,
+                    memory_id=m.id,
+                )
                 for m in memories
             }
         )
@@ -529,7 +667,8 @@ async def serve_http(
 ) -> None:
     """Serve memory over streamable HTTP at ``http://host:port/mcp``; callers send API keys.
 
-    ``model`` as in :func:`serve_stdio`.
+    ``model`` as in :func:`serve_stdio`. Slow clients are bounded as ``langmem-tiers
+    serve`` bounds them (``settings.server_*``, ``server/limits.py``).
     """
     settings = settings or Settings.from_env()
     _require_sdk()
@@ -537,13 +676,16 @@ async def serve_http(
         import uvicorn
     except ImportError as err:  # a dependency of the mcp SDK, so rarely missing
         raise MissingDependencyError("The MCP server over HTTP", "mcp", "uvicorn") from err
+    from langmem_tiers.server.limits import uvicorn_options
 
     async def run(store: TieredMemoryStore, engine: MemoryEngine) -> None:
         server = build_mcp_server(
             engine, keys=ApiKeys(store.db), issuer_url=f"http://{host}:{port}"
         )
         app = server.streamable_http_app(streamable_http_path=path, host=host)
-        config = uvicorn.Config(app, host=host, port=port, log_level=log_level)
+        config = uvicorn.Config(
+            app, host=host, port=port, log_level=log_level, **uvicorn_options(settings)
+        )
         await uvicorn.Server(config).serve()
 
     await _with_engine(url if url is not None else settings.url, settings, model, run)

@@ -29,6 +29,8 @@ __all__ = [
     "ConsolidateIn",
     "DecayIn",
     "EpisodicIn",
+    "EraseIn",
+    "EraseOut",
     "ErrorOut",
     "EventOut",
     "EvolutionOut",
@@ -236,6 +238,14 @@ class ForgetIn(_In):
     agent_id: Text | None = _AGENT_ID
 
 
+class EraseIn(_In):
+    """Erase every trace of an agent (scope): admin keys only."""
+
+    agent_id: Text = Field(
+        min_length=1, max_length=512, description="The agent (scope) whose data to erase."
+    )
+
+
 # -- responses ------------------------------------------------------------------------------
 
 
@@ -380,6 +390,17 @@ class ForgetOut(_Out):
 
     memory: MemoryOut | None
     hard: bool
+
+
+class EraseOut(_Out):
+    """What an erasure removed: rows of each kind (events: emptied, their tombstones kept)."""
+
+    agent_id: str
+    items: int
+    events: int
+    sessions: int
+    messages: int
+    api_keys: int
 
 
 class HealthOut(_Out):

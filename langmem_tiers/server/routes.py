@@ -17,6 +17,7 @@ POST     ``/memory/decay``                            importance decay, lifecycl
 POST     ``/memory/forget``                           soft or hard delete
 GET      ``/health``                                  the database answers (no key needed)
 GET      ``/agents``                                  scopes with counts (admin key)
+POST     ``/agents/erase``                            erase every trace of a scope (admin key)
 =======  ===========================================  ======================================
 
 Each route authenticates, resolves the scope (the key's own, or ``agent_id`` for an
@@ -42,6 +43,8 @@ from langmem_tiers.server.models import (
     ConsolidateIn,
     DecayIn,
     EpisodicIn,
+    EraseIn,
+    EraseOut,
     EvolutionOut,
     ForgetIn,
     ForgetOut,
@@ -366,6 +369,21 @@ def build_router() -> APIRouter:
         engine = _state(request).engine
         found = await engine.aagents()
         return {"agents": [_agent(a) for a in found]}
+
+    @router.post(
+        "/agents/erase",
+        response_model=EraseOut,
+        tags=["server"],
+        summary="Erase every trace of an agent: memories, vectors, sessions, keys, the content"
+        " of its events (admin key)",
+    )
+    async def erase(body: EraseIn, request: Request, key: Principal) -> Any:
+        require_admin(key)
+        engine = _state(request).engine
+        result = await engine.aerase_scope(body.agent_id)
+        data = result._asdict()
+        data["agent_id"] = data.pop("scope")
+        return data
 
     return router
 

@@ -107,8 +107,7 @@ _TUPLES_OK = 2  # libpq's PGRES_TUPLES_OK (psycopg.pq.ExecStatus.TUPLES_OK)
 def _returned_rows(cursor: Any) -> bool:
     """Whether the statement ``cursor`` ran returned rows (a SELECT, a RETURNING), so
     that it has some to fetch. Not ``cursor.description is not None``: that builds a
-    column object per column at each call (10 us at 12 columns against 0.1; an add
-    runs about ten statements)."""
+    column object per column at each call, and an add runs about ten statements."""
     result = cursor.pgresult
     return result is not None and result.status == _TUPLES_OK
 
@@ -129,9 +128,9 @@ WAL_CHECKPOINT_PAGES = 4096
 
 #: Page cache of a writing connection, in KiB (SQLite's default is 2 MiB). A batch of 500
 #: puts dirties pages all over the items', terms' and vectors' indexes (their keys are
-#: hashes); in 2 MiB they were spilled and read back within the transaction: puts of
-#: 30,000 items went from about 3,200 to 3,700 items/s with 64 MiB. Pages are taken as
-#: used. Readers keep the default: their searches measured the same either way.
+#: hashes); in 2 MiB they were spilled and read back within the transaction, in 64 MiB
+#: they stay. Pages are taken as used. Readers keep the default: their searches measured
+#: the same either way.
 WRITER_CACHE_KIB = 65_536
 
 _COPY_SIGNATURE = b"PGCOPY\n\xff\r\n\x00" + struct.pack("!ii", 0, 0)
@@ -194,7 +193,7 @@ def psycopg_query(text: str, params: Sequence[Any]) -> str:
 
     A list (an array: ids to lock, to read, to write events of) in the text format is
     quoted element by element in Python and parsed back by the server; in the binary
-    format neither happens. 500 ids in ``id = ANY(?::text[])``: 3.0 ms instead of 5.6.
+    format neither happens.
     """
     return to_psycopg(text, tuple(n for n, p in enumerate(params) if type(p) is list))
 
@@ -306,7 +305,7 @@ class _SharedIO(ABC):
 
 #: Read-only connections a store's SQLite file keeps. One: a search's ranking runs in
 #: Python and holds the GIL, so concurrent searches on one reader each were slower, not
-#: faster, than searches taking turns (4 threads on 2 cores: p99 up to 3x).
+#: faster, than searches taking turns.
 SQLITE_READERS = 1
 
 
@@ -517,7 +516,7 @@ class _PgConnIO(_SharedIO):
         # psycopg prepares a statement run prepare_threshold times (5 unless the connection
         # says otherwise; None never, as behind a pooler in transaction mode): a search's
         # statements are planned once per connection instead of per search (planning the
-        # neighbours' statement took longer than running it, 1.8 ms against 0.8).
+        # neighbours' statement took longer than running it).
         cur = self._execute(request)
         return cur.fetchall() if _returned_rows(cur) else []
 
@@ -660,9 +659,9 @@ class WriterTurns:
 
     Writers of one namespace take turns at its change counter (a row lock). PostgreSQL
     wakes every waiter of a row lock when it is released and the first to run takes it,
-    so under load some writer loses several times running: eight connections taking one
-    counter row in a loop saw p50 5 ms and p99 50 ms, the same with a first-come queue
-    in front of the lock p50 9-10 ms and p99 14-17 ms. Turns are a queue only: the
+    so under load some writer loses several times running and waits far longer than the
+    rest; a first-come queue in front of the lock makes every wait a little longer and
+    none of them that long. Turns are a queue only: the
     counters themselves are still the database's, taken after the turn, so writers of
     other processes and threads are as safe as before, and a writer that waited
     :data:`TURN_WAIT_SECONDS` for its turn goes to the database's queue without it.

@@ -209,9 +209,8 @@ def parse_url(url: str | None) -> tuple[str, str]:
     )
 
 
-# The store's statements run in milliseconds, but a search's nested-loop plan is costed
-# above PostgreSQL's jit_above_cost, and compiling it took 15-30 ms per statement (EXPLAIN
-# ANALYZE, 2,000 memories): more than the statement itself. Connections the store opens
+# A search's nested-loop plan is costed above PostgreSQL's jit_above_cost, and compiling
+# it took longer than running the statement (EXPLAIN ANALYZE). Connections the store opens
 # from a URL turn JIT off; a pool you pass keeps your settings.
 _SESSION_SETUP = "SET jit = off"
 
@@ -340,7 +339,7 @@ def _unreachable(url: str, err: Exception) -> BackendError:
 def _probe(url: str) -> None:
     """Open and close one connection, so a wrong URL fails now with the server's reason.
 
-    A pool only logs why its connections fail and reports a timeout 30 s later.
+    A pool only logs why its connections fail and reports a timeout when its wait ends.
     """
     import psycopg
 

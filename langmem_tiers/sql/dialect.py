@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import struct
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from langmem_tiers.sql.flow import BULK_MIN_ROWS, BinaryValue, Flow, Sql, SqlMany
+from langmem_tiers.sql.flow import BULK_MIN_ROWS, BinaryValue, Flow, Sql
 
 if TYPE_CHECKING:
     import numpy as np
@@ -35,10 +36,6 @@ __all__ = [
 
 ITEMS = "lmt_items"
 TERMS = "lmt_terms"
-#: Each namespace's postings: one row per (namespace, term, item) with the term's count, so a
-#: search reads the postings of its query's terms within its namespaces and nothing else.
-#: Kept from the items' packed terms by triggers (see :meth:`Dialect.postings_migration`).
-POSTINGS = "lmt_postings"
 #: What joins values packed into one text (:meth:`Dialect.packed_sql`): item ids are UUIDs,
 #: and the analyzer's terms are letters, digits, marks and apostrophes, never a control
 #: character.
@@ -69,6 +66,10 @@ SCOPE_MOVES = "lmt_scope_moves"
 #: One row per counted change of an item: its namespace, the counter value the change
 #: brought the namespace's count to, and the item (see :meth:`Dialect.change_log_migration`).
 ITEM_CHANGES = "lmt_item_changes"
+#: The entities of each scope its memories name, and which memory names which (see
+#: :mod:`langmem_tiers.long_term.engine.entities`).
+ENTITIES = "lmt_entities"
+ENTITY_MENTIONS = "lmt_entity_mentions"
 #: A namespace's log keeps at least its last this many changes (and fewer than twice as
 #: many): a cache further behind reads the namespace again.
 CHANGES_KEPT = 1024
@@ -178,6 +179,10 @@ class Dialect:
     json_type = "TEXT"
     ts_type = "TEXT"
     serial_key = "INTEGER PRIMARY KEY AUTOINCREMENT"
+    #: Whether rows that reference an item (its vectors) may outlive it: another client
+    #: deleted the item on a connection that does not enforce foreign keys. A writer then
+    #: clears them before it writes a new item's.
+    orphans_possible = False
 
     # -- parameter adaptation ------------------------------------------------------
     def json_param(self, value: Any) -> Any:
@@ -250,7 +255,7 @@ class Dialect:
         parameter) of the items matching ``under`` (alias ``i``, bound to ``params``),
         NULL when there is none."""
         # One pass over the namespace's entries of the live index, which holds every time:
-        # a branch per time read them five times (0.48 against 0.27 ms at 1,000 items).
+        # a branch per time read them once for each time.
         # Each row's earliest later time is the scalar min() of one value per time, '~'
         # (after every ISO-8601 text) standing for none, as SQLite's min() of a NULL is NULL.
         firsts = ", ".join(f"CASE WHEN i.{c} > ? THEN i.{c} ELSE '~' END" for c in MEMBERSHIP_TIMES)
@@ -326,7 +331,7 @@ class Dialect:
         """Statements for an index that answers which items of a namespace a search may
         return (status, validity, expiry; the engine also asks for scope and kind) and their
         lengths: with every column read in the index, one range of one index instead of a
-        table row per item (5x faster on SQLite at a thousand items per namespace)."""
+        table row per item."""
         return [
             f"CREATE INDEX IF NOT EXISTS {ITEMS}_live ON {ITEMS} (prefix, status, id,"
             " valid_from, valid_until, expires_at, doc_len, scope, kind)"
@@ -450,6 +455,11 @@ class Dialect:
 
     def migration_lock_sql(self) -> str | None:
         """A statement that serialises concurrent migrations (None: the engine already does)."""
+        return None
+
+    def sync_serial_sql(self, table: str, column: str) -> str | None:
+        """A statement moving the sequence of ``table``'s serial ``column`` past the largest
+        value rows were inserted with (None: the engine does it as it inserts)."""
         return None
 
     # -- lists of values -------------------------------------------------------------------
@@ -601,8 +611,8 @@ class Dialect:
     def item_access_migration(self) -> list[MigrationStep]:
         """The access counts in :data:`ITEM_ACCESS`, copied from the items' rows.
 
-        Counting a search's results rewrote whole item rows (on PostgreSQL, 500 of them
-        in 12-25 ms, and the next searches read the rows' new versions); a row of an id,
+        Counting a search's results rewrote whole item rows (on PostgreSQL each a new
+        version of a wide row, which the next searches read); a row of an id,
         a count and a time is written instead. A deleted item's row goes with it. The
         items' columns stay for processes of an earlier release, which read and count
         there until they are upgraded; nothing of this one reads them.
@@ -656,28 +666,21 @@ class Dialect:
 
     packed_separator_sql = "char(31)"
 
-    #: What CTE ``c`` of :meth:`scope_postings_sql` holds of each item of the set: what the
-    #: live index holds, so the set is read from one index range.
-    postings_scope_columns = "i.id, i.doc_len, i.prefix"
+    #: What CTE ``c`` of :meth:`scope_postings_sql` holds of each item of the set: the
+    #: packed terms, unpacked in the statement from the rows the set was read from.
+    postings_scope_columns = "i.id, i.doc_len, i.terms"
 
     def scope_postings_sql(self, term_set: str) -> str:
-        """The postings of the items of CTE ``c`` whose term is ``IN term_set`` (a list of
-        values or a subquery), as ``(item_id, term, tf, doc_len)``: read from
-        :data:`POSTINGS` by namespace and term (only the terms asked for), joined with the
-        set."""
+        """The terms (``t``) of the items of CTE ``c`` whose term is ``IN term_set`` (a
+        list of values or a subquery), as ``(item_id, term, tf, doc_len)``: each item's
+        packed terms unpacked (see :meth:`json_terms_view_migration`), the count read only
+        for the terms asked for."""
         return (
-            f"SELECT c.id, p.term, p.tf, c.doc_len FROM {POSTINGS} p JOIN c ON c.id = p.item_id"
-            f" WHERE p.prefix IN (SELECT DISTINCT c.prefix FROM c) AND p.term IN {term_set}"
+            f"SELECT c.id, t.value, CAST(json_extract({_packed_array('c.terms')},"
+            " '$[' || (t.key + 1) || ']') AS INTEGER), c.doc_len"
+            f" FROM c, json_each({_packed_array('c.terms')}) AS t"
+            f" WHERE t.key % 2 = 0 AND t.value IN {term_set}"
         )
-
-    def postings_migration(self) -> list[MigrationStep]:
-        """Statements that create :data:`POSTINGS` and fill it from the items' packed terms.
-
-        The store's writer inserts the postings of every item it writes (it has their terms
-        in hand; unpacking them again in SQL cost more than the item's own row). Triggers
-        remove an item's postings when its terms change or it is deleted, whoever deletes
-        it (the store, the engine, plain SQL)."""
-        raise NotImplementedError
 
     def vector_migrations(self, dims: int) -> list[str]:
         """Statements that create the vector table for ``dims``-dimensional vectors."""
@@ -708,15 +711,6 @@ class Dialect:
         array (``item_columns`` order), rows written in array order; None where the rows
         go a statement each."""
         return None
-
-    def write_postings_request(self, rows: Sequence[Sequence[Any]]) -> Sql | SqlMany:
-        """Insert ``rows`` (prefix, term, item id, tf) into :data:`POSTINGS`, a row already
-        there taking the new tf (an overwrite whose terms did not change keeps its rows)."""
-        return SqlMany(
-            f"INSERT INTO {POSTINGS} (prefix, term, item_id, tf) VALUES (?, ?, ?, ?)"
-            " ON CONFLICT (prefix, term, item_id) DO UPDATE SET tf = excluded.tf",
-            rows,
-        )
 
     def placeholder(self, column: str) -> str:
         return "?"
@@ -808,41 +802,12 @@ class SqliteDialect(Dialect):
     """SQLite: JSON as text, timestamps as ISO-8601 text in UTC, vectors as float32 blobs."""
 
     name = "sqlite"
+    # SQLite enforces foreign keys only on connections that ask (PRAGMA foreign_keys), and
+    # no client asks by default: a plain DELETE FROM lmt_items leaves the item's vectors.
+    orphans_possible = True
     # One B-tree keyed by the id, not a table and an index of it.
     keyed_table_options = " WITHOUT ROWID"
     counts_scope_changes = True
-
-    def postings_migration(self) -> list[MigrationStep]:
-        # A table keyed by its postings' order (no row id): a namespace's postings of one
-        # term are one range of one B-tree.
-        def remove(item: str) -> str:
-            array = _packed_array(f"{item}.terms")
-            return (
-                f"DELETE FROM {POSTINGS} WHERE prefix = {item}.prefix AND item_id = {item}.id"
-                f" AND term IN (SELECT t.value FROM json_each({array}) AS t WHERE t.key % 2 = 0);"
-            )
-
-        return [
-            f"""CREATE TABLE IF NOT EXISTS {POSTINGS} (
-                prefix TEXT NOT NULL,
-                term TEXT NOT NULL,
-                item_id TEXT NOT NULL,
-                tf INTEGER NOT NULL,
-                PRIMARY KEY (prefix, term, item_id)
-            ) WITHOUT ROWID""",
-            # Each term paired with the count after it in one pass over the array.
-            f"INSERT OR REPLACE INTO {POSTINGS} (prefix, term, item_id, tf)"
-            " SELECT u.prefix, u.term, u.id, CAST(u.tf AS INTEGER) FROM"
-            " (SELECT i.prefix, i.id, t.key AS k, t.value AS term,"
-            " lead(t.value) OVER (PARTITION BY i.id ORDER BY t.key) AS tf"
-            f" FROM {ITEMS} i, json_each({_packed_array('i.terms')}) AS t"
-            " WHERE i.terms IS NOT NULL) AS u WHERE u.k % 2 = 0",
-            f"CREATE TRIGGER IF NOT EXISTS {POSTINGS}_of_updated AFTER UPDATE OF terms, prefix"
-            f" ON {ITEMS} WHEN OLD.terms IS NOT NEW.terms OR OLD.prefix IS NOT NEW.prefix"
-            f" BEGIN {remove('OLD')} END",
-            f"CREATE TRIGGER IF NOT EXISTS {POSTINGS}_of_deleted AFTER DELETE ON {ITEMS}"
-            f" WHEN OLD.terms IS NOT NULL BEGIN {remove('OLD')} END",
-        ]
 
     def scope_change_migration(self) -> list[MigrationStep]:
         # Triggers, so every writer counts: this process, others, and the engine's own SQL.
@@ -885,8 +850,8 @@ class SqliteDialect(Dialect):
     in_process = True
 
     def namespace_load_index_migration(self) -> list[MigrationStep]:
-        # The live index, extended: a namespace of a thousand items is then read in one
-        # range of it (0.8 ms) instead of a table row per item (3 ms), and the next time
+        # The live index, extended: a namespace is then read in one range of it instead
+        # of a table row per item, and the next time
         # of an item a search compares with is a range of it too.
         return [
             f"DROP INDEX IF EXISTS {ITEMS}_live",
@@ -981,6 +946,7 @@ class SqliteDialect(Dialect):
                 return f"({typed} = 'null')", params
             return f"({typed} IS NOT 'null')", params
         sql_op = _COMPARATORS[op]
+        operand = _sqlite_number(operand)
         if op in ("$eq", "$ne"):
             # Strings only equal strings, numbers only numbers, as in JSON.
             type_ok = "('text')" if isinstance(operand, str) else "('integer', 'real')"
@@ -999,6 +965,23 @@ class SqliteDialect(Dialect):
             *params,
             operand,
         ]
+
+
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+def _sqlite_number(operand: Any) -> Any:
+    """``operand`` as SQLite can bind it: an integer beyond 64 bits as the nearest float
+    (as SQLite's JSON functions read such a number in a value), beyond floats as an
+    infinity; anything else as it is."""
+    if isinstance(operand, bool) or not isinstance(operand, int):
+        return operand
+    if _INT64[0] <= operand <= _INT64[1]:
+        return operand
+    try:
+        return float(operand)
+    except OverflowError:
+        return math.inf if operand > 0 else -math.inf
 
 
 @functools.lru_cache(maxsize=16)
@@ -1071,6 +1054,12 @@ class PostgresDialect(Dialect):
     def migration_lock_sql(self) -> str | None:
         return "SELECT pg_advisory_xact_lock(hashtext('langmem_tiers.migrations'))"
 
+    def sync_serial_sql(self, table: str, column: str) -> str | None:
+        return (
+            f"SELECT setval(pg_get_serial_sequence('{table}', '{column}'),"
+            f" GREATEST((SELECT max({column}) FROM {table}), 1))"
+        )
+
     def byte_order_migration(self) -> list[MigrationStep]:
         # The vector table is created after the numbered migrations (it needs the
         # embedder's dimensions), so it may not exist yet; vector_migrations declares "C".
@@ -1136,7 +1125,7 @@ class PostgresDialect(Dialect):
         # ``prefix.`` left out by a NOT. The planner takes ``column = prefix`` and the range
         # as independent (a thousand rows of a namespace estimated as ten) and then counts
         # a search's members through the heap; estimated as the range they are counted in
-        # the live index alone (2.8 -> 1.1 ms at 1,000 items, in every warm search's check).
+        # the live index alone, in every warm search's check.
         c = self.bytewise(column)
         return (
             f"({c} >= ? AND {c} < ? AND NOT ({c} > ? AND {c} <= ?))",
@@ -1213,57 +1202,11 @@ class PostgresDialect(Dialect):
     def packed_sql(self, expr: str) -> str:
         return f"string_agg({expr}, chr(31))"
 
-    def postings_migration(self) -> list[MigrationStep]:
-        # Statement triggers with transition tables: one set-based statement per write.
-        changed = "o.terms IS DISTINCT FROM n.terms OR o.prefix <> n.prefix"
-        remove = (
-            f"DELETE FROM {POSTINGS} p USING {{rows}} CROSS JOIN LATERAL {TERM_ROWS}(o.terms) AS t"
-            " WHERE {where}p.prefix = o.prefix AND p.term = t.term AND p.item_id = o.id;"
+    def scope_postings_sql(self, term_set: str) -> str:
+        return (
+            "SELECT c.id, t.term, t.tf, c.doc_len FROM c"
+            f" CROSS JOIN LATERAL {TERM_ROWS}(c.terms) AS t WHERE t.term IN {term_set}"
         )
-
-        def function(name: str, body: str) -> str:
-            return (
-                f"CREATE OR REPLACE FUNCTION {POSTINGS}_{name}() RETURNS trigger"
-                f" LANGUAGE plpgsql SET search_path FROM CURRENT AS $$ BEGIN {body}"
-                " RETURN NULL; END $$"
-            )
-
-        def trigger(name: str, event: str, tables: str) -> list[str]:
-            return [
-                f"DROP TRIGGER IF EXISTS {POSTINGS}_{name} ON {ITEMS}",
-                f"CREATE TRIGGER {POSTINGS}_{name} AFTER {event} ON {ITEMS} REFERENCING {tables}"
-                f" FOR EACH STATEMENT EXECUTE FUNCTION {POSTINGS}_{name}()",
-            ]
-
-        return [
-            # Each term paired with the count after it in one pass (a subscript of a text
-            # array walks it from the start: quadratic in a long memory's terms).
-            f"CREATE OR REPLACE FUNCTION {TERM_ROWS}(packed TEXT)"
-            " RETURNS TABLE (term TEXT, tf INTEGER) LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$"
-            " SELECT s.x, s.next::integer FROM (SELECT u.x, u.n,"
-            " lead(u.x) OVER (ORDER BY u.n) AS next"
-            " FROM unnest(string_to_array(packed, chr(31))) WITH ORDINALITY AS u(x, n)) AS s"
-            " WHERE s.n % 2 = 1 $$",
-            f"""CREATE TABLE IF NOT EXISTS {POSTINGS} (
-                prefix TEXT COLLATE "C" NOT NULL,
-                term TEXT COLLATE "C" NOT NULL,
-                item_id TEXT COLLATE "C" NOT NULL,
-                tf INTEGER NOT NULL,
-                PRIMARY KEY (prefix, term, item_id) INCLUDE (tf)
-            )""",
-            f"INSERT INTO {POSTINGS} (prefix, term, item_id, tf) SELECT n.prefix, t.term, n.id,"
-            f" t.tf FROM {ITEMS} n CROSS JOIN LATERAL {TERM_ROWS}(n.terms) AS t"
-            " WHERE n.terms IS NOT NULL ON CONFLICT DO NOTHING",
-            function(
-                "of_updated",
-                remove.format(
-                    rows="old_rows o JOIN new_rows n ON n.id = o.id", where=f"({changed}) AND "
-                ),
-            ),
-            function("of_deleted", remove.format(rows="deleted o", where="")),
-            *trigger("of_updated", "UPDATE", "OLD TABLE AS old_rows NEW TABLE AS new_rows"),
-            *trigger("of_deleted", "DELETE", "OLD TABLE AS deleted"),
-        ]
 
     counts_scope_changes = True
 
@@ -1360,8 +1303,8 @@ class PostgresDialect(Dialect):
     def update_count_per_statement_migration(self) -> list[MigrationStep]:
         # The row trigger ran the counting statement once per updated row, each a new
         # version of the namespace's counter row in the transaction, which the next one
-        # walks to: 75 us a row, and quadratic (70,000 overwrites of one namespace took
-        # 48 s). Counted from the statement's transition tables instead, once. A
+        # walks to: each row cost more than the one before, quadratic in a statement's
+        # rows. Counted from the statement's transition tables instead, once. A
         # statement trigger takes no column list with them, so the rows counted are those
         # whose cached columns differ: an access count, a TTL or a status alone counts
         # nothing, as before; a put always sets updated_at, so it always counts.
@@ -1391,16 +1334,6 @@ class PostgresDialect(Dialect):
         return (
             f"INSERT INTO {ITEMS} ({', '.join(item_columns)}) SELECT * FROM unnest({arrays})"
             f" ON CONFLICT (id) DO UPDATE SET {updates}"
-        )
-
-    def write_postings_request(self, rows: Sequence[Sequence[Any]]) -> Sql | SqlMany:
-        # One statement of four arrays: part of the writer's pipeline (a COPY would take
-        # round trips of its own, a statement per row one each).
-        return Sql(
-            f"INSERT INTO {POSTINGS} (prefix, term, item_id, tf)"
-            " SELECT * FROM unnest(?::text[], ?::text[], ?::text[], ?::int4[])"
-            " ON CONFLICT (prefix, term, item_id) DO UPDATE SET tf = excluded.tf",
-            [list(column) for column in zip(*rows, strict=True)],
         )
 
     counts_membership_changes = True
@@ -1437,8 +1370,8 @@ class PostgresDialect(Dialect):
 
     def next_time_sql(self, under: str, params: Sequence[Any], since: Any) -> tuple[str, list[Any]]:
         # One pass over the namespace's rows: a min() per time, each its own branch (as on
-        # SQLite, where the live index holds every time), took 3 ms to plan and 0.2 ms
-        # to run at 100 items, in every statement that reads a namespace.
+        # SQLite, where the live index holds every time), took far longer to plan than to
+        # run, in every statement that reads a namespace.
         firsts = ", ".join(f"min(CASE WHEN i.{c} > ? THEN i.{c} END)" for c in MEMBERSHIP_TIMES)
         return (
             f"(SELECT least({firsts}) FROM {ITEMS} i WHERE {under})",
@@ -1447,8 +1380,8 @@ class PostgresDialect(Dialect):
 
     def membership_times_index_migration(self) -> list[MigrationStep]:
         # Without the two last times, that pass read every row of the namespace from the
-        # table: where namespaces interleave, a page per item (a first search of a
-        # namespace of 10,000 among 200,000 items: 20-74 ms against 8-14 for the statement).
+        # table: where namespaces interleave, a page per item, in a namespace's first
+        # search.
         live = ["prefix", "status", "id", "valid_from", "valid_until", "expires_at", "doc_len"]
         live += ["scope", "kind", *(t for t in MEMBERSHIP_TIMES if t not in live)]
         return [
@@ -1508,9 +1441,8 @@ class PostgresDialect(Dialect):
     def vector_bytes_sql(self, column: str) -> str:
         # pgvector's binary form (vector_send: a 2-byte dimension count, 2 unused bytes,
         # then big-endian float4s) less its header, in the binary result format: the
-        # bytes arrive as they are. Measured on a 1,000-vector namespace of 256 dimensions,
-        # this read took less than half the time of the same bytes in the text format
-        # (hex), of one value aggregating them all, or of the vectors' text form parsed.
+        # bytes arrive as they are: no hex text to decode, no aggregate to build and no
+        # vector text to parse, the ways this read was compared with.
         return f"substring(vector_send({column}) FROM 5)"
 
     def postings_index_migration(self) -> list[MigrationStep]:
@@ -1541,10 +1473,9 @@ class PostgresDialect(Dialect):
 
     def terms_view_migration(self) -> list[MigrationStep]:
         # Every term row cost a B-tree insert into the key and another into the term
-        # index: a third of a put's time (a batch of 500 items, 6,923 rows: 47-66 ms, the
-        # items themselves 15 ms). The items keep their terms packed beside them, which
-        # is what searches that cache a namespace read; searches in SQL unpack them in the
-        # statement from the rows the set is read from (a 10,000-item scope: about 30 ms). The view
+        # index, a dozen or more rows for each item put. The items keep their terms packed
+        # beside them, which is what searches that cache a namespace read; searches in SQL
+        # unpack them in the statement from the rows the set is read from. The view
         # keeps the table's rows readable for plain SQL. The function is a plain SQL one,
         # so the planner inlines it; OFFSET 0 splits the text once per item, not per term.
         return [

@@ -60,7 +60,7 @@ def _id_text(labels: list[str], key: str) -> str:
     """The JSON text of ``[labels, key]`` that an id hashes, as ``_encode`` writes it.
 
     Strings with nothing to escape (no quote, backslash or control character: nearly
-    every label and key) are written as they are, five times faster than the encoder.
+    every label and key) are written as they are, without the encoder's work.
     """
     if (
         labels

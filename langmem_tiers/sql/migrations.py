@@ -18,6 +18,8 @@ from typing import Any
 from langmem_tiers.errors import MigrationError
 from langmem_tiers.sql.dialect import (
     API_KEYS,
+    ENTITIES,
+    ENTITY_MENTIONS,
     EVENTS,
     ITEMS,
     META,
@@ -199,7 +201,7 @@ def migrations(dialect: Dialect) -> list[list[MigrationStep]]:
         ],
         [
             # No global approximate vector index: every insert paid for one HNSW graph
-            # over all scopes (about 290 rows/s), while a search reads one scope, which
+            # over all scopes, while a search reads one scope, which
             # an exact scan through the prefix index answers (see PgVectorIndex).
             f"DROP INDEX IF EXISTS {VECTORS}_hnsw",
         ],
@@ -274,9 +276,6 @@ def migrations(dialect: Dialect) -> list[list[MigrationStep]]:
         # Access counts in a table of their own: counting a search's results no longer
         # rewrites the items' rows.
         dialect.item_access_migration(),
-        # Postings by namespace and term: a search reads its query terms' postings within
-        # its namespaces, not every member's terms.
-        dialect.postings_migration(),
         [
             # The counters began at zero on a database that already held memories, and a
             # process that found a namespace's count at zero took it for empty (a put
@@ -287,6 +286,32 @@ def migrations(dialect: Dialect) -> list[list[MigrationStep]]:
             " ON CONFLICT (prefix) DO UPDATE SET changes ="
             f" {SCOPE_CHANGES}.changes + excluded.changes",
         ],
+        # -- entities (tables only added) ------------------------------------------------
+        # The entities each scope's memories name, and the memories naming each one.
+        [
+            f"""CREATE TABLE IF NOT EXISTS {ENTITIES} (
+                id TEXT PRIMARY KEY,
+                scope TEXT NOT NULL,
+                name TEXT NOT NULL,
+                kind TEXT NOT NULL,
+                aliases TEXT NOT NULL,
+                stem TEXT NOT NULL,
+                mentions BIGINT NOT NULL,
+                first_seen {ts} NOT NULL,
+                last_seen {ts} NOT NULL
+            )""",
+            f"CREATE INDEX IF NOT EXISTS {ENTITIES}_scope_stem ON {ENTITIES} (scope, stem)",
+            f"CREATE INDEX IF NOT EXISTS {ENTITIES}_scope_mentions ON {ENTITIES} (scope, mentions)",
+            f"""CREATE TABLE IF NOT EXISTS {ENTITY_MENTIONS} (
+                entity_id TEXT NOT NULL,
+                memory_id TEXT NOT NULL,
+                scope TEXT NOT NULL,
+                at {ts} NOT NULL,
+                PRIMARY KEY (entity_id, memory_id)
+            )""",
+            f"CREATE INDEX IF NOT EXISTS {ENTITY_MENTIONS}_memory ON {ENTITY_MENTIONS} (memory_id)",
+        ],
+        # -- end of entities -------------------------------------------------------------
     ]
 
 

@@ -23,6 +23,7 @@ from typing import NamedTuple
 from langchain_core.messages import BaseMessage
 
 from langmem_tiers.errors import InvalidContentError
+from langmem_tiers.tiers.identifiers import find_identifiers
 from langmem_tiers.tiers.lexicon import (
     ABBREVIATIONS,
     BULLET,
@@ -36,6 +37,7 @@ from langmem_tiers.tiers.lexicon import (
     DATE_LEAD,
     DATE_PATTERNS,
     DECISION,
+    DETERMINERS,
     DIGIT,
     FAVORITE,
     GREETINGS,
@@ -46,6 +48,7 @@ from langmem_tiers.tiers.lexicon import (
     MOTION_WORDS,
     NUMBER,
     NUMBER_ADJECTIVES,
+    NUMBER_FOLLOWERS,
     NUMBER_WORD,
     NUMBER_WORDS,
     PERSON_CUES,
@@ -74,6 +77,7 @@ __all__ = [
     "format_facts",
     "message_role",
     "message_text",
+    "named_runs",
     "normalize_text",
     "parse_tier1",
     "sentence_score",
@@ -309,6 +313,27 @@ def _sentence_entities(
     return entities
 
 
+def named_runs(text: str) -> list[tuple[str, tuple[str, ...], str]]:
+    """The names of ``text`` (runs of capitalised words tier 1 takes as names), in order.
+
+    Each with up to three lower-cased words before it and the text right after it.
+
+    >>> [name for name, _, _ in named_runs("Hey Mel! I met Dr. Lee in New York.")]
+    ['Mel', 'Dr. Lee', 'New York']
+    """
+    sentences = [(sentence, _tokens(sentence)) for sentence in _split_normalized(text)]
+    capitalised_elsewhere: set[str] = set()
+    for _, tokens in sentences:
+        capitalised_elsewhere.update(
+            _strip_possessive(t[0]) for t in tokens[1:] if _is_capitalised(t[0])
+        )
+    return [
+        (ent.text, ent.before, ent.after)
+        for sentence, tokens in sentences
+        for ent in _sentence_entities(sentence, capitalised_elsewhere, tokens)
+    ]
+
+
 def content_words(text: str) -> list[str]:
     """Lower-cased words that carry meaning (no function or chat words).
 
@@ -424,6 +449,14 @@ def _has_needs(date: DatePattern, text: str, lowered: str | None) -> bool:
     return lowered is None or any(need in lowered for need in date.needs)
 
 
+def _extract_identifiers(text: str, facts: _FactList, taken: list[tuple[int, int]]) -> None:
+    """Codes, contacts, amounts, addresses and measurements, whole (see ``identifiers``)."""
+    for found in find_identifiers(text):
+        taken.append((found.start, found.end))
+        group = _GROUP_PLACE if found.key == "address" else _GROUP_NUMBER
+        facts.add(group, found.key, found.value)
+
+
 def _extract_dates(text: str, facts: _FactList, taken: list[tuple[int, int]]) -> None:
     # A digit is one of the hint's alternatives, and the cheapest to look for.
     if DIGIT.search(text) is None and DATE_HINT.search(text) is None:
@@ -450,6 +483,24 @@ def _extract_dates(text: str, facts: _FactList, taken: list[tuple[int, int]]) ->
         facts.add(_GROUP_DATE, key, value.strip())
 
 
+def _counted_noun(word: str) -> bool:
+    """Whether ``word`` after a number says what was counted ("3 cats", not "454 departing").
+
+    A capitalised word starts a name ("12 Secret Lane"), a verb or adverb says what
+    happened, and a function word says nothing: none of them is the key of the number.
+    """
+    lower = word.lower()
+    return (
+        word == lower
+        and lower not in STOP_WORDS
+        and lower not in CUT_WORDS
+        and lower not in DETERMINERS
+        and lower not in NUMBER_FOLLOWERS
+        and not (lower.endswith("ing") and not lower.endswith("ings"))
+        and not lower.endswith(("ed", "ly"))
+    )
+
+
 def _extract_numbers(text: str, facts: _FactList, taken: list[tuple[int, int]]) -> None:
     for m in NUMBER.finditer(text):
         span = (
@@ -459,13 +510,13 @@ def _extract_numbers(text: str, facts: _FactList, taken: list[tuple[int, int]]) 
         if _overlaps(span, taken):
             continue
         taken.append(span)
-        number = m.group("num").replace(",", "")
+        number = m.group("num")  # as written: "12,500" stays "12,500"
         suffix = m.group("suf") or ""
         w1, w2 = m.group("w1"), m.group("w2")
         if m.group("cur"):
             value = m.group("cur") + number + suffix
             if w1 and w1.lower() in SCALE_WORDS:
-                value += " " + w1.lower()
+                value += " " + w1
             key = "amount"
             for word in reversed(_words_before(text, m.start(), 5)):
                 if word in MONEY_CUES:
@@ -473,15 +524,22 @@ def _extract_numbers(text: str, facts: _FactList, taken: list[tuple[int, int]]) 
                     break
             facts.add(_GROUP_NUMBER, key, value)
             continue
-        if suffix == "%" or (w1 and w1.lower() == "percent"):
+        if suffix == "%":
             facts.add(_GROUP_NUMBER, "percent", number + "%")
             continue
+        if w1 and w1.lower() == "percent":
+            facts.add(_GROUP_NUMBER, "percent", f"{number} {w1}")
+            continue
         noun = None
-        if w1 and w1.lower() in NUMBER_ADJECTIVES and w2:
-            noun = w2
+        if (
+            w1
+            and w2
+            and (w1.lower() in NUMBER_ADJECTIVES or (w1.islower() and w1.lower().endswith("ed")))
+        ):
+            noun = w2  # "3 little kids", "320 planned hours": what is counted comes second
         elif w1:
             noun = w1
-        if noun is not None and (noun.lower() in STOP_WORDS or noun.lower() in CUT_WORDS):
+        if noun is not None and not _counted_noun(noun):
             noun = None
         if re.fullmatch(r"(?i)st|nd|rd|th", suffix):
             value = number + suffix + (f" {noun}" if noun else "")
@@ -553,6 +611,16 @@ def _extract_opinions(text: str, facts: _FactList, taken: list[tuple[int, int]])
             facts.add(_GROUP_DECISION, key, what)
 
 
+def _has_digit(text: str) -> bool:
+    return any(c.isdigit() for c in text)
+
+
+def _shares_word(entity: str, value: str) -> bool:
+    """Whether one of ``entity`` and ``value`` holds the other on letter boundaries."""
+    inner, outer = (entity, value) if len(entity) <= len(value) else (value, entity)
+    return re.search(rf"(?<![^\W\d_]){re.escape(inner)}(?![^\W\d_])", outer) is not None
+
+
 def _extract_entities(text: str, role: str, facts: _FactList) -> None:
     for m in SELF_NAME.finditer(text):
         name = _strip_possessive(m.group("name"))
@@ -578,6 +646,8 @@ def _extract_entities(text: str, role: str, facts: _FactList) -> None:
                 continue
             if any(lower in value for value in facts.values if " " in value):
                 continue  # already inside a title, a preference or a decision
+            if any(_shares_word(lower, value) for value in facts.values if _has_digit(value)):
+                continue  # part of a code, an amount or a measurement ("4°C", "UA123")
             before = ent.before
             last = before[-1] if before else ""
             if len(before) >= 2 and (
@@ -618,6 +688,7 @@ def extract_facts(text: str, role: str = "user") -> list[Fact]:
     norm = normalize_text(text)
     facts = _FactList()
     taken: list[tuple[int, int]] = []
+    _extract_identifiers(norm, facts, taken)
     _extract_dates(norm, facts, taken)
     _extract_numbers(norm, facts, taken)
     _extract_opinions(norm, facts, taken)

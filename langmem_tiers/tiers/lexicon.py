@@ -38,6 +38,7 @@ __all__ = [
     "MOTION_WORDS",
     "NUMBER",
     "NUMBER_ADJECTIVES",
+    "NUMBER_FOLLOWERS",
     "NUMBER_WORD",
     "NUMBER_WORDS",
     "ORDINAL",
@@ -191,6 +192,12 @@ NUMBER_WORDS = {
 NUMBER_ADJECTIVES = _word_set(
     "little big small young younger old older new more extra whole different other full"
 )
+# Words after a number that never say what it counts: "at 10.15 every day", "1,450 per month".
+NUMBER_FOLLOWERS = _word_set("""
+    per near via across along among around behind beside beyond inside outside toward
+    towards upon within without including plus minus times each every ago later earlier
+    sharp tops max min
+    """)
 SCALE_WORDS = frozenset({"thousand", "million", "billion", "k"})
 
 # Keys the rules set themselves; a counted noun with one of these names goes to "number".
@@ -249,8 +256,16 @@ class DatePattern(NamedTuple):
 _MONTH_STARTS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 _WEEKDAY_STARTS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 DATE_PATTERNS: tuple[DatePattern, ...] = (
-    DatePattern("date", re.compile(r"\b\d{4}-\d{1,2}-\d{1,2}\b"), ("-",)),
+    DatePattern(
+        "date",
+        re.compile(
+            r"\b\d{4}-\d{1,2}-\d{1,2}(?:T\d{1,2}:\d{2}(?::\d{2})?(?:Z|[+-]\d{2}:?\d{2})?)?\b"
+        ),
+        ("-",),
+    ),
+    DatePattern("date", re.compile(r"\b\d{4}/\d{1,2}/\d{1,2}\b"), ("/",)),
     DatePattern("date", re.compile(r"\b\d{1,2}/\d{1,2}/(?:\d{4}|\d{2})\b"), ("/",)),
+    DatePattern("date", re.compile(r"\b\d{1,2}\.\d{1,2}\.(?:\d{4}|\d{2})\b(?!\.\d)"), (".",)),
     DatePattern(
         "date",
         re.compile(rf"\b\d{{1,2}}{ORDINAL}?\s+(?:of\s+)?{MONTH}(?![\w])(?:,?\s+\d{{4}}\b)?"),
@@ -290,7 +305,9 @@ DATE_PATTERNS: tuple[DatePattern, ...] = (
         ("yesterday", "today", "tonight", "tomorrow", "last", "next", "this", "ago"),
         needs_any_case=True,
     ),
-    DatePattern("date", re.compile(r"\b(?:19|20)\d{2}s?\b(?!\s*(?:%|percent))")),
+    DatePattern(
+        "date", re.compile(r"\b(?:(?i:mid|early|late)-)?(?:19|20)\d{2}s?\b(?!\s*(?:%|percent))")
+    ),
     DatePattern("time", re.compile(r"(?i:\b\d{1,2}(?::\d{2})?\s*(?:am|pm|a\.m\.|p\.m\.)(?!\w))")),
     DatePattern("time", re.compile(r"\b\d{1,2}:\d{2}\b"), (":",)),
     DatePattern(

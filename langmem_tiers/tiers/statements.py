@@ -50,6 +50,7 @@ from langmem_tiers.tiers.extraction import (
     parse_tier1,
     split_sentences,
 )
+from langmem_tiers.tiers.slots import fills_slot
 
 __all__ = [
     "ExchangeStatements",
@@ -475,6 +476,8 @@ def _states_something(sentence: str, known: Sequence[str]) -> bool:
     if not is_statement(sentence):
         return False
     if _hard_facts(sentence) or any(_contains(sentence, value) for value in known):
+        return True
+    if fills_slot(sentence):  # "I work as a nurse.", "I'm single.": short, still facts
         return True
     return len(content_words(sentence)) >= 3
 

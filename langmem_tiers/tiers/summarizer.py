@@ -189,7 +189,8 @@ def key_concepts(messages: Sequence[BaseMessage], limit: int = 12) -> list[str]:
 
     def add(value: str, concept: str, weight: float) -> None:
         ident = value.lower()
-        mentions = max(1, sum(1 for low in lowered if ident in low))
+        needle = ident.replace(",", "")  # "$12,000" and "$12000" are one mention
+        mentions = max(1, sum(1 for low in lowered if needle in low))
         shown.setdefault(ident, concept)
         scores[ident] = max(scores.get(ident, 0.0), weight * mentions)
 

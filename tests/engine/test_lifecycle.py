@@ -106,9 +106,15 @@ async def test_soft_and_hard_forget(twin) -> None:
     assert leftovers == {"terms": 0, "versions": 0, "vectors": 0}
     assert store.db.run(_rows_of(keep.id, in_database=store.core.index.in_database))["terms"] > 0
     last = (await twin.timeline("alice"))[-1]
-    assert (last.type, last.memory_id, last.after) == ("memory.deleted", gone.id, None)
-    assert last.before["value"]["content"] == "Alice's password hint is red"
-    assert last.metadata == {"hard": True, "status_before": "active"}
+    # erased: the delete's event, like the memory's others, is a content-free tombstone
+    assert (last.type, last.memory_id, last.before, last.after) == (
+        "memory.erased",
+        "erased",
+        None,
+        None,
+    )
+    assert await twin.timeline("alice", memory_id=gone.id) == []
+    assert last.metadata == {"erased": True}
     (soft_event,) = await twin.timeline("alice", types=["memory.forgotten"])
     assert soft_event.memory_id == keep.id
 
@@ -232,9 +238,9 @@ async def test_hard_forgetting_a_summary_unlinks_its_episodes(twin) -> None:
     episodes = await twin.memories("alice", kinds="episodic")
     assert [e.consolidated_into_id for e in episodes] == [None, None, None]
     assert all("consolidated_into_id" not in e.value for e in episodes)
-    deleted = (await twin.timeline("alice", types=["memory.deleted"]))[-1]
-    assert deleted.memory_id == summary.id
-    assert sorted(deleted.metadata["unlinked_episode_ids"]) == sorted(e.id for e in episodes)
+    # the summary's own events are erased tombstones
+    assert await twin.timeline("alice", memory_id=summary.id) == []
+    assert (await twin.timeline("alice"))[-1].type == "memory.erased"
     for e in episodes:
         unlinked = (await twin.timeline("alice", memory_id=e.id))[-1]
         assert unlinked.metadata["unlinked_from"] == summary.id

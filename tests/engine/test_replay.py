@@ -49,9 +49,14 @@ async def test_replay_rebuilds_each_instant(twin) -> None:
     now = datetime.now(timezone.utc) + timedelta(seconds=1)
     assert _states(await twin.replay("alice", now)) == _states(await twin.state("alice"))
     assert note.id not in {m.id for m in await twin.replay("alice", now)}
-    # the hard-deleted memory was there in between
-    inside = await twin.timeline("alice", types=["memory.created"], memory_id=note.id)
-    assert note.id in {m.id for m in await twin.replay("alice", inside[0].at)}
+    # a hard delete erases: its events are content-free tombstones, and replay to an
+    # instant when the memory existed shows nothing of it
+    assert await twin.timeline("alice", memory_id=note.id) == []
+    erased = await twin.timeline("alice", types=["memory.erased"])
+    assert len(erased) == 2  # its creation and its deletion
+    assert all(e.before is None and e.after is None for e in erased)
+    for e in erased:
+        assert note.id not in {m.id for m in await twin.replay("alice", e.at)}
 
 
 async def test_replay_before_the_first_event_is_refused(twin) -> None:
@@ -175,7 +180,8 @@ _operation = st.one_of(
 )
 
 
-def _apply(engine: MemoryEngine, scope: str, op: tuple[Any, Any, Any]) -> None:
+def _apply(engine: MemoryEngine, scope: str, op: tuple[Any, Any, Any]) -> str | None:
+    """Apply ``op``; answers the id of a memory it erased (a hard forget)."""
     name, a, b = op
     existing = engine.memories(scope, statuses=None, limit=1000)
     if name == "semantic":
@@ -190,25 +196,32 @@ def _apply(engine: MemoryEngine, scope: str, op: tuple[Any, Any, Any]) -> None:
         engine.set_procedural(scope, a, ["short", "long", "none"][b])
     elif name == "forget":
         if existing:
-            engine.forget(scope, existing[a % len(existing)].id, hard=b)
+            target = existing[a % len(existing)].id
+            engine.forget(scope, target, hard=b)
+            return target if b else None
     elif name == "decay":
         engine.decay(scope, now=datetime.now(timezone.utc) + timedelta(days=a))
     elif name == "consolidate":
         engine.consolidate(scope)
     elif name == "compress":
         engine.compress(scope)
+    return None
 
 
 def _check_replay_equals_live(engine: MemoryEngine, ops: list[tuple[Any, Any, Any]]) -> None:
     scope = f"agent-{uuid.uuid4().hex[:8]}"
     checkpoints: list[tuple[datetime, list[dict[str, Any]]]] = []
+    erased: set[str] = set()
     for op in ops:
-        _apply(engine, scope, op)
+        gone = _apply(engine, scope, op)
+        if gone is not None:
+            erased.add(gone)
         events = engine.timeline(scope, limit=100_000)
         if events:
             checkpoints.append((events[-1].at, _states(engine.state(scope))))
     for at, expected in checkpoints:
-        assert _states(engine.replay(scope, at)) == expected
+        # A hard-forgotten memory is erased from every earlier instant too.
+        assert _states(engine.replay(scope, at)) == [e for e in expected if e["id"] not in erased]
     if checkpoints:
         now = datetime.now(timezone.utc) + timedelta(seconds=1)
         assert _states(engine.replay(scope, now)) == _states(engine.state(scope))

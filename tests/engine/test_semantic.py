@@ -224,7 +224,7 @@ async def test_llm_answer_out_of_format_falls_back_to_the_rules(make_engine, twi
     await twin.add_semantic("alice", "Alice lives in Berlin")
     result = await twin.add_semantic("alice", "Alice lives in Paris", strategy="reject_new")
     assert result.action == "rejected"
-    assert "instead of" in result.reason
+    assert "'paris' now, 'berlin' before" in result.reason  # the rules' slot verdict
 
 
 async def test_llm_failure_falls_back_to_the_rules(make_engine, twin_of) -> None:

@@ -18,7 +18,8 @@ from langmem_tiers.errors import BackendError
 from langmem_tiers.tiers.base import Summarizer, Summary
 
 FACTS = "Hi, my name is Jordan. The deadline for RAI Chat is March 1, 2026, and the budget is 40,000 euros."
-"""A user message whose tier 1 lacks the word 'budget' and the text '40,000 euros'."""
+"""A user message whose tier 1 holds its facts (``budget=40,000 euros``) but not its
+wording: "the budget is 40,000 euros" is only in the raw text."""
 
 
 def scripted(*outputs: str | AIMessage) -> GenericFakeChatModel:

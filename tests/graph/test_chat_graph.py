@@ -144,7 +144,7 @@ async def test_tier_request_then_answer(
     # Before the request the model saw m1's facts only; after it, the raw text.
     first, second = recorder.text(0), recorder.text(1)
     assert "[m1|t1] user_name=Jordan" in first
-    assert "40,000 euros" not in first
+    assert "the budget is 40,000 euros" not in first
     assert f"[m1|t3] {FACTS}" in second
     assert "m1 (user, t3)" in recorder.prompts[1][0].text
     # The marker never reaches the user or memory.
@@ -167,7 +167,9 @@ async def test_offline_model_answer_changes_when_the_raw_message_is_shown(
     await _seed(graph, runner)
     out = await run_turn(graph, runner, "When is the deadline for RAI Chat?")
     tentative, final = out["drafts"]
-    assert tentative == "user_name=Jordan, deadline=March 1 2026, euros=40000, entity=RAI Chat"
+    assert tentative == (
+        "user_name=Jordan, deadline=March 1 2026, budget=40,000 euros, entity=RAI Chat"
+    )
     assert final == "The deadline for RAI Chat is March 1, 2026, and the budget is 40,000 euros."
     assert out["answer"] == final != tentative
     assert out["actions"] == ["REQUEST_TIER:3:m1 -> raised"]

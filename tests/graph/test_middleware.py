@@ -157,7 +157,7 @@ async def test_a_tool_request_raises_the_tier_for_this_and_later_turns(
     assert out["messages"][-1].content == "The budget is 40,000 euros."
     assert len(recorder.prompts) == 4  # three turns, one call after the tool
     assert "[m1|t1]" in recorder.text(2)
-    assert "40,000 euros" not in recorder.text(2)
+    assert "the budget is 40,000 euros" not in recorder.text(2)
     assert "[m1|t3]" in recorder.text(3)
     assert "40,000 euros" in recorder.text(3)
     assert model.bound_tools == ["request_tier", "search_episodic"]
@@ -399,3 +399,64 @@ async def test_on_postgres_with_the_engine(postgres_url: str) -> None:
         assert "[m1|t3]" in recorder.text(3)
         await agent.ainvoke({"messages": [("user", "What do I prefer?")]}, _config("t2", recorder))
         assert "The user prefers green tea." in recorder.text(4)
+
+
+# -- hostile messages: each saved or refused on its own ----------------------------------------
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def any_store(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[TieredMemoryStore]:
+    """A TieredMemoryStore on each SQL backend."""
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'memory.db'}"
+    else:
+        url = request.getfixturevalue("postgres_url")
+    with TieredMemoryStore.from_url(url, settings=Settings()) as opened:
+        yield opened
+
+
+@pytest.mark.parametrize("runner", ["invoke", "ainvoke"])
+async def test_a_nul_byte_never_holds_back_the_threads_memory(
+    any_store: TieredMemoryStore, runner: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    def echo(text: str) -> str:
+        """Repeat the text."""
+        return f"echo: {text}"
+
+    outputs: list[str | AIMessage] = ["Hello.", "Noted."]
+    outputs += [tool_call("echo", "c1", text="bad\x00args"), "Echoed."]
+    outputs += [f"Answer {i}." for i in range(4)]
+    middleware = TieredMemoryMiddleware(settings=Settings())
+    agent = create_agent(
+        _model(*outputs),
+        tools=[echo],
+        middleware=[middleware],
+        store=any_store,
+        checkpointer=InMemorySaver(),
+    )
+    recorder = PromptRecorder()
+    config = _config("t1", recorder)
+    await _turn(agent, runner, "Hi, I am Jordan and I live in Lisbon.", config)
+    await _turn(agent, runner, "abc\x00def", config)
+    await _turn(agent, runner, "Please echo something.", config)
+    for i in range(4):
+        await _turn(agent, runner, f"Message {i}: my parcel {i} weighs {i + 3} kilograms.", config)
+    stored = [r.text for r in middleware.memory(any_store).memory("t1", "u1").records()]
+    # Every message but the two with NUL bytes (the user's and the tool call's) and the
+    # tool's answer that repeats it.
+    assert stored[:3] == ["Hi, I am Jordan and I live in Lisbon.", "Hello.", "Noted."]
+    assert "Please echo something." in stored
+    assert "Echoed." in stored
+    assert stored[-2:] == ["Message 3: my parcel 3 weighs 6 kilograms.", "Answer 3."]
+    assert len(stored) == 3 + 2 + 8
+    assert not any("\x00" in text for text in stored)
+    saved = agent.get_state(config).values[SAVED_KEY]
+    assert list(saved.values()).count("") >= 2  # refused once, never retried
+    refusals = [r.getMessage() for r in caplog.records if "refused" in r.getMessage()]
+    assert any("NUL" in line and "human" in line for line in refusals)
+    assert any("NUL" in line and "ai" in line for line in refusals)
+    # Later prompts carry the saved messages at their tier, not every message in full.
+    assert "abc\x00def" not in recorder.text(-1)
+    # The user's later facts reached long-term memory.
+    found = any_store.search(namespace_for("u1", "semantic"), query="parcel 3 kilograms")
+    assert any("parcel 3" in str(item.value.get("content")) for item in found)

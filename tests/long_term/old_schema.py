@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 
-from langmem_tiers.long_term.store import writes
 from langmem_tiers.long_term.store.writes import StoreWriter
 from langmem_tiers.sql.dialect import TERMS, Dialect, PostgresDialect, SqliteDialect
 from langmem_tiers.sql.flow import Flow, Sql
@@ -75,8 +74,6 @@ def _with_terms_rows(write_flow: Callable[..., Flow[Any]]) -> Callable[..., Flow
 def write_terms_table(patch: pytest.MonkeyPatch) -> None:
     """Make stores write and read the terms table, as before the terms views."""
     patch.setattr(StoreWriter, "write_flow", _with_terms_rows(StoreWriter.write_flow))
-    # Nor postings by namespace (an upgrade fills them from the packed terms).
-    patch.setattr(writes, "_postings_rows", lambda puts: [])
     patch.setattr(SqliteDialect, "scope_postings_sql", _sqlite_scope_postings_sql)
     patch.setattr(PostgresDialect, "scope_postings_sql", _postgres_scope_postings_sql)
     for dialect in (SqliteDialect, PostgresDialect):
@@ -84,15 +81,10 @@ def write_terms_table(patch: pytest.MonkeyPatch) -> None:
 
 
 def with_access_table(steps: list[Any], dialect: Dialect) -> list[Any]:
-    """An older database's ``steps``, the last one also making the access counts' and the
-    postings' tables.
+    """An older database's ``steps``, the last one also making the access counts' table.
 
     The code under test reads access counts only there; the rest of the old schema is what
     such a test upgrades. Versions are positions in the list, so the table joins the last
     step rather than adding one (its migration runs again at the end, changing nothing).
     """
-    # The postings' table too (its rows come with the upgrade, from the packed terms).
-    postings = [
-        s for s in dialect.postings_migration() if isinstance(s, str) and "CREATE TABLE" in s
-    ]
-    return [*steps[:-1], [*steps[-1], *dialect.item_access_migration(), *postings]]
+    return [*steps[:-1], [*steps[-1], *dialect.item_access_migration()]]

@@ -997,6 +997,29 @@ async def test_invalid_namespace_error_names_the_label(twin: Twin) -> None:
 
 @pytest.mark.usefixtures("ours")
 @pytest.mark.parametrize(
+    "text",
+    [
+        "The first cities appeared about 6000 years ago in Mesopotamia.",
+        "Dinosaurs died out 66000000 years ago, and yesterday I saw a fossil.",
+        "It will be done in 99999999999999999999 days, or the past 10000000000 weeks.",
+        "A number too long to read: " + "9" * 5000 + " days ago.",
+    ],
+    ids=["6000-years-ago", "66-million-years-ago", "far-future", "huge-number"],
+)
+async def test_times_out_of_the_calendars_range_never_fail_a_write(twin: Twin, text: str) -> None:
+    # Understanding time in text indexes what the calendar can hold and skips the rest.
+    ns = ("u1", "episodic")
+    value = {"content": text, "event_timestamp": "2023-05-01T00:00:00"}
+    await twin.put(ns, "k", value)
+    item = await twin.get(ns, "k")
+    assert item is not None
+    assert item.value == value
+    assert "k" in keys(await twin.search(ns, query=text[:60], limit=5))
+    assert "k" in keys(await twin.search(ns, query="what happened 6000 years ago?", limit=5))
+
+
+@pytest.mark.usefixtures("ours")
+@pytest.mark.parametrize(
     "value",
     [
         {"content": "tags", "tags": {"a", "b"}},
@@ -1240,7 +1263,7 @@ async def test_put_ttl_default_ttl_and_none(
 async def test_reads_refresh_the_ttl_as_configured(
     make_store: MakeStore, twin_of: TwinOf, backend: str
 ) -> None:
-    store = _ttl_store(make_store, backend, default_ttl=1)
+    store = _ttl_store(make_store, backend, default_ttl=1, refresh_on_read=True)
     twin = twin_of(store)
     ns = ("ttl",)
     await put_all(twin, ns, {"g": {"text": "get me"}, "s": {"text": "search me"}})
@@ -1251,7 +1274,7 @@ async def test_reads_refresh_the_ttl_as_configured(
     assert await twin.search(ns, filter={"text": "search me"}, refresh_ttl=False)
     assert _expiry(store, ns, "g")[0] == g0
     assert _expiry(store, ns, "s")[0] == s0
-    assert await twin.get(ns, "g") is not None  # refresh_on_read defaults to True
+    assert await twin.get(ns, "g") is not None  # as refresh_on_read says
     assert _expiry(store, ns, "g")[0] > g0
     assert keys(await twin.search(ns, query="search me", refresh_ttl=True))[:2] != []
     s1 = _expiry(store, ns, "s")[0]
@@ -1262,6 +1285,89 @@ async def test_reads_refresh_the_ttl_as_configured(
     await twin.get(ns, "s")
     await twin.search(ns)
     assert _expiry(store, ns, "s")[0] == s1
+
+
+@pytest.mark.usefixtures("ours")
+async def test_a_default_ttl_runs_from_the_put_unless_reads_are_told_to_refresh(
+    make_store: MakeStore, twin_of: TwinOf, backend: str
+) -> None:
+    # LangGraph's SqliteStore (its test_ttl_override_default): with only a default_ttl,
+    # a read that does not ask leaves the expiry where the put set it.
+    store = _ttl_store(make_store, backend, default_ttl=5 / 60)
+    twin = twin_of(store)
+    ns = ("ttl",)
+    await twin.put(ns, "short", {"v": "override"}, ttl=1 / 60)
+    await twin.put(ns, "default", {"v": "default"})
+    await twin.put(ns, "forever", {"v": "permanent"}, ttl=None)
+    at_put = _expiry(store, ns, "default")
+    assert at_put[1] == pytest.approx(5 / 60)
+    await asyncio.sleep(0.05)
+    for key in ("short", "default", "forever"):
+        assert await twin.get(ns, key) is not None
+    assert keys(await twin.search(ns, filter={"v": "default"})) == ["default"]
+    assert _expiry(store, ns, "default") == at_put
+    await twin.get(ns, "default", refresh_ttl=True)  # asked: refreshed
+    assert _expiry(store, ns, "default")[0] > at_put[0]
+    _backdate(store, ns, "short")
+    _backdate(store, ns, "default")
+    assert await twin.sweep_ttl() == 2
+    assert [await twin.get(ns, k) is not None for k in ("short", "default", "forever")] == [
+        False,
+        False,
+        True,
+    ]
+
+
+@pytest.mark.usefixtures("ours")
+async def test_ttl_methods_are_awaitable_as_on_langgraphs_async_stores(
+    backend: str, request: pytest.FixtureRequest, tmp_path: Any
+) -> None:
+    # LangGraph's async stores define sweep_ttl, start_ttl_sweeper and stop_ttl_sweeper
+    # as coroutines, and their test fixtures await them.
+    from langmem_tiers import TieredMemoryStore
+
+    url = _url(backend, request, tmp_path)
+    ttl = {"default_ttl": 10, "sweep_interval_minutes": 0.002}
+    ns = ("ttl",)
+    async with TieredMemoryStore.afrom_url(url, ttl=ttl, **_qdrant(backend)) as store:  # type: ignore[arg-type]
+        await store.setup()
+        running = await store.start_ttl_sweeper()
+        assert running is store.start_ttl_sweeper()  # the same sweeper, awaited or not
+        assert not running.done()
+        await store.aput(ns, "old", {"v": 1})
+        await store.aput(ns, "new", {"v": 2})
+        assert await store.sweep_ttl() == 0
+        _async_backdate(url, ns, "old")
+        for _ in range(200):
+            if _stored_expiry(url, ns, "old") == (None, None):
+                break
+            await asyncio.sleep(0.05)
+        assert await store.aget(ns, "old") is None
+        assert await store.stop_ttl_sweeper()
+        await store.aput(ns, "old", {"v": 3})
+        _async_backdate(url, ns, "old")
+        assert await store.sweep_ttl() == 1
+        assert await store.aget(ns, "new") is not None
+    with TieredMemoryStore.from_url(url, ttl=ttl, **_qdrant(backend)) as store:  # type: ignore[arg-type]
+        assert store.sweep_ttl() == 0  # the sync form answers at once
+        assert await store.sweep_ttl() == 0  # and awaiting its answer is harmless
+        assert store.stop_ttl_sweeper()
+
+
+def _async_backdate(url: str, ns: tuple[str, ...], key: str) -> None:
+    """:func:`_backdate` through a sync store of its own on the database at ``url``."""
+    from langmem_tiers import TieredMemoryStore
+
+    with TieredMemoryStore.from_url(url, setup=False) as other:
+        _backdate(other, ns, key)
+
+
+def _stored_expiry(url: str, ns: tuple[str, ...], key: str) -> tuple[Any, Any]:
+    """:func:`_expiry` through a sync store of its own on the database at ``url``."""
+    from langmem_tiers import TieredMemoryStore
+
+    with TieredMemoryStore.from_url(url, setup=False) as other:
+        return _expiry(other, ns, key)
 
 
 @pytest.mark.usefixtures("ours")
@@ -1329,6 +1435,26 @@ async def test_namespaces_may_be_lists(twin: Twin) -> None:
 
 
 @pytest.mark.usefixtures("ours")
+async def test_a_match_condition_path_may_be_one_bare_label(twin: Twin) -> None:
+    # LangGraph's PostgreSQL test_batch_list_namespaces_ops writes MatchCondition("suffix",
+    # "public"): one label, as ("public",).
+    for ns in [("test", "documents", "public"), ("test", "images", "private"), ("public",)]:
+        await twin.put(ns, "k", {"v": 1})
+    found = await twin.batch(
+        [
+            ListNamespacesOp(match_conditions=(MatchCondition("suffix", "public"),)),  # type: ignore[arg-type]
+            ListNamespacesOp(match_conditions=(MatchCondition("prefix", "test"),)),  # type: ignore[arg-type]
+            ListNamespacesOp(match_conditions=(MatchCondition("suffix", ("public",)),)),
+        ]
+    )
+    assert found[0] == [("public",), ("test", "documents", "public")]
+    assert found[1] == [("test", "documents", "public"), ("test", "images", "private")]
+    assert found[0] == found[2]
+    with pytest.raises(errors.InvalidNamespaceError, match="match path"):
+        await twin.batch([ListNamespacesOp(match_conditions=(MatchCondition("suffix", "a.b"),))])  # type: ignore[arg-type]
+
+
+@pytest.mark.usefixtures("ours")
 async def test_a_string_namespace_is_refused(twin: Twin) -> None:
     with pytest.raises(errors.InvalidNamespaceError, match="tuple"):
         await twin.search("test")
@@ -1356,6 +1482,41 @@ async def test_filters_with_infinity_and_nan_compare_as_floats(twin: Twin) -> No
     assert await twin.search(ns, filter={"n": inf}) == []
 
 
+async def test_filters_with_numbers_beyond_64_bits_compare_as_numbers(twin: Twin) -> None:
+    # LangGraph's test_numeric_filter_safety: such an operand is a number, not an error.
+    ns = ("numbers",)
+    await put_all(twin, ns, {"small": {"n": 5}, "big": {"n": 2**70}})
+    expect: list[tuple[Any, list[str]]] = [
+        (2**64, []),
+        ({"$gt": 2**64}, ["big"]),
+        ({"$gte": 2**70}, ["big"]),
+        ({"$lt": 2**64}, ["small"]),
+        ({"$lt": 2**71}, ["big", "small"]),
+        ({"$gt": -(2**70)}, ["big", "small"]),
+        ({"$ne": 10**30}, ["big", "small"]),
+        (2**70, ["big"]),
+    ]
+    for operand, wanted in expect:
+        found = await twin.search(ns, filter={"n": operand})
+        assert sorted(keys(found)) == wanted, operand
+    assert keys(await twin.search(ns, query="numbers", filter={"n": {"$gt": 2**64}})) == ["big"]
+
+
+@pytest.mark.usefixtures("ours")
+async def test_filters_with_numbers_beyond_floats_compare_as_numbers(twin: Twin) -> None:
+    # The reference raises OverflowError converting such an operand to a float.
+    ns = ("numbers",)
+    await put_all(twin, ns, {"small": {"n": 5}, "big": {"n": 2**70}})
+    for operand, wanted in [
+        ({"$lt": 10**400}, ["big", "small"]),
+        ({"$gt": -(10**400)}, ["big", "small"]),
+        ({"$gt": 10**400}, []),
+        (10**400, []),
+    ]:
+        found = await twin.search(ns, filter={"n": operand})
+        assert sorted(keys(found)) == wanted, operand
+
+
 @pytest.mark.usefixtures("ours")
 async def test_index_config_keeps_what_was_passed(make_store: MakeStore, twin_of: TwinOf) -> None:
     emb = KeywordEmbeddings()
@@ -1373,8 +1534,33 @@ async def test_index_config_keeps_what_was_passed(make_store: MakeStore, twin_of
     assert config["ann_index_config"] == {"kind": "hnsw"}
     assert config["embed"] is emb
     assert config["dims"] == index["dims"]
-    with pytest.raises(errors.ConfigurationError, match="distance_type"):
-        make_store(index={**index, "distance_type": "l2"})
+    with pytest.raises(errors.ConfigurationError, match=r"distance_type.*hamming"):
+        make_store(index={**index, "distance_type": "hamming"})
+
+
+@pytest.mark.usefixtures("ours")
+@pytest.mark.parametrize("distance", ["l2", "inner_product"])
+async def test_every_float_distance_langgraph_takes_ranks_as_cosine(
+    make_store: MakeStore, twin_of: TwinOf, distance: str
+) -> None:
+    # LangGraph's stores take these; on unit vectors they order as cosine does.
+    values = {
+        "car": {"content": "car engine"},
+        "pie": {"content": "apple pie"},
+        "apple": {"content": "apple"},
+        "jazz": {"content": "jazz music"},
+    }
+    found = {}
+    for name in ("cosine", distance):
+        store = make_store(index={**_content_index(), "distance_type": name})
+        assert store.index_config["distance_type"] == name  # type: ignore[attr-defined]
+        twin = twin_of(store)
+        await put_all(twin, ("docs",), values)
+        found[name] = [(i.key, i.score) for i in await twin.search(("docs",), query="apple pie")]
+    assert [k for k, _ in found[distance]][:2] == ["pie", "apple"]
+    assert [k for k, _ in found[distance]] == [k for k, _ in found["cosine"]]
+    for (_, a), (_, b) in zip(found[distance], found["cosine"], strict=True):
+        assert a == pytest.approx(b, abs=0.02)  # the same similarity (recency differs a little)
 
 
 # -- construction: connections, URLs, store objects ---------------------------------------
@@ -1410,6 +1596,58 @@ async def test_from_conn_string_is_from_url(
         async with TieredMemoryStore.afrom_conn_string(conn_string, **_qdrant(backend)) as store:
             await store.aput(ns, "a", {"text": "apple"})
             assert (await store.aget(ns, "a")) is not None
+
+
+def _plain_sql(url: str, statement: str) -> None:
+    """Run ``statement`` as another client would: its own connection, the driver's defaults
+    (on SQLite: foreign keys not enforced)."""
+    if url.startswith("sqlite:///"):
+        import sqlite3
+
+        conn = sqlite3.connect(url[len("sqlite:///") :])
+        try:
+            conn.execute(statement)
+            conn.commit()
+        finally:
+            conn.close()
+    else:
+        import psycopg
+
+        with psycopg.connect(url, autocommit=True) as pg:
+            pg.execute(statement)  # type: ignore[arg-type]
+
+
+async def test_items_deleted_by_another_client_can_be_written_again(
+    backend: str, twin_of: TwinOf, request: pytest.FixtureRequest, tmp_path: Any
+) -> None:
+    from langmem_tiers import TieredMemoryStore
+
+    url = _url(backend, request, tmp_path)
+    ns = ("docs",)
+    with TieredMemoryStore.from_url(url, **_qdrant(backend)) as store:
+        twin = twin_of(store)
+        await twin.put(ns, "a", {"text": "apple pie", "note": "baked"}, index=["text", "note"])
+        await twin.put(ns, "b", {"text": "banana bread"})
+        _plain_sql(url, "DELETE FROM lmt_items")
+        # The item's vectors may have stayed behind (SQLite without PRAGMA foreign_keys):
+        # the next puts of the key replace them.
+        await twin.put(ns, "a", {"text": "apple crumble"})
+        await twin.batch(
+            [PutOp(ns, "b", {"text": "banana split"}), PutOp(ns, "c", {"text": "cherry"})]
+        )
+        item = await twin.get(ns, "a")
+        assert item is not None
+        assert item.value == {"text": "apple crumble"}
+        hits = await twin.search(ns, query="apple crumble", limit=5)
+        assert keys(hits)[0] == "a"
+        assert sorted(keys(hits)) == ["a", "b", "c"]
+        if "qdrant" not in backend:
+            fields = _sql(
+                store,
+                "SELECT field FROM lmt_vectors WHERE item_id IN"
+                " (SELECT id FROM lmt_items WHERE key = 'a')",
+            )
+            assert [f[0] for f in fields] == ["$"]  # the whole value, as the config says
 
 
 async def test_await_setup_works_on_any_store(

@@ -1230,7 +1230,8 @@ def test_a_writer_on_postgres_does_not_wait_for_an_open_move(postgres_url: str) 
 
 
 def test_ttl_refreshes_on_postgres_keep_the_move_log_short(postgres_url: str) -> None:
-    """Each search refreshes the TTL of the items it returns, a move of each: a namespace
+    """Each search that refreshes (``refresh_ttl=True``) restarts the TTL of the items it
+    returns, a move of each: a namespace
     that is only read folds its log as it refreshes, so the log holds at most the last
     refresh's moves while the counters keep counting them."""
     import psycopg
@@ -1241,7 +1242,7 @@ def test_ttl_refreshes_on_postgres_keep_the_move_log_short(postgres_url: str) ->
             store.put(ttl_ns, key, {"content": text}, ttl=60)
         logged = []
         for _ in range(6):
-            hits = store.search(ttl_ns, query="apple fruit", limit=3)
+            hits = store.search(ttl_ns, query="apple fruit", limit=3, refresh_ttl=True)
             assert [h.key for h in hits][:2] == ["m5", "m1"]
             store.db.run(store.core.flush_flow())  # the refresh, in its own transaction
             logged.append(pg.execute("SELECT count(*) FROM lmt_scope_moves").fetchone()[0])

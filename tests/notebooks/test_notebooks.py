@@ -1,4 +1,4 @@
-"""The notebooks run top to bottom, offline, leave nothing behind, and are kept without outputs.
+"""The notebooks run top to bottom, offline, leave nothing behind, and are committed as one run.
 
 Each notebook in ``notebooks/`` is executed with ``nbclient`` in a ``python3`` kernel of this
 interpreter, with the repository root as its working directory. A failing cell fails the
@@ -193,20 +193,38 @@ def _committed_notebooks() -> list[Path]:
     return sorted({ROOT / name for name in listed} | set(NOTEBOOKS))
 
 
+#: What a machine's own paths look like in an output (a temporary directory, a home, a
+#: virtual environment): a committed run must show none.
+_MACHINE_PATH = re.compile(r"(/tmp/|/var/folders/|/root/|/home/|/Users/|site-packages|[A-Z]:\\)")
+
+
 @pytest.mark.parametrize("notebook", _committed_notebooks(), ids=lambda p: p.stem)
-def test_notebook_has_no_outputs(notebook: Path) -> None:
+def test_notebook_is_committed_as_a_clean_run(notebook: Path) -> None:
+    """Committed with the outputs of one run top to bottom (scripts/execute_notebooks.py),
+    so it reads on a repository page: every code cell ran once, in order, without an
+    error, a warning on stderr, a skipped PostgreSQL cell or a path of the machine."""
     nb = _read(notebook)
     nbformat.validate(nb)
-    dirty = [
-        index
-        for index, cell in enumerate(nb.cells)
-        if cell.cell_type == "code"
-        and (cell.get("outputs") or cell.get("execution_count") is not None)
-    ]
-    assert not dirty, (
-        f"{notebook.name}: code cells {dirty} have outputs or execution counts; "
-        f"clear them before committing (jupyter nbconvert --clear-output --inplace {notebook})"
+    code = [cell for cell in nb.cells if cell.cell_type == "code"]
+    counts = [cell.get("execution_count") for cell in code]
+    assert counts == list(range(1, len(code) + 1)), (
+        f"{notebook.name}: execution counts {counts}; run it top to bottom with "
+        f"python scripts/execute_notebooks.py {notebook.relative_to(ROOT)}"
     )
+    for index, cell in enumerate(code):
+        for output in cell.get("outputs", []):
+            kind = output.get("output_type")
+            assert kind != "error", f"{notebook.name}: code cell {index} failed"
+            assert output.get("name") != "stderr", (
+                f"{notebook.name}: code cell {index} wrote to stderr: {output.get('text')!r}"
+            )
+            text = f"{output.get('text', '')}{output.get('data', {}).get('text/plain', '')}"
+            assert POSTGRES_SKIPPED not in text, (
+                f"{notebook.name}: committed from a run whose PostgreSQL cells skipped"
+            )
+            assert not _MACHINE_PATH.search(text), (
+                f"{notebook.name}: code cell {index} shows a path of the machine: {text!r}"
+            )
     assert not any("execution" in cell.get("metadata", {}) for cell in nb.cells), (
         f"{notebook.name} keeps execution timings in cell metadata; clear them"
     )

@@ -84,6 +84,7 @@ def test_openapi_lists_every_endpoint_and_the_key_schemes(api: Api) -> None:
         ("post", "/memory/forget"),
         ("get", "/health"),
         ("get", "/agents"),
+        ("post", "/agents/erase"),
     }
     found = {
         (method, path.removeprefix(V1))
@@ -118,6 +119,7 @@ PROTECTED = [
     ("post", "/memory/decay", {}),
     ("post", "/memory/forget", {"memory_id": "x"}),
     ("get", "/agents", None),
+    ("post", "/agents/erase", {"agent_id": "agent-a"}),
 ]
 
 
@@ -135,7 +137,7 @@ def test_every_memory_endpoint_needs_a_valid_key(
     _error(call({"Authorization": f"Bearer {wrong}"}), 401, "unauthorized")
     _error(call({"X-API-Key": "garbage"}), 401, "unauthorized")
     _error(call({"Authorization": f"Basic {api.key_a}"}), 401, "unauthorized")
-    assert call(api.a).status_code not in (401, 403) or path == "/agents"
+    assert call(api.a).status_code not in (401, 403) or path.startswith("/agents")
 
 
 def test_both_headers_work_and_a_revoked_key_stops_at_once(api: Api) -> None:
@@ -350,8 +352,9 @@ def test_replay_timeline_consolidate_decay_forget(api: Api) -> None:
     types = [
         e["type"] for e in _ok(api.client.get(f"{V1}/memory/timeline", headers=api.a))["events"]
     ]
-    assert "memory.forgotten" in types
-    assert "memory.deleted" in types
+    # a hard delete erases the memory's events: content-free tombstones stay in their place
+    assert "memory.erased" in types
+    assert "memory.deleted" not in types
 
 
 def test_agents_is_admin_only_and_counts_by_kind(api: Api) -> None:

@@ -53,27 +53,26 @@ class Client:
         self.who = who
 
     async def call(self, tool: str, **arguments: Any) -> dict[str, Any]:
-        """Call a tool that must succeed; its structured answer."""
+        """Call a tool that must succeed; its answer (one JSON text, nothing else)."""
         result = await self._call(tool, arguments)
         assert not result.is_error, result.content[0].text  # type: ignore[union-attr]
-        assert result.structured_content is not None
-        return result.structured_content
+        assert result.structured_content is None  # the text is sent once, as JSON text
+        assert len(result.content) == 1
+        answer: dict[str, Any] = json.loads(result.content[0].text)  # type: ignore[union-attr]
+        return answer
 
     async def error(self, tool: str, **arguments: Any) -> str:
         """Call a tool that must fail; the error text the client sees."""
         result = await self._call(tool, arguments)
-        assert result.is_error, result.structured_content
+        assert result.is_error, result.content
         text: str = result.content[0].text  # type: ignore[union-attr]
         return text
 
     async def _call(self, tool: str, arguments: dict[str, Any]) -> Any:
-        self.transcript.add(self.who, f"tools/call {tool}", arguments)
+        self.transcript.add(self.who, f"tools/call {tool}", _short(arguments))
         result = await self.session.call_tool(tool, arguments)
-        answer = (
-            {"isError": True, "text": result.content[0].text}
-            if result.is_error
-            else result.structured_content
-        )
+        text = result.content[0].text if result.content else None  # type: ignore[union-attr]
+        answer = {"isError": True, "text": text} if result.is_error else _short(text)
         self.transcript.add("srv", tool, answer)
         return result
 
@@ -81,8 +80,17 @@ class Client:
         self.transcript.add(self.who, "resources/read", uri)
         result = await self.session.read_resource(uri)
         data = json.loads(result.contents[0].text)  # type: ignore[union-attr]
-        self.transcript.add("srv", uri, data)
+        self.transcript.add("srv", uri, _short(result.contents[0].text))  # type: ignore[union-attr]
         return data
+
+
+def _short(payload: Any) -> Any:
+    """``payload`` for the transcript, its long strings cut."""
+    if isinstance(payload, str):
+        return payload if len(payload) <= 300 else f"{payload[:300]}... ({len(payload)} chars)"
+    if isinstance(payload, dict):
+        return {k: _short(v) for k, v in payload.items()}
+    return payload
 
 
 @pytest.fixture
@@ -117,7 +125,13 @@ async def stdio_session(url: str, scope: str, transcript: Transcript) -> AsyncIt
 
 async def _remember_recall_forget_history(alice: Client) -> None:
     tools = await alice.session.list_tools()
-    assert {t.name for t in tools.tools} >= {"remember", "recall", "forget", "history"}
+    assert {t.name for t in tools.tools} >= {
+        "remember",
+        "recall",
+        "forget",
+        "history",
+        "read_memory",
+    }
 
     berlin = await alice.call("remember", content="Alice lives in Berlin", subject="Alice")
     assert berlin["action"] == "created"
@@ -437,3 +451,45 @@ async def test_http_needs_a_valid_key(http_server: HttpServer) -> None:
             headers={**headers, "Authorization": f"Bearer {http_server.keys['alice']}"},
         )
         assert ok.status_code == 200, ok.text
+
+
+async def test_http_large_memories_fit_the_clients_message_limit(
+    http_server: HttpServer, transcript: Transcript
+) -> None:
+    # The SDK's client refuses a server-sent event over 1 MiB: a memory of 300,000
+    # characters (600,000 for the facts) is cut in answers, and read back whole in pages.
+    big = "".join(f"Line {i:06d} of the long memory about harbours. " for i in range(13_000))
+    assert len(big) > 600_000
+    marker = "Line 000123 of the long memory"
+    async with http_session(http_server, "alice", transcript) as alice:
+        stored = await alice.call("remember", content=big[:300_000], kind="event")
+        memory = stored["memory"]
+        assert memory["content"] == big[: len(memory["content"])]
+        assert memory["truncated"]["content"]["total_chars"] == 300_000
+        found = await alice.call("recall", query="long memory about harbours", limit=3)
+        hit = found["results"][0]
+        assert hit["id"] == memory["id"]
+        raw = json.dumps(found)
+        assert raw.count(marker) == 1  # each text once per result
+        assert len(raw.encode()) < 1_048_576 // 4
+        read = hit["truncated"]["content"]["read_memory"]
+        pages = [memory["content"][: read["offset"]]]
+        while read is not None:
+            page = await alice.call("read_memory", **read)
+            pages.append(page["text"])
+            nxt = page["next_offset"]
+            read = None if nxt is None else {"memory_id": memory["id"], "offset": nxt}
+            assert len(pages) < 20
+        assert "".join(pages) == big[:300_000]
+        fact = await alice.call("remember", content=big[:600_000], subject="harbours")
+        assert fact["action"] == "created"
+        facts = await alice.resource("memory://facts")
+        assert [f["id"] for f in facts] == [fact["memory"]["id"]]
+        assert facts[0]["truncated"]["content"]["total_chars"] == 600_000
+        history = await alice.call("history", memory_id=fact["memory"]["id"])
+        assert history["versions"][0]["truncated"]["content"]["read_memory"]["version"] == 1
+        whole = await alice.call("read_memory", memory_id=fact["memory"]["id"], offset=599_990)
+        assert whole["text"] == big[599_990:600_000]
+        assert whole["next_offset"] is None
+        past = await alice.error("read_memory", memory_id=fact["memory"]["id"], offset=700_000)
+        assert "offset" in past

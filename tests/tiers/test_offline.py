@@ -13,6 +13,7 @@ from langmem_tiers.tiers import (
     OfflineTierer,
     count_tokens,
     extraction,
+    identifiers,
     lexicon,
     offline,
 )
@@ -58,7 +59,7 @@ CRAFTED = [
     (
         HumanMessage("The budget is $12,500 and we're at 85% of it after 3 sprints."),
         MessageTiers(
-            "budget=$12500, percent=85%, sprints=3", "The budget is $12,500 and we're at 85%…"
+            "budget=$12,500, percent=85%, sprints=3", "The budget is $12,500 and we're at 85%…"
         ),
     ),
     (
@@ -237,7 +238,7 @@ def test_extract_facts_orders_people_places_dates_numbers() -> None:
 
 def test_extract_facts_numbers_with_units_and_words() -> None:
     facts = extract_facts("I ran 10 km, paid €40 for shoes and have three brothers.")
-    assert facts == [Fact("km", "10"), Fact("paid", "€40"), Fact("brothers", "3")]
+    assert facts == [Fact("distance", "10 km"), Fact("paid", "€40"), Fact("brothers", "3")]
     assert extract_facts("It was $30 in total.") == [Fact("amount", "$30")]
 
 
@@ -318,7 +319,7 @@ def test_number_words_are_counted_in_any_case_and_outside_ascii() -> None:
     assert extract_facts("We often adopt cats.") == []
 
 
-@pytest.mark.parametrize("module", [offline, extraction])
+@pytest.mark.parametrize("module", [offline, extraction, identifiers])
 def test_module_doctests(module: object) -> None:
     result = doctest.testmod(module)  # type: ignore[arg-type]
     assert result.attempted > 0

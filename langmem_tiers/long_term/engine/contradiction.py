@@ -2,6 +2,10 @@
 
 :class:`RuleContradictionChecker` needs no model: it finds
 
+* a relation slot the new statement fills again or a value it ends
+  (:mod:`~langmem_tiers.tiers.slots`: "Jo lives in Berlin" / "Jo moved to Munich", "my
+  manager is Sarah" / "Sarah left; my new manager is Tom", "I quit Acme"), and statements
+  that only add ("I also have a cat") or fill another slot ("my work phone") change nothing;
 * a negation or an antonym of the same statement ("Jo likes tea" / "Jo does not like
   tea", "Jo loves jazz" / "Jo hates jazz");
 * different numbers for the same attribute of the same statement ("Jo is 30 years old" /
@@ -29,6 +33,8 @@ from functools import lru_cache
 from typing import NamedTuple
 
 import snowballstemmer
+
+from langmem_tiers.tiers.slots import read_claims, slot_verdict
 
 __all__ = ["ContradictionChecker", "RuleContradictionChecker", "Statement", "Verdict"]
 
@@ -152,6 +158,11 @@ _SINGLE_VALUE_CUES = frozenset(
         "scheduled", "due", "set", "title", "role", "status", "uses", "main", "primary",
     )
 )  # fmt: skip
+# Words of a new statement that say its value replaces one ("switched to", "instead").
+_CHANGE_WORDS = frozenset(
+    _STEMMER.stemWord(w)
+    for w in ("switched", "switch", "changed", "replaced", "instead", "nowadays")
+)
 _NUMBER_NAMES = (
     "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
     "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen",
@@ -312,7 +323,7 @@ class RuleContradictionChecker(ContradictionChecker):
         False
         >>> check(Statement("The launch date is May 4"),
         ...       Statement("The launch date is April 20")).explanation
-        "different numbers for 'date': may 4 now, apr 20 before"
+        "launch date: 'may 4' now, 'april 20' before"
         >>> check(Statement("The launch moves from April 20 to May 4."),
         ...       Statement("The launch date is April 20, 2026.")).explanation
         "the new statement changes 'April 20' to 'May 4'"
@@ -328,6 +339,9 @@ class RuleContradictionChecker(ContradictionChecker):
         """Whether ``new`` contradicts ``old``."""
         if new.subject and old.subject and new.subject.casefold() != old.subject.casefold():
             return Verdict(False, 0.9, f"different subjects ({new.subject!r}, {old.subject!r})")
+        slotted = slot_verdict(read_claims(new.text), read_claims(old.text))
+        if slotted is not None:
+            return Verdict(*slotted)
         a, b = _parse(new.text), _parse(old.text)
         similar = _jaccard(a.words, b.words)
         if a.negated != b.negated and similar >= 0.75:
@@ -359,7 +373,9 @@ class RuleContradictionChecker(ContradictionChecker):
                 da, db, prefix = span
                 # The predicate is shared (it is in the prefix): "is X", "lives in X".
                 single = a.copula_before[prefix] or b.copula_before[prefix]
-                if single or set(a.words[:prefix]) & _SINGLE_VALUE_CUES:
+                # "switched to Linux on the laptop" in place of "uses Windows on the laptop".
+                changed = bool(set(a.words) & _CHANGE_WORDS) and not set(b.words) & _CHANGE_WORDS
+                if single or changed or set(a.words[:prefix]) & _SINGLE_VALUE_CUES:
                     return Verdict(
                         True,
                         0.65,

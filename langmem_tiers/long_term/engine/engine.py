@@ -38,6 +38,7 @@ from langmem_tiers.long_term.engine import validate as check
 from langmem_tiers.long_term.engine.conflicts import Merger
 from langmem_tiers.long_term.engine.consolidation import count_unconsolidated_flow
 from langmem_tiers.long_term.engine.contradiction import ContradictionChecker
+from langmem_tiers.long_term.engine.entities import Entity, EntityDetail
 from langmem_tiers.long_term.engine.lifecycle import scoped_memory_flow
 from langmem_tiers.long_term.engine.models import (
     CompressionResult,
@@ -53,6 +54,7 @@ from langmem_tiers.long_term.engine.models import (
 from langmem_tiers.long_term.engine.operations import Operations
 from langmem_tiers.long_term.engine.steps import Db, Services, Steps, adrive, drive
 from langmem_tiers.long_term.engine.upkeep import Upkeep
+from langmem_tiers.long_term.store.erasure import ErasureResult, erase_scope_flow
 from langmem_tiers.long_term.store.events import event_context
 from langmem_tiers.long_term.store.store import TieredMemoryStore
 from langmem_tiers.tiers.base import Summarizer
@@ -437,6 +439,29 @@ class MemoryEngine:
         """Async twin of :meth:`memories`."""
         return await self._adrive(self._ops.memories_steps(scope, kinds, statuses, limit, offset))
 
+    def entities(self, scope: str, *, limit: int = 100, offset: int = 0) -> list[Entity]:
+        """The people, organisations, places and things the scope's memories name.
+
+        Most mentioned first; each with its kind, aliases ("Mel" of "Melanie"), how many
+        memories name it and when it was first and last named.
+        """
+        return self._drive(self._ops.entities_steps(scope, limit, offset))
+
+    async def aentities(self, scope: str, *, limit: int = 100, offset: int = 0) -> list[Entity]:
+        """Async twin of :meth:`entities`."""
+        return await self._adrive(self._ops.entities_steps(scope, limit, offset))
+
+    def entity(self, scope: str, name: str) -> EntityDetail | None:
+        """The entity ``name`` (or one of its aliases) names, with the memories naming it.
+
+        None when the scope's memories name no such entity.
+        """
+        return self._drive(self._ops.entity_steps(scope, name))
+
+    async def aentity(self, scope: str, name: str) -> EntityDetail | None:
+        """Async twin of :meth:`entity`."""
+        return await self._adrive(self._ops.entity_steps(scope, name))
+
     def retrieve(
         self,
         scope: str,
@@ -510,6 +535,21 @@ class MemoryEngine:
     async def aforget(self, scope: str, memory_id: str, *, hard: bool = False) -> Memory | None:
         """Async twin of :meth:`forget`."""
         return await self._adrive(self._upkeep.forget_steps(scope, memory_id, hard))
+
+    def erase_scope(self, scope: str) -> ErasureResult:
+        """Remove every trace of ``scope``: memories, versions, vectors (SQL and Qdrant),
+        terms, access counts, short-term sessions, API keys, and the content of its events
+        (content-free tombstones keep their sequence numbers). Idempotent: a re-run of an
+        interrupted erasure finishes it (see ``long_term/store/erasure.py``)."""
+        label = check.label(scope)
+        with event_context():
+            return self.store.db.run(erase_scope_flow(self.store.core, label, scope))
+
+    async def aerase_scope(self, scope: str) -> ErasureResult:
+        """Async twin of :meth:`erase_scope`."""
+        label = check.label(scope)
+        with event_context():
+            return await self.store.db.arun(erase_scope_flow(self.store.core, label, scope))
 
     def compress(self, scope: str, memory_ids: Sequence[str] | None = None) -> CompressionResult:
         """Summarise memories (default: the scope's decayed ones) into one; they become

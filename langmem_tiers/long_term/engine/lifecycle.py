@@ -44,6 +44,7 @@ from langmem_tiers.long_term.engine.models import (
     memory_from_snapshot,
 )
 from langmem_tiers.long_term.store.core import StoreCore, WriteNote
+from langmem_tiers.long_term.store.erasure import tombstone_memory_events_flow
 from langmem_tiers.long_term.store.events import EventRow, snapshot_flow, write_events_flow
 from langmem_tiers.long_term.store.records import item_id, split_namespace, validate_value
 from langmem_tiers.long_term.store.writes import ColumnChange, change_columns_flow, unindex_flow
@@ -343,7 +344,8 @@ def _soft_delete(core: StoreCore, scope_label: str, memory_id: str) -> Flow[Memo
 
 
 def hard_delete_flow(core: StoreCore, scope_label: str, memory_id: str) -> Flow[None]:
-    """Remove the row, its terms, vectors and versions; the event keeps what it was.
+    """Remove the row, its terms, vectors and versions, and erase its events' content
+    (content-free tombstones keep their sequence numbers, see ``store/erasure.py``).
 
     Episodes consolidated into the removed memory (a summary) lose that link in the same
     transaction, each with an event, so a later consolidation takes them again instead of
@@ -376,6 +378,8 @@ def _hard_delete(core: StoreCore, scope_label: str, memory_id: str) -> Flow[None
         metadata["unlinked_episode_ids"] = [e.id for e in episodes]
     note = WriteNote(DELETED, metadata)
     yield from core.batch_flow([PutOp(memory.namespace, memory.key, None)], notes={memory.id: note})
+    # Erasure: the memory's events (the delete's too) keep their place, not its content.
+    yield from tombstone_memory_events_flow(d, memory.id)
 
 
 def compress_flow(

@@ -65,6 +65,7 @@ IMPORTANCE_DECAYED = "memory.importance_decayed"
 CONSOLIDATED = "memory.consolidated"
 COMPRESSED = "memory.compressed"
 REINFORCED = "memory.reinforced"
+ERASED = "memory.erased"
 
 EVENT_TYPES: tuple[str, ...] = (
     CREATED,
@@ -79,8 +80,10 @@ EVENT_TYPES: tuple[str, ...] = (
     CONSOLIDATED,
     COMPRESSED,
     REINFORCED,
+    ERASED,
 )
-"""Every event type the store and the engine write (``memory.deleted`` is a hard delete)."""
+"""Every event type the store and the engine write (``memory.deleted`` is a hard delete;
+``memory.erased`` is the content-free tombstone an erasure leaves of any event)."""
 
 SUMMARY_CATEGORIES = frozenset({"conversation_summary", "episode_summary", "compressed_summary"})
 """Categories of summaries: records of what was said, never rejected, merged or superseded."""

@@ -33,6 +33,12 @@ from langmem_tiers.long_term.engine.contradiction import (
     ContradictionChecker,
     RuleContradictionChecker,
 )
+from langmem_tiers.long_term.engine.entities import (
+    Entity,
+    EntityDetail,
+    entities_flow,
+    entity_flow,
+)
 from langmem_tiers.long_term.engine.lifecycle import (
     Change,
     change_flow,
@@ -48,7 +54,12 @@ from langmem_tiers.long_term.engine.models import (
     WriteResult,
     scored,
 )
-from langmem_tiers.long_term.engine.pipeline import prepare_writes, semantic_steps, write_steps
+from langmem_tiers.long_term.engine.pipeline import (
+    names_steps,
+    prepare_writes,
+    semantic_steps,
+    write_steps,
+)
 from langmem_tiers.long_term.engine.replay import as_of_flow
 from langmem_tiers.long_term.engine.semantic import (
     index_texts,
@@ -216,7 +227,9 @@ class Operations:
             value["metadata"] = check.mapping("metadata", metadata)
         namespace = namespace_for(scope, "semantic")
         (write,) = prepare_writes(self, [PutOp(namespace, uuid.uuid4().hex, value)])
-        return (yield from semantic_steps(self, write, chosen))
+        result = yield from semantic_steps(self, write, chosen)
+        yield from names_steps(self, [result])
+        return result
 
     def write_steps(
         self, writes: Sequence[PutOp], strategy: ConflictStrategy | None
@@ -260,6 +273,7 @@ class Operations:
                 at=self.now(),
             )
         )
+        yield from names_steps(self, [memory])
         return memory
 
     def evolution_steps(self, scope: str, memory_id: str) -> Steps[list[MemoryVersion]]:
@@ -288,6 +302,7 @@ class Operations:
         memory: Memory = yield Db(
             _in_transaction(self._set_procedural_flow(label, namespace, key, stored, vectors))
         )
+        yield from names_steps(self, [memory])
         return memory
 
     def _set_procedural_flow(
@@ -429,6 +444,21 @@ class Operations:
         # Both are validated whole numbers, so they can be part of the statement.
         order = f"i.created_at, i.id LIMIT {check.large_limit(limit)} OFFSET {offset}"
         found: list[Memory] = yield Db(memories_flow(self.core.dialect, where, params, order=order))
+        return found
+
+    def entities_steps(self, scope: str, limit: int, offset: int) -> Steps[list[Entity]]:
+        label = check.label(scope)
+        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+            raise ValidationError(f"offset must be a whole number >= 0, got {offset!r}.")
+        found: list[Entity] = yield Db(
+            entities_flow(self.core.dialect, label, limit=check.large_limit(limit), offset=offset)
+        )
+        return found
+
+    def entity_steps(self, scope: str, name: str) -> Steps[EntityDetail | None]:
+        label = check.label(scope)
+        wanted = check.text("name", name).strip()
+        found: EntityDetail | None = yield Db(entity_flow(self.core.dialect, label, wanted))
         return found
 
     def retrieve_steps(

@@ -34,6 +34,7 @@ from langmem_tiers.config import ConflictStrategy
 from langmem_tiers.errors import ValidationError
 from langmem_tiers.long_term.engine.conflicts import resolve
 from langmem_tiers.long_term.engine.contradiction import Statement
+from langmem_tiers.long_term.engine.entities import record_entities_flow
 from langmem_tiers.long_term.engine.lifecycle import StaleDecisionError, memories_flow
 from langmem_tiers.long_term.engine.models import (
     CREATED,
@@ -46,6 +47,7 @@ from langmem_tiers.long_term.engine.semantic import (
     index_texts,
     near_flow,
     revise_flow,
+    slot_related_flow,
     write_semantic_flow,
 )
 from langmem_tiers.long_term.engine.steps import Combine, Db, Judge, Steps
@@ -61,7 +63,7 @@ from langmem_tiers.long_term.store.records import (
 if TYPE_CHECKING:
     from langmem_tiers.long_term.engine.operations import Operations
 
-__all__ = ["PreparedWrite", "prepare_writes", "semantic_steps", "write_steps"]
+__all__ = ["PreparedWrite", "names_steps", "prepare_writes", "semantic_steps", "write_steps"]
 
 # Decisions retried when a memory they were based on changed, or a near one appeared,
 # meanwhile. Concurrent first facts about one subject commit one per round, so this
@@ -135,7 +137,23 @@ def write_steps(
             results[i] = yield from _semantic_at_key_steps(ops, p, strategy)
         elif p.record.kind == "procedural":
             results[i] = yield from _procedural_steps(ops, p)
+    yield from names_steps(ops, list(results.values()))
     return [results[i] for i in range(len(prepared))]
+
+
+# What a write stored anew (a duplicate, a refusal or a reinforcement stored nothing new).
+_NAMES_RECORDED = frozenset({"created", "superseded", "kept_both", "merged", "updated"})
+
+
+def names_steps(ops: Operations, results: Sequence[WriteResult | Memory]) -> Steps[None]:
+    """Record the entities the memories written name, in their scopes (see ``entities``)."""
+    written = [
+        r if isinstance(r, Memory) else r.memory
+        for r in results
+        if isinstance(r, Memory) or r.action in _NAMES_RECORDED
+    ]
+    if written:
+        yield Db(record_entities_flow(ops.core.dialect, written))
 
 
 def _existing_steps(ops: Operations, ids: Sequence[str]) -> Steps[dict[str, Memory]]:
@@ -219,6 +237,16 @@ def semantic_steps(
                     subject=record.subject,
                     k=ops.conflict_candidates,
                     threshold=ops.settings.conflict_similarity_threshold,
+                )
+            )
+            # Memories the relation slots tie to the new one, however far their vectors.
+            near += yield Db(
+                slot_related_flow(
+                    core,
+                    record.scope,
+                    text,
+                    subject=record.subject,
+                    seen={n.memory.id for n in near},
                 )
             )
         verdicts = []

@@ -57,6 +57,7 @@ from langmem_tiers.long_term.store.records import (
 )
 from langmem_tiers.sql.dialect import ITEMS
 from langmem_tiers.sql.flow import Flow, Sql, Transaction
+from langmem_tiers.tiers.slots import read_claims, related
 
 __all__ = [
     "NearCheck",
@@ -64,6 +65,7 @@ __all__ = [
     "lock_names_flow",
     "near_flow",
     "revise_flow",
+    "slot_related_flow",
     "update_semantic_flow",
     "write_semantic_flow",
 ]
@@ -151,6 +153,49 @@ def near_flow(
     return sorted(
         (NearMemory(m, near[m.id]) for m in found), key=lambda n: (-n.similarity, n.memory.id)
     )
+
+
+SLOT_CANDIDATES = 200
+"""How many of a scope's latest active semantic memories the relation slots look through."""
+
+
+def slot_related_flow(
+    core: StoreCore,
+    scope_label: str,
+    text: str,
+    *,
+    subject: str | None,
+    seen: Collection[str],
+    limit: int = SLOT_CANDIDATES,
+) -> Flow[list[NearMemory]]:
+    """Active semantic memories the relation slots tie to ``text`` that ``seen`` lacks.
+
+    Embeddings miss that "The user moved to Munich." ends "The user lives in Berlin."
+    (few shared words); the slots (:mod:`~langmem_tiers.tiers.slots`) do not.
+    The scope's ``limit`` latest active memories (an index range, newest first) are read
+    and those whose slot the new statement fills, or whose value it ends, are returned,
+    with similarity 0 (they were not found by their vector; they are never duplicates).
+    """
+    new = read_claims(text)
+    if not new.slots and not new.ended and not new.now:
+        return []
+    categories = sorted(SUMMARY_CATEGORIES)
+    where = (
+        "i.prefix = ? AND i.scope = ? AND i.kind = 'semantic' AND i.status = 'active'"
+        f" AND (i.category IS NULL OR i.category NOT IN ({', '.join('?' for _ in categories)}))"
+    )
+    params: list[Any] = [join_namespace((scope_label, "semantic")), scope_label, *categories]
+    if subject is not None:
+        where += " AND (i.subject = ? OR i.subject IS NULL)"
+        params.append(subject)
+    latest = yield from memories_flow(
+        core.dialect, where, params, order=f"i.updated_at DESC, i.id LIMIT {int(limit)}"
+    )
+    return [
+        NearMemory(m, 0.0)
+        for m in latest
+        if m.id not in seen and related(new, read_claims(m.content))
+    ]
 
 
 # -- writes --------------------------------------------------------------------------------

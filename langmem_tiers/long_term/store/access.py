@@ -23,11 +23,11 @@ _FLUSH_SECONDS = 2.0
 
 #: PostgreSQL plans a statement a connection runs often once, with the row counts it knew
 #: then: a table of counts analyzed while empty (a database-wide ``VACUUM ANALYZE`` of a
-#: new store) was scanned whole for every item a search looked up in it, as it grew (1.8-3
-#: ms a search at 3,000 counts, against 0.4). Once this process has added that many first
+#: new store) was scanned whole for every item a search looked up in it, as it grew. Once
+#: this process has added that many first
 #: counts to a table estimated smaller, it is analyzed: from about 500 rows on, a lookup by
 #: id is planned through the index whatever the table grows to, so once is enough (each
-#: analysis makes every connection plan its statements again: 1.5 ms in the next search).
+#: analysis makes every connection plan its statements again, in its next search).
 _ANALYZE_ROWS = 512
 
 

@@ -11,7 +11,14 @@ from langgraph.store.base import IndexConfig
 from langmem_tiers.embeddings import OfflineEmbeddings, resolve_embeddings
 from langmem_tiers.errors import ConfigurationError, MissingDependencyError
 
-__all__ = ["check_name", "conn_string_url", "qdrant_client", "resolve_index"]
+__all__ = ["DISTANCES", "check_name", "conn_string_url", "qdrant_client", "resolve_index"]
+
+#: The distances an index config may name: those LangGraph's stores take for float
+#: vectors. Vectors are stored unit-normalised, and on unit vectors all three rank alike:
+#: the squared L2 distance is ``2 - 2 * cosine`` and the inner product is the cosine. So
+#: every one is ranked by cosine similarity, and the fused score's semantic part stays
+#: the cosine (in [0, 1]) whichever is named.
+DISTANCES = ("cosine", "l2", "inner_product")
 
 
 def resolve_index(
@@ -26,10 +33,10 @@ def resolve_index(
         if not isinstance(index, dict):
             raise ConfigurationError(f"index must be a dict like IndexConfig, got {index!r}.")
         distance = index.get("distance_type", "cosine")
-        if distance != "cosine":
+        if distance not in DISTANCES:
             raise ConfigurationError(
-                f"index['distance_type'] must be 'cosine' (the only distance this store "
-                f"ranks by), got {distance!r}; leave it out or set it to 'cosine'."
+                f"index['distance_type'] must be one of {list(DISTANCES)} (float vectors), got "
+                f"{distance!r}; leave it out for 'cosine'."
             )
         spec = index.get("embed")
         dims = index.get("dims")

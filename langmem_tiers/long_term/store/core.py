@@ -482,11 +482,18 @@ def _with_tuple_namespace(op: Op) -> Op:
     if isinstance(op, ListNamespacesOp) and op.match_conditions:
         return op._replace(
             match_conditions=tuple(
-                c._replace(path=as_namespace(c.path, field="match path"))
-                for c in op.match_conditions
+                c._replace(path=_match_path(c.path)) for c in op.match_conditions
             )
         )
     return op
+
+
+def _match_path(path: Any) -> tuple[str, ...]:
+    """A match condition's path as a tuple; a bare string is a path of one label, as
+    LangGraph's own tests write it (``MatchCondition("suffix", "public")``)."""
+    if isinstance(path, str):
+        return (path,)
+    return as_namespace(path, field="match path")
 
 
 def _matches(condition: Any, namespace: tuple[str, ...]) -> bool:

@@ -11,7 +11,6 @@ Example:
 
 from __future__ import annotations
 
-import concurrent.futures
 from collections.abc import (
     Awaitable,
     Callable,
@@ -62,7 +61,13 @@ from langmem_tiers.long_term.store.retriever import TieredMemoryRetriever
 from langmem_tiers.long_term.store.search.fusion import dense_weight_for
 from langmem_tiers.long_term.store.search.options import AuthorMode, TimeMode, options_filter
 from langmem_tiers.long_term.store.search.relevance import cosine_curve_for
-from langmem_tiers.long_term.store.ttl import DEFAULT_SWEEP_MINUTES, TTLSweeper, check_ttl_config
+from langmem_tiers.long_term.store.ttl import (
+    DEFAULT_SWEEP_MINUTES,
+    Answer,
+    SweeperFuture,
+    TTLSweeper,
+    check_ttl_config,
+)
 from langmem_tiers.long_term.store.vectors import (
     PgVectorIndex,
     QdrantIndex,
@@ -95,7 +100,8 @@ class TieredMemoryStore(BaseStore):
         conn: the database connection or pool.
         index: LangGraph's index config (``dims``, ``embed``, ``fields``). ``embed`` may be
             any LangChain ``Embeddings``, a provider string or a function. Vectors are
-            compared by cosine similarity (``distance_type`` may only be ``"cosine"``).
+            compared by cosine similarity: ``distance_type`` may be ``"cosine"``, ``"l2"``
+            or ``"inner_product"``, which rank unit-normalised vectors alike.
         embeddings: shortcut for ``index={"embed": embeddings}``; ``None`` with no index
             means the offline deterministic embedder.
         qdrant: put vectors in Qdrant: a ``QdrantClient``, a server URL, a local path or
@@ -103,7 +109,8 @@ class TieredMemoryStore(BaseStore):
         qdrant_collection: the Qdrant collection name.
         settings: ranking weights, limits and the rest (:class:`~langmem_tiers.config.Settings`).
         ttl: LangGraph's ``TTLConfig``: ``default_ttl`` (minutes, for puts that give no
-            ``ttl``), ``refresh_on_read`` (default True) and ``sweep_interval_minutes``
+            ``ttl``), ``refresh_on_read`` (whether a read that does not say restarts the TTL; False
+            when left out, as with LangGraph's ``SqliteStore``) and ``sweep_interval_minutes``
             (for :meth:`start_ttl_sweeper`).
 
     Example:
@@ -343,23 +350,28 @@ class TieredMemoryStore(BaseStore):
     def sweep_ttl(self) -> int:
         """Delete expired items now (each with a ``memory.deleted`` event); how many.
 
-        Reads never return expired items, so sweeping only reclaims space.
+        Reads never return expired items, so sweeping only reclaims space. The count may
+        also be awaited (``await store.sweep_ttl()``, as LangGraph's async stores are
+        called); on the event loop of a store opened with an async connection the call
+        returns the awaitable that sweeps.
         """
-        return self.db.run(self.core.sweep_flow())
+        if self.db.on_own_loop():
+            return cast(int, self.asweep_ttl())
+        return Answer(self.db.run(self.core.sweep_flow()))
 
     async def asweep_ttl(self) -> int:
         """Async twin of :meth:`sweep_ttl`."""
-        return await self.db.arun(self.core.sweep_flow())
+        return int(await self.db.arun(self.core.sweep_flow()))
 
-    def start_ttl_sweeper(
-        self, sweep_interval_minutes: float | None = None
-    ) -> concurrent.futures.Future[None]:
+    def start_ttl_sweeper(self, sweep_interval_minutes: float | None = None) -> SweeperFuture:
         """Sweep expired items in the background every ``sweep_interval_minutes``.
 
         The interval defaults to the ``ttl`` config's ``sweep_interval_minutes``, else 5.
         A daemon thread does it, or, called on the event loop of a store opened with an
-        async connection, a task of that loop. The future completes when it stops; a
-        second call while it runs returns the same future. :meth:`close` stops it.
+        async connection, a task of that loop. The returned ``concurrent.futures.Future``
+        completes when it stops; awaiting it gives it back at once (``await
+        store.start_ttl_sweeper()``, as with LangGraph's async stores). A second call
+        while it runs returns the same future. :meth:`close` stops it.
         """
         interval = (
             sweep_interval_minutes
@@ -368,9 +380,11 @@ class TieredMemoryStore(BaseStore):
         )
         return self._sweeper.start(interval)
 
-    def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
-        """Stop the background sweeper; False if it did not stop within ``timeout`` seconds."""
-        return self._sweeper.stop(timeout)
+    def stop_ttl_sweeper(self, timeout: float | None = None) -> int:
+        """Stop the background sweeper: true (1) once stopped, false (0) if it did not stop
+        within ``timeout`` seconds. The answer may also be awaited, as LangGraph's async
+        stores' is."""
+        return Answer(self._sweeper.stop(timeout))
 
     # -- BaseStore's methods: each builds one op (shared by the twins) ----------------------
     def _put_op(
@@ -425,7 +439,8 @@ class TieredMemoryStore(BaseStore):
     def _refresh(self, refresh_ttl: bool | None) -> bool:
         if refresh_ttl is not None:
             return bool(refresh_ttl)
-        return bool((self.ttl_config or {}).get("refresh_on_read", True))
+        # As LangGraph's SqliteStore: reads refresh by default only when the config says so.
+        return bool((self.ttl_config or {}).get("refresh_on_read", False))
 
     def put(
         self,
@@ -464,7 +479,7 @@ class TieredMemoryStore(BaseStore):
     ) -> Item | None:
         """The item at ``namespace``/``key``, or None (also once it has expired).
 
-        ``refresh_ttl`` restarts its TTL (default: the config's ``refresh_on_read``, True).
+        ``refresh_ttl`` restarts its TTL (default: the config's ``refresh_on_read``, False when left out).
         """
         return cast("Item | None", self.batch([self._get_op(namespace, key, refresh_ttl)])[0])
 

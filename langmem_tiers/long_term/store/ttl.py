@@ -18,14 +18,14 @@ import concurrent.futures
 import logging
 import math
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Generator
 from typing import Any
 
 from langgraph.store.base import TTLConfig
 
 from langmem_tiers.errors import ConfigurationError
 
-__all__ = ["DEFAULT_SWEEP_MINUTES", "TTLSweeper", "check_ttl_config"]
+__all__ = ["DEFAULT_SWEEP_MINUTES", "SweeperFuture", "TTLSweeper", "check_ttl_config"]
 
 logger = logging.getLogger(__name__)
 
@@ -70,6 +70,37 @@ def check_ttl_config(ttl: TTLConfig | None) -> TTLConfig | None:
     return ttl
 
 
+class SweeperFuture(concurrent.futures.Future[None]):
+    """The future of a running sweeper: done when it stops.
+
+    It may also be awaited, which gives the future itself at once: code written for
+    LangGraph's async stores (``await store.start_ttl_sweeper()``) runs unchanged, and
+    code written for its sync stores keeps a ``concurrent.futures.Future``.
+    """
+
+    def __await__(self) -> Generator[Any, None, SweeperFuture]:
+        return self
+        yield  # pragma: no cover - makes this a generator
+
+
+class Answer(int):
+    """A count or a flag already known that may also be awaited for itself.
+
+    What ``stop_ttl_sweeper`` returns (a flag) and what ``sweep_ttl`` returns when it ran
+    at once, so ``await store.sweep_ttl()`` and ``await store.stop_ttl_sweeper()`` (as
+    LangGraph's async stores are called) work on every store.
+    """
+
+    __slots__ = ()
+
+    def __await__(self) -> Generator[Any, None, int]:
+        return int(self)
+        yield  # pragma: no cover - makes this a generator
+
+    def __repr__(self) -> str:
+        return repr(int(self))
+
+
 def _settle(done: concurrent.futures.Future[None]) -> None:
     if not done.done():
         done.set_result(None)
@@ -95,21 +126,21 @@ class TTLSweeper:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._task: asyncio.Task[None] | None = None
-        self._done: concurrent.futures.Future[None] | None = None
+        self._done: SweeperFuture | None = None
 
     @property
     def running(self) -> bool:
         """Whether a sweeper thread or task is running."""
         return self._done is not None and not self._done.done()
 
-    def start(self, interval_minutes: float) -> concurrent.futures.Future[None]:
+    def start(self, interval_minutes: float) -> SweeperFuture:
         """Start sweeping every ``interval_minutes``; the future completes when it stops."""
         _minutes(interval_minutes, "sweep_interval_minutes")
         if self.running:
             assert self._done is not None
             return self._done
         self._stop.clear()
-        done: concurrent.futures.Future[None] = concurrent.futures.Future()
+        done = SweeperFuture()
         self._done = done
         seconds = float(interval_minutes) * 60
         if self._on_loop():

@@ -12,7 +12,6 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from datetime import datetime, timedelta
-from itertools import repeat
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -52,13 +51,16 @@ from langmem_tiers.sql.flow import Flow, InsertRows, Pipeline, Sql, SqlMany, Tak
 
 __all__ = [
     "ENGINE_COLUMNS",
+    "ColumnChange",
     "OwnWrite",
     "PreparedPut",
     "StoreWriter",
     "WriteNote",
     "WrittenItem",
+    "change_columns_flow",
     "lock_scope_changes_flow",
     "prepare_put",
+    "unindex_flow",
     "validate_ttl",
 ]
 
@@ -287,18 +289,6 @@ def _event_of(
     return note.event_type or f"memory.{kind}", dict(note.metadata or {})
 
 
-def _postings_rows(puts: Iterable[PreparedPut]) -> list[tuple[str, str, str, int]]:
-    """The postings of ``puts`` (written items): one row per term of each, in key order
-    (inserted in the B-tree's order, each page is visited once)."""
-    rows: list[tuple[str, str, str, int]] = []
-    for p in puts:
-        r = p.record
-        assert r is not None
-        rows.extend(zip(repeat(r.prefix), p.terms, repeat(r.id), p.terms.values()))
-    rows.sort()
-    return rows
-
-
 class StoreWriter:
     """Writes prepared puts with their index rows and events, inside a transaction."""
 
@@ -349,8 +339,8 @@ class StoreWriter:
         deletes = sorted({item_id(p.namespace, p.key) for p in puts if p.record is None})
         if deletes:
             # One statement, rows locked in id order: a statement per item fired the count
-            # triggers per item, and PostgreSQL's counter row grew a version each time
-            # (70,000 deletes of one namespace: 41 s; one statement: 2 s).
+            # triggers per item, and PostgreSQL's counter row grew a version each time,
+            # which every next one walked.
             in_ids, params = d.in_list("id", deletes)
             batch.append(
                 Sql(
@@ -388,14 +378,13 @@ class StoreWriter:
                     batch.append(
                         Sql(arrays, [list(column) for column in zip(*item_rows, strict=True)])
                     )
-            # Postings after the items: an overwrite whose terms changed has had its old
-            # ones removed by the items' trigger; one whose terms did not keeps them.
-            postings = _postings_rows(upserts)
-            if postings:
-                batch.append(d.write_postings_request(postings))
-            # Vectors belong to their item (a foreign key): a new item has none.
+            # Vectors belong to their item (a foreign key): a new item has none, unless
+            # another client deleted an item of that id where foreign keys are not
+            # enforced (its vectors are cleared too, or the new ones would collide). Its
+            # terms are the packed column of its row.
             if self.index.in_database:
-                batch.extend(self.index.write_requests(rows, [i for i in ids if i in before]))
+                replaced = ids if d.orphans_possible else [i for i in ids if i in before]
+                batch.extend(self.index.write_requests(rows, replaced))
         for note_id, note in notes.items():
             if note.columns and note_id in ids:
                 names = sorted(note.columns)

@@ -56,10 +56,9 @@ __all__ = [
 K = TypeVar("K", bound=Hashable)
 
 #: The share of its score a candidate by someone else loses when the query names the author
-#: of another candidate. Chosen on LoCoMo's tuning conversations (0-4) among 0.1-0.5 (0.33
-#: and 0.4 within 0.001; 0.2 and 0.5 about 0.006 lower). Through the store, recall@10 on
-#: them went 0.743 -> 0.778 offline (multi-hop 0.417 -> 0.466) and 0.781 -> 0.794 with
-#: MiniLM; the held-out conversations (5-9) moved alike: 0.713 -> 0.752 and 0.740 -> 0.760.
+#: of another candidate. Chosen on LoCoMo's tuning conversations (0-4) among 0.1-0.5: it
+#: raised recall@10 through the store with both embedders, most on multi-hop questions,
+#: and the held-out conversations (5-9) moved alike (the figures: docs/changes.md).
 AUTHOR_BOOST = 0.33
 
 #: Value fields that name who wrote or said a memory, first found wins.

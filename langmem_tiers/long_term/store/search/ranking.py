@@ -8,10 +8,10 @@ Two forms, chosen by ``Settings.ranking``:
 * ``linear``: ``score = w_sem*semantic + w_rec*recency + w_freq*frequency + w_conf*confidence``.
 
 Why gated: every search counts as an access of what it returns, so under the linear form
-memories that were returned often keep being returned, relevant or not. On LoCoMo (1,536
-questions, 150 per conversation) the linear form lost 0.03 recall@10 with the offline
-embedder and 0.08 with MiniLM against ranking by relevance alone; the gated form, with the
-saturating frequency below, is within 0.004 of it on both (``benchmarks/locomo_store.py``).
+memories that were returned often keep being returned, relevant or not. On LoCoMo the
+linear form lost recall@10 with both embedders against ranking by relevance alone; the
+gated form, with the saturating frequency below, is as good as it on both
+(``benchmarks/locomo_store.py``).
 
 Components, each in [0, 1]:
 
@@ -55,12 +55,11 @@ _LN2 = math.log(2.0)
 
 #: Access count at which the frequency component reaches one half. Accesses include every
 #: search that returned the memory, so a count grows with how often a memory *matches*, not
-#: only with how often it is used: small counts are noise and must stay small. Measured on
-#: LoCoMo's tuning conversations (0-4, 150 searches each) with MiniLM, recall@10 was 0.731
-#: with the former ``log(1 + n) / log(1 + max n)`` over the candidates, 0.742 / 0.745 /
-#: 0.747 with a half count of 30 / 100 / 200, and 0.747 with no access counts at all; 100
-#: is where the feedback loop costs next to nothing while a memory read a hundred times
-#: still gets a visible share.
+#: only with how often it is used: small counts are noise and must stay small. On LoCoMo's
+#: tuning conversations with MiniLM, recall@10 was lowest with the former
+#: ``log(1 + n) / log(1 + max n)`` over the candidates and rose with the half count towards
+#: that with no access counts at all; 100 is where the feedback loop costs next to nothing
+#: while a memory read a hundred times still gets a visible share.
 FREQUENCY_HALF_COUNT = 100
 
 
@@ -100,7 +99,7 @@ def frequency(access_count: int) -> float:
     candidates gave a memory returned once the full component whenever no candidate had
     been returned more often, so after the first few searches a difference of one or two
     accesses was worth the component's whole weight and, in the gated form, reordered
-    memories of clearly different relevance (0.015 recall@10 on LoCoMo with MiniLM). A memory's
+    memories of clearly different relevance (recall@10 fell on LoCoMo with MiniLM). A memory's
     frequency now depends only on its own count, and only a memory that has been accessed
     as often as :data:`FREQUENCY_HALF_COUNT` gets half the component; it still breaks ties
     between memories of equal relevance after a single access.

@@ -96,9 +96,8 @@ __all__ = [
 
 #: A load brings the ``columns`` of each member (what the search reads of its candidates
 #: next) only while the members are at most this many. Each member row costs the reading
-#: search about 8 us more; a separate statement for the candidates' rows, 2-3 ms. Measured
-#: on PostgreSQL, a namespace's first search took p50 12.0 ms with the rows and 13.8
-#: without at 100 members, 54 ms with and 46 without at 1,000.
+#: search a little more, while a separate statement for the candidates' rows costs a round
+#: trip: in a small namespace the rows are cheaper, in a large one the statement.
 MEMBER_ROWS_MAX = 300
 
 #: The most items of an entry whose searches, when it remembers no members for them,
@@ -108,8 +107,8 @@ MEMBER_ROWS_MAX = 300
 COUNTED_GUESS_MAX = 2_000
 
 #: The most items of an entry that takes in this process's writes as they commit: taking
-#: one in copies the entry (about 4 ms of the writer's time at 1,000 items, 20-50 ms at
-#: 12,000), so above this the next search reads the changes instead, once for every write
+#: one in copies the entry, at a cost to the writer that grows with the entry, so above
+#: this the next search reads the changes instead, once for every write
 #: since, and writes of its namespaces read no counts.
 MAX_TAKEN_ITEMS = 1_000
 
@@ -564,7 +563,7 @@ def _inverted_index(
 def _by_code(coded: np.ndarray, n_codes: int) -> np.ndarray:
     """The order that sorts postings by their codes (below ``n_codes``), keeping the order
     of those of one code. Codes that fit in 16 bits are sorted as such: numpy's stable
-    sort of 16-bit integers is a radix sort, five times faster over 25,000 postings."""
+    sort of 16-bit integers is a radix sort, faster than a comparison sort."""
     if n_codes <= 1 << 16:
         return np.argsort(coded.astype(np.uint16), kind="stable")
     return np.argsort(coded, kind="stable")
@@ -593,7 +592,7 @@ def _postings(
 def _code_terms(codes: dict[str, int], terms: Sequence[str]) -> list[int]:
     """The code of each of ``terms``, new terms numbered next in ``codes`` in order of
     first use. Each new term is numbered once, then every code is one lookup in C: a
-    Python loop over the postings cost 0.5 us a posting, most of a namespace's load.
+    Python loop over the postings cost most of a namespace's load.
 
     Example::
 
@@ -611,8 +610,8 @@ def _frequencies(numerals: list[str]) -> np.ndarray:
     """``numerals`` (whole numbers written in decimal) as floats.
 
     Nearly every term occurs once or a few times in an item: when every numeral is one
-    digit, their characters are their values plus 48, read as one byte array (a thousand
-    items' postings: 0.1 ms instead of 2.7 ms through ``int`` one by one).
+    digit, their characters are their values plus 48, read as one byte array at once
+    instead of through ``int`` one by one.
 
     Example::
 
@@ -1414,7 +1413,7 @@ class _Seed:
         # objects the garbage collector would walk (one an item, 100,000 in a process that
         # wrote as many, doubling the time of a full collection). Kept as writes come, it
         # is the entry's rows where no item was written twice: building it at the first
-        # search cost 0.2-0.5 ms at 1,000 items, whose ids had long left the CPU's caches.
+        # search read every item's id again, long after it had left the CPU's caches.
         self.items: dict[str, int] = {}
         self.codes: dict[str, int] = {}  # a code per term met (some may no longer occur)
         self.packed: dict[str, str] = {}  # item -> its packed terms (items with terms)

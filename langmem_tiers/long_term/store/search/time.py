@@ -33,6 +33,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Hashable, Mapping, Sequence
+from contextlib import suppress
 from datetime import date, datetime, time, timedelta, timezone
 from typing import NamedTuple, TypeVar
 
@@ -52,6 +53,11 @@ __all__ = [
 ]
 
 K = TypeVar("K", bound=Hashable)
+
+#: What the calendar raises for a time it cannot hold ("6000 years ago" said in 2023, "in
+#: 10**20 days", a number too long to read): such an expression is not indexed as a time,
+#: and the rest of the text still is. Understanding time never fails a write or a search.
+_OUT_OF_RANGE = (ValueError, OverflowError)
 
 #: The first character of every time term; the text analyser never emits it.
 TIME_TERM_PREFIX = "@"
@@ -418,101 +424,112 @@ def _time_expressions(query: str, now: datetime) -> tuple[dict[str, float], Wind
     dated = (_ISO_DATE, _DAY_MONTH_YEAR, _MONTH_DAY_YEAR) if digits and months else (_ISO_DATE,)
     for pattern in dated if digits else ():
         for m in list(pattern.finditer(text)):
-            month = m.group("month")
-            month_n = int(month) if month.isdigit() else _MONTH_ALIASES[month.lower()]
-            d = _valid_date(int(m.group("year")), month_n, int(m.group("day")))
-            if d is not None:
-                add(_days_window(d, 1, tz), 0, m.start())
-                consume(m)
+            with suppress(*_OUT_OF_RANGE):
+                month = m.group("month")
+                month_n = int(month) if month.isdigit() else _MONTH_ALIASES[month.lower()]
+                d = _valid_date(int(m.group("year")), month_n, int(m.group("day")))
+                if d is not None:
+                    add(_days_window(d, 1, tz), 0, m.start())
+                    consume(m)
     for m in list(_MONTH_YEAR.finditer(text)) if digits and months else ():
-        add(
-            _month_window(int(m.group("year")), _MONTH_ALIASES[m.group("month").lower()], tz),
-            2,
-            m.start(),
-        )
-        consume(m)
+        with suppress(*_OUT_OF_RANGE):
+            add(
+                _month_window(int(m.group("year")), _MONTH_ALIASES[m.group("month").lower()], tz),
+                2,
+                m.start(),
+            )
+            consume(m)
     for pattern in (_DAY_MONTH, _MONTH_DAY) if digits and months else ():
         for m in list(pattern.finditer(text)):
-            month_n = _MONTH_ALIASES[m.group("month").lower()]
-            d = _latest(month_n, int(m.group("day")), today)
-            if d is not None and 1 <= int(m.group("day")) <= 31:
-                add(
-                    _days_window(d, 1, tz),
-                    0,
-                    m.start(),
-                    (f"{TIME_TERM_PREFIX}{MONTHS[month_n - 1]}",),
-                )
-                consume(m)
+            with suppress(*_OUT_OF_RANGE):
+                month_n = _MONTH_ALIASES[m.group("month").lower()]
+                d = _latest(month_n, int(m.group("day")), today)
+                if d is not None and 1 <= int(m.group("day")) <= 31:
+                    add(
+                        _days_window(d, 1, tz),
+                        0,
+                        m.start(),
+                        (f"{TIME_TERM_PREFIX}{MONTHS[month_n - 1]}",),
+                    )
+                    consume(m)
     for m in list(_MONTH_ALONE.finditer(text)) if months else ():
-        word = m.group("month").lower()
-        if (word in ("may", "march") or len(word) <= 4) and not m.group("lead"):
-            continue  # "you may", "march on", "Jan": words before they are months
-        month_n = _MONTH_ALIASES[word]
-        lead = (m.group("lead") or "").lower()
-        if lead == "next":
-            year = today.year + (month_n <= today.month)
-        elif lead == "last":
-            year = today.year - (month_n >= today.month)
-        else:
-            year = today.year - (month_n > today.month)
-        terms[f"{TIME_TERM_PREFIX}{MONTHS[month_n - 1]}"] = 1.0
-        found.append((2, m.start(), _month_window(year, month_n, tz)))
-        consume(m)
+        with suppress(*_OUT_OF_RANGE):
+            word = m.group("month").lower()
+            if (word in ("may", "march") or len(word) <= 4) and not m.group("lead"):
+                continue  # "you may", "march on", "Jan": words before they are months
+            month_n = _MONTH_ALIASES[word]
+            lead = (m.group("lead") or "").lower()
+            if lead == "next":
+                year = today.year + (month_n <= today.month)
+            elif lead == "last":
+                year = today.year - (month_n >= today.month)
+            else:
+                year = today.year - (month_n > today.month)
+            month_window = _month_window(year, month_n, tz)
+            terms[f"{TIME_TERM_PREFIX}{MONTHS[month_n - 1]}"] = 1.0
+            found.append((2, m.start(), month_window))
+            consume(m)
     for m in list(_YEAR_ALONE.finditer(text)) if digits else ():
-        add(_year_window(int(m.group("year")), tz), 3, m.start())
-        consume(m)
+        with suppress(*_OUT_OF_RANGE):
+            add(_year_window(int(m.group("year")), tz), 3, m.start())
+            consume(m)
     day_words = any(word in lowered for word in ("yesterday", "today", "tonight"))
     for m in list(_DAY_WORDS.finditer(text)) if day_words else ():
-        word = re.sub(r"\s+", " ", m.group("word").lower())
-        back = {"today": 0, "tonight": 0, "yesterday": 1}.get(word, 2)
-        add(_days_window(today - timedelta(days=back), 1, tz), 0, m.start())
-        consume(m)
+        with suppress(*_OUT_OF_RANGE):
+            word = re.sub(r"\s+", " ", m.group("word").lower())
+            back = {"today": 0, "tonight": 0, "yesterday": 1}.get(word, 2)
+            add(_days_window(today - timedelta(days=back), 1, tz), 0, m.start())
+            consume(m)
     for m in list(_AGO.finditer(text)) if units and "ago" in words else ():
-        n, unit = _number(m.group("n")), m.group("unit").lower()
-        if unit == "day":
-            add(_days_window(today - timedelta(days=n), 1, tz), 0, m.start())
-        elif unit == "week":
-            add(_days_window(today - timedelta(days=7 * n + 3), 7, tz), 1, m.start())
-        elif unit == "month":
-            add(_month_window(*_shift_months(today, -n), tz), 2, m.start())
-        else:
-            add(_year_window(today.year - n, tz), 3, m.start())
-        consume(m)
+        with suppress(*_OUT_OF_RANGE):
+            n, unit = _number(m.group("n")), m.group("unit").lower()
+            if unit == "day":
+                add(_days_window(today - timedelta(days=n), 1, tz), 0, m.start())
+            elif unit == "week":
+                add(_days_window(today - timedelta(days=7 * n + 3), 7, tz), 1, m.start())
+            elif unit == "month":
+                add(_month_window(*_shift_months(today, -n), tz), 2, m.start())
+            else:
+                add(_year_window(today.year - n, tz), 3, m.start())
+            consume(m)
     for m in list(_PAST_N.finditer(text)) if leads else ():
-        n, unit = _number(m.group("n")), m.group("unit").lower()
-        days = {"day": n, "week": 7 * n, "month": 31 * n, "year": 366 * n}[unit]
-        add(
-            _days_window(today - timedelta(days=days - 1), days, tz),
-            1 if days <= 7 else 2,
-            m.start(),
-        )
-        consume(m)
+        with suppress(*_OUT_OF_RANGE):
+            n, unit = _number(m.group("n")), m.group("unit").lower()
+            days = {"day": n, "week": 7 * n, "month": 31 * n, "year": 366 * n}[unit]
+            add(
+                _days_window(today - timedelta(days=days - 1), days, tz),
+                1 if days <= 7 else 2,
+                m.start(),
+            )
+            consume(m)
     for m in list(_RELATIVE.finditer(text)) if leads else ():
-        which, unit = m.group("which").lower(), m.group("unit").lower()
-        this = which == "this"
-        monday = today - timedelta(days=today.weekday())
-        if unit == "week":
-            first = monday if this else monday - timedelta(days=7)
-            add(_days_window(first, 7, tz), 1, m.start())
-        elif unit == "weekend":
-            # "this weekend": the one of this week; "last weekend": the one before this week.
-            saturday = monday + timedelta(days=5 if this else -2)
-            add(_days_window(saturday, 2, tz), 1, m.start())
-        elif unit == "month":
-            add(_month_window(*_shift_months(today, 0 if this else -1), tz), 2, m.start())
-        else:
-            add(_year_window(today.year - (0 if this else 1), tz), 3, m.start())
-        consume(m)
+        with suppress(*_OUT_OF_RANGE):
+            which, unit = m.group("which").lower(), m.group("unit").lower()
+            this = which == "this"
+            monday = today - timedelta(days=today.weekday())
+            if unit == "week":
+                first = monday if this else monday - timedelta(days=7)
+                add(_days_window(first, 7, tz), 1, m.start())
+            elif unit == "weekend":
+                # "this weekend": the one of this week; "last weekend": the one before this week.
+                saturday = monday + timedelta(days=5 if this else -2)
+                add(_days_window(saturday, 2, tz), 1, m.start())
+            elif unit == "month":
+                add(_month_window(*_shift_months(today, 0 if this else -1), tz), 2, m.start())
+            else:
+                add(_year_window(today.year - (0 if this else 1), tz), 3, m.start())
+            consume(m)
     weekdays = any(day in lowered for day in WEEKDAYS)
     for m in list(_WEEKDAY.finditer(text)) if weekdays else ():
-        target = WEEKDAYS.index(m.group("weekday").lower())
-        back = (today.weekday() - target) % 7
-        lead = (m.group("lead") or "").lower()
-        if back == 0 and lead in ("last", "past", "previous"):
-            back = 7
-        day = today - timedelta(days=back)
-        add(_days_window(day, 1, tz), 0, m.start(), (f"{TIME_TERM_PREFIX}{WEEKDAYS[target]}",))
-        consume(m)
+        with suppress(*_OUT_OF_RANGE):
+            target = WEEKDAYS.index(m.group("weekday").lower())
+            back = (today.weekday() - target) % 7
+            lead = (m.group("lead") or "").lower()
+            if back == 0 and lead in ("last", "past", "previous"):
+                back = 7
+            day = today - timedelta(days=back)
+            add(_days_window(day, 1, tz), 0, m.start(), (f"{TIME_TERM_PREFIX}{WEEKDAYS[target]}",))
+            consume(m)
     window = min(found, key=lambda f: (f[0], f[1]))[2] if found else None
     return terms, window
 

@@ -1,0 +1,93 @@
+"""Entities of a scope: recorded from every memory the engine writes, read by name or alias.
+
+On every backend, through the sync and the async twins.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from langmem_tiers.errors import ValidationError
+from langmem_tiers.sql.dialect import ENTITIES, ENTITY_MENTIONS, SqliteDialect
+from langmem_tiers.sql.migrations import migrations
+from langmem_tiers.tiers.entities import Mention, find_entities, same_entity
+
+
+def test_rules_tell_people_organisations_and_places() -> None:
+    found = find_entities("I moved to Munich with Anna and joined Globex Inc in March.", "Jo")
+    assert found == [
+        Mention("Jo", "person"),
+        Mention("Munich", "place"),
+        Mention("Anna", "person"),
+        Mention("Globex Inc", "organization"),
+    ]
+    # No first person: the speaker is not mentioned; a greeting's name still is.
+    assert find_entities("Hey Mel! Lovely photo.", "Jo") == [Mention("Mel", "thing")]
+    assert find_entities("Thanks, sounds good.") == []
+
+
+def test_short_forms_are_one_entity_and_different_names_are_not() -> None:
+    assert same_entity("Mel", "Melanie")
+    assert same_entity("acme", "Acme Corp")
+    assert not same_entity("Mel", "Melbourne Park")
+    assert not same_entity("Jo", "Joanna")  # too short to tell
+    assert not same_entity("Ann", "Annabelle-Marie")
+
+
+def test_the_entity_tables_are_the_last_migration_and_only_add_tables() -> None:
+    last = migrations(SqliteDialect())[-1]
+    assert all(isinstance(step, str) for step in last)
+    assert all(step.lstrip().startswith(("CREATE TABLE", "CREATE INDEX")) for step in last)
+    assert any(ENTITIES in step for step in last)
+    assert any(ENTITY_MENTIONS in step for step in last)
+
+
+async def test_every_kind_of_memory_records_what_it_names(twin: Any) -> None:
+    first = await twin.add_episodic(
+        "jo", "Hey Mel! I went hiking with my sister Anna in Yosemite.", actor="Caroline"
+    )
+    second = await twin.add_episodic("jo", "Melanie said the Acme Corp office in Berlin is nice.")
+    fact = await twin.add_semantic("jo", "The user works at Acme Corp as a designer.")
+    await twin.set_procedural("jo", "style", "short", content="Anna prefers short answers.")
+    await twin.add_episodic("other", "Melanie lives in Paris.")
+
+    found = {e.name: e for e in await twin.entities("jo")}
+    assert set(found) == {"Melanie", "Anna", "Yosemite", "Caroline", "Acme Corp", "Berlin"}
+    assert found["Melanie"].aliases == ("Mel",)
+    assert found["Melanie"].kind == "person"
+    assert found["Anna"].mentions == 2
+    assert found["Acme Corp"].kind == "organization"
+    assert found["Yosemite"].kind == "place"
+    assert found["Caroline"].mentions == 1  # the speaker of the first-person episode
+    ranked = await twin.entities("jo")
+    assert [e.mentions for e in ranked] == sorted((e.mentions for e in ranked), reverse=True)
+
+    detail = await twin.entity("jo", "mel")
+    assert detail.entity.name == "Melanie"
+    assert [m.id for m in detail.memories] == [first.id, second.id]
+    acme = await twin.entity("jo", "Acme")
+    assert {m.id for m in acme.memories} == {second.id, fact.memory.id}
+    assert await twin.entity("jo", "Nobody") is None
+    # Scopes never see each other's entities.
+    assert [e.name for e in await twin.entities("other")] == ["Melanie", "Paris"]
+    assert len((await twin.entity("other", "Melanie")).memories) == 1
+
+
+async def test_a_duplicate_or_a_reinforcement_counts_no_new_mention(twin: Any) -> None:
+    await twin.set_procedural("jo", "tone", "warm", content="Keep it warm for Anna.")
+    await twin.set_procedural("jo", "tone", "warm", content="Keep it warm for Anna.")
+    await twin.add_semantic("jo", "Anna lives in Porto.")
+    await twin.add_semantic("jo", "Anna lives in Porto.")
+    (anna,) = [e for e in await twin.entities("jo") if e.name == "Anna"]
+    assert anna.mentions == 2
+
+
+async def test_bad_input_names_the_field(twin: Any) -> None:
+    with pytest.raises(ValidationError, match="name"):
+        await twin.entity("jo", "")
+    with pytest.raises(ValidationError, match="limit"):
+        await twin.entities("jo", limit=0)
+    with pytest.raises(ValidationError, match="offset"):
+        await twin.entities("jo", offset=-1)
