@@ -25,12 +25,13 @@ pipeline with the package's store, so a fact that contradicts an older one super
 memory failures never stop a turn: ``load`` and ``save`` log them and report
 them in ``errors``; short-term memory still gets the messages. Memories written:
 
-- ``(user, "semantic")``, ``fact:<session>:<message id>``: ``{"content"`` (the message's
+- ``(user, "semantic")``, ``fact:<session>:<message id>``: the value of a fact
+  (:func:`~langmem_tiers.short_term.archiving.fact_value`), ``{"content"`` (the message's
   fact sentences in the third person, see :mod:`~langmem_tiers.graph.user_memory`),
   ``"facts"`` (its tier-1 facts), ``"category": "user_fact"``, ``"speaker"`` (``user``, or
-  ``assistant`` for a plan it stated), ``"source_session_id"``, ``"source_message_ids"}``.
-  Presets whose short-term memory already stores facts per user message (``dual``) keep
-  theirs instead.
+  ``assistant`` for a plan it stated), ``"session_id"``, ``"source_message_ids"}``; with an
+  engine, all of a turn's facts in one call of its write pipeline. Presets whose
+  short-term memory already stores facts per user message (``dual``) keep theirs instead.
 - ``(user, "procedural")``, ``preference:<key>:<value>``: ``{"content"`` (a sentence),
   ``"key"`` (``likes``, ``prefers``, ``favorite_color``...), ``"value"``,
   ``"reinforcement_count"`` (how many times the user said it), ``"source_session_ids"}``.
@@ -70,8 +71,9 @@ from langmem_tiers.graph.user_memory import (
 )
 from langmem_tiers.long_term.store.guard import require_store
 from langmem_tiers.long_term.store.scope import namespace_for
+from langmem_tiers.short_term.archiving import fact_session_id, fact_write
 from langmem_tiers.short_term.log import MessageLog
-from langmem_tiers.short_term.memory import ShortTermMemory
+from langmem_tiers.short_term.memory import AddResult, ShortTermMemory
 from langmem_tiers.short_term.policies import ConsolidationPlan, TokenCosts, WindowPolicy
 from langmem_tiers.short_term.presets import Preset, build_policy, get_preset, open_log
 from langmem_tiers.short_term.records import MessageRecord
@@ -213,11 +215,7 @@ def episode_line(item: Item) -> str:
 
 
 def _from_session(item: Item, session_id: str) -> bool:
-    value = item.value
-    metadata = value.get("metadata")
-    # The engine keeps a memory's provenance under "metadata"; direct puts at the top.
-    nested = metadata.get("source_session_id") if isinstance(metadata, dict) else None
-    return session_id in (value.get("session_id"), value.get("source_session_id"), nested)
+    return fact_session_id(item.value) == session_id
 
 
 def _in_view(item: Item, session_id: str, window: set[str]) -> bool:
@@ -462,12 +460,11 @@ class ChatMemory:
         tierer), e.g. written by the answer's own model call.
         """
         stm = self._memory(session_id, user_id, deferred=True)
-        added = yield twin(stm, "add_messages", list(messages), tiers=tiers)
-        records: list[MessageRecord] = yield twin(stm, "records")
-        fresh = [r for r in records if r.id in set(added.ids)]
+        # One pass: the add answers the stored messages and the window it read with them.
+        added: AddResult = yield twin(stm, "add_messages", list(messages), tiers=tiers)
         errors: list[str] = []
         try:
-            yield from self._remember_flow(fresh, session_id=session_id, scope=stm.scope)
+            yield from self._remember_flow(added.added, session_id=session_id, scope=stm.scope)
         except Exception as err:  # graceful degradation: the messages are in STM already
             logger.warning("session %s: storing the user's memories failed: %r", session_id, err)
             errors.append(
@@ -475,7 +472,7 @@ class ChatMemory:
                 "messages are in short-term memory, the user's facts were not stored"
             )
         due = self.policy.consolidates and (
-            self.policy.plan(records, stm.builder.costs) is not None
+            self.policy.plan(added.window, stm.builder.costs) is not None
         )
         return SavedTurn(list(added.ids), due, errors)
 
@@ -493,32 +490,34 @@ class ChatMemory:
         found = extract_memories(records, facts=self.preset.target != "user")
         if not found.facts and not found.preferences:
             return None
+        facts = [
+            fact_write(
+                scope,
+                session_id,
+                fact.message_ids,
+                fact.content,
+                facts=fact.facts,
+                speaker=fact.speaker,
+            )
+            for fact in found.facts
+        ]
         if self.engine is not None:
-            yield from self._remember_with_engine(found, session_id=session_id, scope=scope)
+            yield from self._remember_with_engine(facts, found.preferences, scope=scope)
         else:
-            yield from self._remember_with_puts(found, session_id=session_id, scope=scope)
+            yield from self._remember_with_puts(
+                facts, found.preferences, session_id=session_id, scope=scope
+            )
         return None
 
     def _remember_with_engine(
-        self, found: ExtractedMemories, *, session_id: str, scope: str
+        self, facts: list[PutOp], preferences: Sequence[PreferenceMemory], *, scope: str
     ) -> Flow[None]:
         """Through the engine's write pipeline: duplicates, conflicts, versions, events."""
         engine = self.engine
         assert engine is not None
-        for fact in found.facts:
-            metadata = {
-                "facts": fact.facts,
-                "source_session_id": session_id,
-                "source_message_ids": list(fact.message_ids),
-                "speaker": fact.speaker,
-            }
-            yield Call(
-                engine.add_semantic,
-                engine.aadd_semantic,
-                (scope, fact.content),
-                {"category": "user_fact", "metadata": metadata},
-            )
-        for preference in found.preferences:
+        if facts:
+            yield Call(engine.write_many, engine.awrite_many, (facts,))
+        for preference in preferences:
             # One call per mention: the engine counts each as a reinforcement.
             for _ in preference.message_ids:
                 yield Call(
@@ -530,32 +529,22 @@ class ChatMemory:
         return None
 
     def _remember_with_puts(
-        self, found: ExtractedMemories, *, session_id: str, scope: str
+        self,
+        facts: list[PutOp],
+        preferences: Sequence[PreferenceMemory],
+        *,
+        session_id: str,
+        scope: str,
     ) -> Flow[None]:
         """Through the store's ``batch`` (any ``BaseStore``)."""
         store = self.store()
-        puts = [
-            PutOp(
-                namespace_for(scope, "semantic"),
-                f"fact:{session_id}:{fact.message_ids[0]}",
-                {
-                    "content": fact.content,
-                    "facts": fact.facts,
-                    "category": "user_fact",
-                    "source_session_id": session_id,
-                    "source_message_ids": list(fact.message_ids),
-                    "speaker": fact.speaker,
-                },
-                index=["content"],
-            )
-            for fact in found.facts
-        ]
+        puts = list(facts)
         namespace = namespace_for(scope, "procedural")
-        keys = [p.memory_key for p in found.preferences]
+        keys = [p.memory_key for p in preferences]
         existing: list[Any] = []
         if keys:
             existing = yield Call(store.batch, store.abatch, ([GetOp(namespace, k) for k in keys],))
-        for preference, item in zip(found.preferences, existing, strict=True):
+        for preference, item in zip(preferences, existing, strict=True):
             old = item.value if isinstance(item, Item) else {}
             count = int(old.get("reinforcement_count", 0)) + len(preference.message_ids)
             sessions = [s for s in old.get("source_session_ids", []) if s != session_id]

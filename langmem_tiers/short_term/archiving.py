@@ -27,13 +27,17 @@ Memories written (``scope`` is the user or the session, see ``namespace_for``):
   "first_message_at", "last_message_at"}``
 - ``(scope, "episodic")``, ``episode:...``: ``{"content", "session_id", "actor",
   "message_id", "tier1", "tier2", "event_timestamp"}``
-- ``(scope, "semantic")``, ``fact:...`` (the per-user target): ``{"content", "category":
-  "user_fact", "session_id", "source_message_ids"}``
+- ``(scope, "semantic")``, ``fact:<session>:<message id>``: what one message stated,
+  :func:`fact_value` (the one value of a fact, whoever writes it: the per-user target
+  here, the chat graphs' save of a turn): ``{"content", "facts", "category": "user_fact",
+  "speaker", "session_id", "source_message_ids"}``. Facts written by earlier releases may
+  carry their session as ``source_session_id`` (top level, or under ``metadata``):
+  :func:`fact_session_id` reads either.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langgraph.store.base import GetOp, Item, PutOp
@@ -49,11 +53,15 @@ from langmem_tiers.tiers.extraction import parse_tier1
 from langmem_tiers.tiers.statements import fact_sentences, stated_facts
 
 __all__ = [
+    "FACT_CATEGORY",
     "INDEX_FIELDS",
     "consolidate_flow",
     "episode_key",
     "episode_value",
     "fact_key",
+    "fact_session_id",
+    "fact_value",
+    "fact_write",
     "facts_flow",
     "persist_flow",
     "recover_flow",
@@ -66,6 +74,9 @@ Scope = str | tuple[str, ...]
 
 INDEX_FIELDS = ["content"]
 """The value fields embedded for search."""
+
+FACT_CATEGORY = "user_fact"
+"""The ``category`` of a fact's value (:func:`fact_value`)."""
 
 
 def summary_key(session_id: str, ids: Sequence[str]) -> str:
@@ -85,6 +96,71 @@ def episode_key(session_id: str, message_id: str) -> str:
 def fact_key(session_id: str, message_id: str) -> str:
     """The key of the facts extracted from one user message: ``fact:<session>:<id>``."""
     return f"fact:{session_id}:{message_id}"
+
+
+def fact_value(
+    session_id: str,
+    message_ids: Sequence[str],
+    content: str,
+    *,
+    facts: str,
+    speaker: str = "user",
+) -> dict[str, Any]:
+    """The semantic memory of what one message stated: the one value schema of a fact.
+
+    ``session_id`` is a well-known key of the store (a column, shown by the inspector);
+    ``facts`` the message's tier-1 facts ``key=value, ...`` that ``content`` holds;
+    ``speaker`` ``user``, or ``assistant`` for a plan or decision it stated.
+
+    >>> fact_value("s1", ["m3"], "The user's name is Jordan.", facts="user_name=Jordan")
+    {'content': "The user's name is Jordan.", 'facts': 'user_name=Jordan',
+     'category': 'user_fact', 'speaker': 'user', 'session_id': 's1',
+     'source_message_ids': ['m3']}
+    """
+    return {
+        "content": content,
+        "facts": facts,
+        "category": FACT_CATEGORY,
+        "speaker": speaker,
+        "session_id": session_id,
+        "source_message_ids": list(message_ids),
+    }
+
+
+def fact_write(
+    scope: Scope,
+    session_id: str,
+    message_ids: Sequence[str],
+    content: str,
+    *,
+    facts: str,
+    speaker: str = "user",
+) -> PutOp:
+    """The write of one message's facts: :func:`fact_value` at :func:`fact_key` of its
+    first message, in the scope's semantic memory (a retry writes the same key)."""
+    return PutOp(
+        namespace_for(scope, "semantic"),
+        fact_key(session_id, message_ids[0]),
+        fact_value(session_id, message_ids, content, facts=facts, speaker=speaker),
+        index=INDEX_FIELDS,
+    )
+
+
+def fact_session_id(value: Mapping[str, Any]) -> str | None:
+    """The session a memory value comes from: ``session_id``, or the ``source_session_id``
+    of a fact written by an earlier release (at the top level, or under ``metadata``).
+
+    >>> fact_session_id({"session_id": "s2"}), fact_session_id({"source_session_id": "s1"})
+    ('s2', 's1')
+    >>> fact_session_id({"metadata": {"source_session_id": "s0"}}), fact_session_id({})
+    ('s0', None)
+    """
+    metadata = value.get("metadata")
+    nested = metadata.get("source_session_id") if isinstance(metadata, Mapping) else None
+    for found in (value.get("session_id"), value.get("source_session_id"), nested):
+        if isinstance(found, str):
+            return found
+    return None
 
 
 def summary_value(session_id: str, plan: ConsolidationPlan, summary: Summary) -> dict[str, Any]:
@@ -224,20 +300,15 @@ def facts_flow(records: Sequence[MessageRecord], *, session_id: str, scope: Scop
     The per-user target uses this after each exchange so that later sessions of the same
     user see them. Keys are per message, so a retry overwrites. Answers how many were put.
     """
-    namespace = namespace_for(scope, "semantic")
     stated = [(r, stated_tier1(r)) for r in records if r.role == "human"]
     puts = tuple(
-        PutOp(
-            namespace,
-            fact_key(session_id, r.id),
-            {
-                # The whole tier 1 (its topic too) unless a question's facts are in it.
-                "content": r.tier1 if _same_facts(r.tier1 or "", facts) else facts,
-                "category": "user_fact",
-                "session_id": session_id,
-                "source_message_ids": [r.id],
-            },
-            index=INDEX_FIELDS,
+        fact_write(
+            scope,
+            session_id,
+            [r.id],
+            # The whole tier 1 (its topic too) unless a question's facts are in it.
+            (r.tier1 or "") if _same_facts(r.tier1 or "", facts) else facts,
+            facts=facts,
         )
         for r, facts in stated
         if facts

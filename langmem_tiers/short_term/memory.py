@@ -54,7 +54,12 @@ from langmem_tiers.errors import (
 )
 from langmem_tiers.long_term.store.guard import require_store
 from langmem_tiers.long_term.store.scope import namespace_for
-from langmem_tiers.short_term.archiving import consolidate_flow, facts_flow, recover_flow
+from langmem_tiers.short_term.archiving import (
+    FACT_CATEGORY,
+    consolidate_flow,
+    facts_flow,
+    recover_flow,
+)
 from langmem_tiers.short_term.context import ContextBuilder
 from langmem_tiers.short_term.effects import (
     Flow,
@@ -145,6 +150,11 @@ class AddResult(NamedTuple):
     """Ids moved from the window to long-term memory by this add."""
     error: Exception | None
     """Why a consolidation failed (the window is as it was; the next add retries)."""
+    added: tuple[MessageRecord, ...] = ()
+    """The added messages as stored, with their tiers, in order."""
+    window: tuple[MessageRecord, ...] = ()
+    """The window as the add read it, the added messages included, before any
+    consolidation the add made (what the policy planned over)."""
 
 
 class ShortTermMemory:
@@ -441,8 +451,9 @@ class ShortTermMemory:
                 yield from facts_flow(fresh, session_id=self.session_id, scope=self.scope)
             except Exception as err:  # long-term memory down: the conversation goes on
                 logger.warning("session %s: storing user facts failed: %s", self.session_id, err)
+        window = tuple(records)
         consolidated, error = yield from self._consolidation_flow(records)
-        return AddResult([r.id for r in added], consolidated, error)
+        return AddResult([r.id for r in added], consolidated, error, tuple(added), window)
 
     def _untiered(self, records: list[MessageRecord]) -> list[MessageRecord]:
         """The records of the window whose tiering failed (to retry).
@@ -592,7 +603,11 @@ class ShortTermMemory:
 
     def _memory_search(self, records: Sequence[MessageRecord]) -> SearchOp:
         query = next((r.text for r in reversed(records) if r.role == "human"), "")
-        session_filter = {"session_id": self.session_id} if self.target == "session" else None
+        session_filter: dict[str, Any] | None = None
+        if self.target == "session":
+            # This session's summaries, not the facts of its messages: the window shows
+            # those messages, and once they leave it their facts are the user's memories.
+            session_filter = {"session_id": self.session_id, "category": {"$ne": FACT_CATEGORY}}
         return SearchOp(
             namespace_for(self.scope, "semantic"),
             filter=session_filter,

@@ -568,5 +568,9 @@ async def test_every_preset_runs_in_the_graph(
         assert out["errors"] == []
     assert [r.id for r in memory.memory("s1", "u1").records()] == kept
     if consolidated_at:
-        summaries = store.search(namespace_for("u1", "semantic"), filter={"session_id": "s1"})
+        # The session's facts carry its session_id too; its summaries are these.
+        summaries = store.search(
+            namespace_for("u1", "semantic"),
+            filter={"session_id": "s1", "category": "conversation_summary"},
+        )
         assert [s.value["source_message_ids"] for s in summaries] == list(consolidated_at.values())

@@ -293,7 +293,7 @@ async def test_the_users_facts_come_back_in_a_new_thread(
     engine = MemoryEngine(store)
     facts = [m for m in engine.memories("u1", kinds="semantic") if m.category == "user_fact"]
     assert len(facts) == 1  # the engine's duplicate check kept one
-    assert facts[0].value["metadata"]["source_session_id"] == "t1"
+    assert facts[0].value["session_id"] == "t1"
     assert engine.get_procedural("u1", "preference:prefers:green-tea") is not None
     assert engine.timeline("u1"), "every write left an event"
     # Another user sees none of it.

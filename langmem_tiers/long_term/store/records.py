@@ -14,7 +14,7 @@ all kinds      ``content`` (a string, or any JSON: structured content is kept as
 episodic       ``event_timestamp`` (ISO-8601), ``session_id``, ``actor``,
                ``action_type``
 semantic       ``subject``, ``category``, ``valid_from``, ``valid_until``,
-               ``session_id`` (of a summary of a conversation)
+               ``session_id`` (the conversation a summary or a fact comes from)
 procedural     ``key`` (defaults to the item key)
 =============  =================================================================
 
