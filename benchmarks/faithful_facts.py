@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from langmem_tiers.tiers.extraction import Fact, extract_facts
+from langmem_tiers.tiers.lexicon import NUMBER_WORDS
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CORPUS = REPO_ROOT / "tests" / "tiers" / "data" / "faithful_facts.json"
@@ -42,25 +43,8 @@ DEFAULT_OUT = REPO_ROOT / "benchmarks" / "results" / "faithful_facts.json"
 
 # Keys that only say "a value" and so are never wrong.
 _SKIPPED_KEYS = frozenset({"topic", "note"})
-_NUMBER_WORDS = {
-    "one": "1",
-    "two": "2",
-    "three": "3",
-    "four": "4",
-    "five": "5",
-    "six": "6",
-    "seven": "7",
-    "eight": "8",
-    "nine": "9",
-    "ten": "10",
-    "eleven": "11",
-    "twelve": "12",
-    "twenty": "20",
-    "thirty": "30",
-    "fifty": "50",
-    "hundred": "100",
-    "dozen": "12",
-}
+# Written-out numbers a message may hold where tier 1 writes digits.
+_NUMBER_WORDS = {"one": "1", **NUMBER_WORDS}
 # A token may be wrapped in these (before) and followed by sentence punctuation (after).
 _OPENING = "([{\"'"
 _CLOSING = ".,;:!?)]}\"'"
