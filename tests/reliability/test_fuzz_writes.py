@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import logging
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -180,7 +179,6 @@ def test_engine_adds_refuse_or_store(store: TieredMemoryStore, text: str, key: s
 @given(text=hostile_text)
 @_known("text")
 def test_middleware_saves_or_refuses_each_message(tmp_path: Path, text: str) -> None:
-    logging.getLogger("langmem_tiers").setLevel(logging.ERROR)
     url = f"sqlite:///{tmp_path / 'agent.db'}"
     with TieredMemoryStore.from_url(url, settings=Settings()) as store:
         middleware = TieredMemoryMiddleware(settings=Settings())
