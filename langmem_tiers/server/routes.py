@@ -424,7 +424,7 @@ def build_router() -> APIRouter:
         return {"entities": [_entity(e) for e in found], "limit": limit, "offset": offset}
 
     @router.get(
-        "/agents/{agent_id}/entities/{name}",
+        "/agents/{agent_id}/entities/{name:path}",
         response_model=EntityDetailOut,
         tags=["entities"],
         summary="One entity of an agent, by name or alias, with the memories naming it",

@@ -671,6 +671,17 @@ def test_entities_list_pages_and_one_entity_with_its_memories(api: Api) -> None:
     own = _ok(c.get(f"{V1}/agents/agent-b/entities", headers=api.b))["entities"]
     assert {e["name"] for e in own} == {"Melanie", "Paris"}
 
+    # A name with a slash in it (one a caller passed with an event) is one path parameter.
+    _ok(
+        c.post(
+            f"{V1}/memory/episodic",
+            json={"content": "Played loud tonight.", "entities": ["AC/DC"]},
+            headers=api.a,
+        ),
+        201,
+    )
+    band = _ok(c.get(f"{V1}/agents/agent-a/entities/AC/DC", headers=api.a))
+    assert [m["content"] for m in band["memories"]] == ["Played loud tonight."]
     body = _error(c.get(f"{V1}/agents/agent-a/entities/Nobody", headers=api.a), 404, "not_found")
     assert "Nobody" in body["message"]
 
