@@ -74,8 +74,9 @@ def import_(args: argparse.Namespace) -> int:
     else:
         print(
             f"imported {result.scopes} scopes: {result.items} memories, {result.events} events, "
-            f"{result.sessions} sessions, {result.messages} messages written; "
-            f"{result.unchanged} records already there; {result.embedded} memories embedded"
+            f"{result.sessions} sessions, {result.messages} messages, {result.entities} "
+            f"entities written; {result.unchanged} records already there; "
+            f"{result.embedded} memories embedded"
         )
     return 0
 
@@ -99,8 +100,8 @@ def migrate(args: argparse.Namespace) -> int:
     else:
         print(
             f"migrated {result.scopes} scopes: {result.items} memories, {result.events} events, "
-            f"{result.sessions} sessions, {result.messages} messages written; "
-            f"{result.unchanged} records already there"
+            f"{result.sessions} sessions, {result.messages} messages, {result.entities} "
+            f"entities written; {result.unchanged} records already there"
         )
     return 0
 

@@ -16,6 +16,7 @@ Example:
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import AsyncIterator, Generator, Iterator, Sequence
 from typing import Any
@@ -25,6 +26,7 @@ from langchain_core.embeddings import Embeddings
 
 from langmem_tiers.long_term.store.scope import decode_label, encode_label
 from langmem_tiers.portability.format import (
+    ENTITY_FIELDS,
     EVENT_FIELDS,
     ITEM_FIELDS,
     ITEM_TIMES,
@@ -34,6 +36,8 @@ from langmem_tiers.portability.format import (
     iso,
 )
 from langmem_tiers.sql.dialect import (
+    ENTITIES,
+    ENTITY_MENTIONS,
     EVENTS,
     ITEM_ACCESS,
     ITEMS,
@@ -49,6 +53,7 @@ __all__ = [
     "PAGE",
     "aexport_records",
     "embedder_name",
+    "entity_records_flow",
     "export_plan",
     "export_records",
     "item_records_flow",
@@ -216,6 +221,39 @@ def event_record(d: Dialect, row: Sequence[Any]) -> dict[str, Any]:
     return record
 
 
+def entity_records_flow(
+    d: Dialect, where: str, params: Sequence[Any], *, limit: int | None = None
+) -> Flow[list[dict[str, Any]]]:
+    """Entity records of the entities matching ``where`` (on ``lmt_entities``, ordered by
+    id, at most ``limit``), each with the memories that mention it."""
+    rows = yield Sql(
+        f"SELECT {', '.join(ENTITY_FIELDS)} FROM {ENTITIES} WHERE {where} ORDER BY id"
+        + ("" if limit is None else f" LIMIT {int(limit)}"),
+        params,
+    )
+    records: list[dict[str, Any]] = []
+    for row in rows:
+        record: dict[str, Any] = {"type": "entity", **dict(zip(ENTITY_FIELDS, row, strict=True))}
+        record["aliases"] = json.loads(record["aliases"] or "[]")  # a TEXT column
+        record["mentions"] = int(record["mentions"])
+        for name in ("first_seen", "last_seen"):
+            record[name] = _time(d, record[name])
+        record["mentioned_by"] = []
+        records.append(record)
+    if not records:
+        return records
+    by_id = {r["id"]: r for r in records}
+    in_ids, id_params = d.in_list("entity_id", list(by_id))
+    mentions = yield Sql(
+        f"SELECT entity_id, memory_id, at FROM {ENTITY_MENTIONS} WHERE {in_ids}"
+        " ORDER BY entity_id, at, memory_id",
+        id_params,
+    )
+    for entity_id, memory_id, at in mentions:
+        by_id[entity_id]["mentioned_by"].append({"memory_id": memory_id, "at": _time(d, at)})
+    return records
+
+
 def _sessions_condition(scope: str | None) -> tuple[str, list[Any]]:
     if scope is None:
         return (
@@ -294,6 +332,15 @@ def export_plan(core: Any, scopes: Sequence[str] | None, *, vectors: bool = Fals
                 if len(page) < PAGE:
                     break
                 seq = page[-1]["seq"]
+            after = ""
+            while True:
+                page = yield entity_records_flow(
+                    d, "scope = ? AND id > ?", [label, after], limit=PAGE
+                )
+                counts["entity"] += len(page)
+                if len(page) < PAGE:
+                    break
+                after = page[-1]["id"]
         session_after = ""
         while True:
             sessions = yield _session_records_flow(d, label, session_after)

@@ -21,10 +21,15 @@ and an ``end`` line with their counts (an import commits a scope only when it re
 ``message``  one short-term message: ``session_id``, ``seq``, ``role``, ``content``,
              ``tier1``, ``tier2``, ``required_tier_level``, ``created_at``, ``extra``,
              ``user_id``
+``entity``   an entity the scope's memories name: ``id``, ``scope``, ``name``, ``kind``,
+             ``aliases`` (a list), ``mentions``, ``first_seen``, ``last_seen``, and
+             ``mentioned_by``: the memories naming it (``memory_id``, ``at``), oldest first
 ``end``      ``scope`` and ``counts`` (records of each type)
 
 Times are ISO-8601 in UTC with microseconds. A reader refuses a ``version`` newer than its
-own; a newer minor addition (a field it does not know) is ignored.
+own; a newer minor addition is ignored: a field it does not know, and a record type it
+does not know (so ``entity`` records, added later, kept the version at 1: an older reader
+imports the rest of such a file and leaves the entities out).
 
 Example:
     >>> header("x", 8, embeddings=False)["format"], FORMAT_VERSION
@@ -45,6 +50,7 @@ from typing import Any
 from langmem_tiers.errors import FormatVersionError, ValidationError
 
 __all__ = [
+    "ENTITY_FIELDS",
     "EVENT_FIELDS",
     "FORMAT_NAME",
     "FORMAT_VERSION",
@@ -129,6 +135,18 @@ EVENT_FIELDS: tuple[str, ...] = (
     "metadata",
     "correlation_id",
     "actor",
+)
+#: The columns of an entity record, in ``lmt_entities`` (its ``stem`` is made again from
+#: the name by the importing store).
+ENTITY_FIELDS: tuple[str, ...] = (
+    "id",
+    "scope",
+    "name",
+    "kind",
+    "aliases",
+    "mentions",
+    "first_seen",
+    "last_seen",
 )
 MESSAGE_FIELDS: tuple[str, ...] = (
     "session_id",

@@ -31,6 +31,7 @@ Example:
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
@@ -47,11 +48,13 @@ from langmem_tiers.long_term.store.writes import lock_scope_changes_flow, prepar
 from langmem_tiers.portability.exporter import (
     PAGE,
     embedder_name,
+    entity_records_flow,
     event_record,
     item_records_flow,
     message_record,
 )
 from langmem_tiers.portability.format import (
+    ENTITY_FIELDS,
     EVENT_FIELDS,
     ITEM_FIELDS,
     ITEM_TIMES,
@@ -61,6 +64,8 @@ from langmem_tiers.portability.format import (
     iso,
 )
 from langmem_tiers.sql.dialect import (
+    ENTITIES,
+    ENTITY_MENTIONS,
     EVENTS,
     ITEM_ACCESS,
     ITEMS,
@@ -75,13 +80,14 @@ from langmem_tiers.sql.flow import Flow, InsertRows, Sql, Transaction
 __all__ = ["ImportResult", "aimport_records", "import_flow", "import_records"]
 
 _ROW_COLUMNS = (*tuple(c for c in ITEM_FIELDS if c != "indexed"), "doc_len", "terms")
-_KINDS = ("item", "event", "session", "message")
+_KINDS = ("item", "event", "entity", "session", "message")
 
 
 class ImportResult(NamedTuple):
     """What an import wrote: scopes, and records written of each type; ``unchanged``:
     records equal to what the target held; ``embedded``: items whose texts were embedded
-    again (the export had no vectors of the target's embedder)."""
+    again (the export had no vectors of the target's embedder); ``entities``: entity
+    records written."""
 
     scopes: int
     items: int
@@ -90,6 +96,7 @@ class ImportResult(NamedTuple):
     messages: int
     unchanged: int
     embedded: int
+    entities: int = 0
 
 
 Numbered = Iterator[tuple[int, dict[str, Any]]]
@@ -162,6 +169,53 @@ def _normal_item(record: dict[str, Any], number: int, scope: str) -> dict[str, A
         v["confidence"] = float(v["confidence"])
         versions.append(v)
     out["versions"] = versions
+    return out
+
+
+def _stem(name: str) -> str:
+    """The ``stem`` column of an entity named ``name``: the engine's rule (its entities
+    module; the import does not depend on the engine), checked by the round-trip test
+    finding an entity by alias after an import."""
+    return name.casefold()[:3]
+
+
+def _normal_entity(record: dict[str, Any], number: int, scope: str | None) -> dict[str, Any]:
+    """An entity ``record`` checked, in the spelling an export of it reads."""
+    for name in ("id", "name", "kind"):
+        _field(record, name, number, (str,))
+    _field(record, "mentions", number, (int,))
+    if record.get("scope") != scope:
+        raise ValidationError(
+            f"line {number}: entity {record['id']!r} is of scope {record.get('scope')!r}, "
+            f"inside the records of scope {scope!r}; export the file again."
+        )
+    aliases = record.get("aliases") or []
+    if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
+        raise ValidationError(
+            f"line {number}: entity field 'aliases' must be a list of strings, got {aliases!r}."
+        )
+    out: dict[str, Any] = {"type": "entity", **{f: record.get(f) for f in ENTITY_FIELDS}}
+    out["aliases"] = list(aliases)
+    for name in ("first_seen", "last_seen"):
+        out[name] = _time(record, name, number)
+        if out[name] is None:
+            raise ValidationError(f"line {number}: an entity needs {name!r} (a time).")
+    mentioned = record.get("mentioned_by") or []
+    if not isinstance(mentioned, list):
+        raise ValidationError(
+            f"line {number}: entity field 'mentioned_by' must be a list, got {mentioned!r}."
+        )
+    out["mentioned_by"] = []
+    for mention in mentioned:
+        if not isinstance(mention, dict) or not isinstance(mention.get("memory_id"), str):
+            raise ValidationError(
+                f"line {number}: each of an entity's 'mentioned_by' must be an object with a "
+                f"'memory_id' (a string) and 'at', got {mention!r}."
+            )
+        at = _time(mention, "at", number)
+        if at is None:
+            raise ValidationError(f"line {number}: a mention of an entity needs 'at'.")
+        out["mentioned_by"].append({"memory_id": mention["memory_id"], "at": at})
     return out
 
 
@@ -374,6 +428,46 @@ class _Scope:
         values["metadata"] = d.json_param(r["metadata"] or {})
         return tuple(values[_key(c)] for c in EVENT_FIELDS)
 
+    # -- entities --------------------------------------------------------------------
+    def entities_flow(self, page: list[tuple[int, dict[str, Any]]]) -> Flow[None]:
+        """Entities as the export holds them: one differing from the stored one replaces
+        it, its mentions too (as an item replaces its row)."""
+        d = self.d
+        incoming = {}
+        for n, r in page:
+            rec = _normal_entity(r, n, self.scope)
+            incoming[rec["id"]] = rec
+        in_ids, params = d.in_list("id", list(incoming))
+        stored = yield from entity_records_flow(d, in_ids, params)
+        held = {s["id"]: s for s in stored}
+        changed = sorted(i for i, r in incoming.items() if held.get(i) != r)
+        self.counts["unchanged"] += len(incoming) - len(changed)
+        if not changed:
+            return
+        replaced = [i for i in changed if i in held]
+        if replaced:
+            in_old, old_params = d.in_list("entity_id", replaced)
+            yield Sql(f"DELETE FROM {ENTITY_MENTIONS} WHERE {in_old}", old_params)
+            in_old, old_params = d.in_list("id", replaced)
+            yield Sql(f"DELETE FROM {ENTITIES} WHERE {in_old}", old_params)
+        rows: list[tuple[Any, ...]] = []
+        mentions: list[tuple[Any, ...]] = []
+        for i in changed:
+            rec = incoming[i]
+            values = dict(rec)
+            values["aliases"] = json.dumps(rec["aliases"])
+            for name in ("first_seen", "last_seen"):
+                values[name] = d.ts_param(parse_timestamp(rec[name], field=name))
+            rows.append((*(values[c] for c in ENTITY_FIELDS), _stem(rec["name"])))
+            mentions.extend(
+                (i, m["memory_id"], rec["scope"], d.ts_param(parse_timestamp(m["at"], field="at")))
+                for m in rec["mentioned_by"]
+            )
+        yield InsertRows(ENTITIES, (*ENTITY_FIELDS, "stem"), rows)
+        if mentions:
+            yield InsertRows(ENTITY_MENTIONS, ("entity_id", "memory_id", "scope", "at"), mentions)
+        self.counts["entity"] += len(changed)
+
     # -- short-term memory -----------------------------------------------------------
     def session_flow(self, number: int, record: dict[str, Any]) -> Flow[None]:
         session = _field(record, "session_id", number, (str,))
@@ -474,6 +568,8 @@ def _scope_flow(
             yield from job.items_flow(page)
         elif kind == "event":
             yield from job.events_flow(page)
+        elif kind == "entity":
+            yield from job.entities_flow(page)
         elif kind == "message":
             yield from job.messages_flow(page)
         page.clear()
@@ -500,7 +596,7 @@ def _scope_flow(
                     "record; the file is cut or damaged (nothing of this scope was imported)."
                 )
             continue  # a record type of a later minor revision
-        if scope is None and rtype in ("item", "event"):
+        if scope is None and rtype in ("item", "event", "entity"):
             raise ValidationError(f"line {number}: {rtype} records need a scope.")
         seen[rtype] += 1
         if rtype != kind or len(page) >= PAGE:
@@ -546,6 +642,7 @@ def import_flow(core: Any, records: Iterable[dict[str, Any]], embedder: str) -> 
         counts["message"],
         counts["unchanged"],
         counts["embedded"],
+        counts["entity"],
     )
 
 

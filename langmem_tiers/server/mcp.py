@@ -20,13 +20,16 @@ tool            does
 ``forget``      soft delete (status ``deleted``) or, with ``hard``, remove the rows
 ``history``     every version of a fact, oldest first, and its current state
 ``read_memory`` a memory's whole text (or value), page by page
+``entities``    the people, organisations, places and things the memories name (most
+                mentioned first), or one of them by ``name`` with the memories naming it
 ==============  ===================================================================
 
 Each answer is one JSON text (a memory's text appears once in it), and carries at most
 ``Settings.mcp_answer_chars`` characters of memory text, shared by its memories: a longer
 text is cut, and the memory gets a ``truncated`` note with the ``read_memory`` call that
 reads on from there. So an MCP client's limit on one message (1 MiB for the SDK's) is never
-reached, however large a memory is.
+reached, however large a memory is. An entity's name and aliases share the same budget:
+aliases past an entity's share are counted in ``more_aliases`` instead of listed.
 
 Resources: ``memory://facts`` (the scope's current facts) and ``memory://preferences``
 (its preferences, key -> value), both JSON.
@@ -70,7 +73,9 @@ from langmem_tiers.errors import (
     MissingDependencyError,
 )
 from langmem_tiers.long_term.engine.engine import MemoryEngine
+from langmem_tiers.long_term.engine.entities import Entity
 from langmem_tiers.long_term.engine.models import Memory, ScoredMemory
+from langmem_tiers.long_term.engine.plain import plain
 from langmem_tiers.long_term.store.store import TieredMemoryStore
 from langmem_tiers.server.keys import ApiKeys
 
@@ -256,6 +261,27 @@ def _bounded(entries: list[dict[str, Any]], budget: int) -> list[dict[str, Any]]
     return [_clip(e, share) for e in entries]
 
 
+def _entity(entity: Entity, share: int) -> dict[str, Any]:
+    """An entity as the tools show it, its name and aliases within ``share`` characters."""
+    data: dict[str, Any] = plain(entity)
+    data.pop("scope", None)
+    name = entity.name
+    if len(name) > share:
+        data["name"] = name[:share]
+        data["truncated"] = {"name": {"total_chars": len(name), "shown_chars": share}}
+    room = share - len(data["name"])
+    shown: list[str] = []
+    for alias in entity.aliases:
+        if len(alias) > room:
+            break
+        shown.append(alias)
+        room -= len(alias)
+    data["aliases"] = shown
+    if len(shown) < len(entity.aliases):
+        data["more_aliases"] = len(entity.aliases) - len(shown)
+    return data
+
+
 def _kinds(kinds: list[KindName] | None) -> list[str] | None:
     if not kinds:
         return None
@@ -323,8 +349,9 @@ def build_mcp_server(
         instructions=(
             "Long-term memory of one agent or user. remember stores facts, preferences "
             "(key -> value) and events; recall searches them; history shows how a fact "
-            "changed; forget removes one. Resources memory://facts and memory://preferences "
-            "list what is current."
+            "changed; forget removes one; entities lists the people, places and things the "
+            "memories name. Resources memory://facts and memory://preferences list what is "
+            "current."
         ),
         **auth,
     )
@@ -558,6 +585,54 @@ def build_mcp_server(
             "text": text[offset:end],
             "total_chars": len(text),
             "next_offset": end if end < len(text) else None,
+        }
+
+    @server.tool(title="Entities", structured_output=False)
+    async def entities(
+        name: Annotated[
+            str | None,
+            Field(
+                min_length=1,
+                max_length=512,
+                description="One entity's name or alias: that entity and the memories "
+                "naming it (default: list the entities).",
+            ),
+        ] = None,
+        limit: Annotated[
+            int, Field(ge=1, le=100, description="Entities (or, with name, memories) at most.")
+        ] = 20,
+        offset: Annotated[
+            int, Field(ge=0, le=100_000, description="How many to skip (the next page).")
+        ] = 0,
+    ) -> dict[str, Any]:
+        """The people, organisations, places and things this memory names, most mentioned
+        first; with ``name``, that entity (found by name or alias) and the memories that
+        mention it, oldest first. ``next_offset`` asks for the next page (None at the end)."""
+        where = _scope_of_caller(scope)
+        if name is None:
+            # One more than asked tells whether there is a next page.
+            found = await _engine_call(engine.aentities(where, limit=limit + 1, offset=offset))
+            page = found[:limit]
+            share = _share(budget, len(page))
+            return {
+                "entities": [_entity(e, share) for e in page],
+                "offset": offset,
+                "next_offset": offset + limit if len(found) > limit else None,
+            }
+        detail = await _engine_call(engine.aentity(where, name))
+        if detail is None:
+            raise ToolError(
+                f"name {name!r} names no entity of this scope; entities without a name lists them."
+            )
+        memories = detail.memories[offset : offset + limit]
+        share = _share(budget, 1 + len(memories))
+        end = offset + len(memories)
+        return {
+            "entity": _entity(detail.entity, share),
+            "memories": [_clip(_memory(m), share) for m in memories],
+            "total_memories": len(detail.memories),
+            "offset": offset,
+            "next_offset": end if end < len(detail.memories) else None,
         }
 
     @server.resource(

@@ -28,6 +28,9 @@ __all__ = [
     "ConflictOut",
     "ConsolidateIn",
     "DecayIn",
+    "EntitiesOut",
+    "EntityDetailOut",
+    "EntityOut",
     "EpisodicIn",
     "EraseIn",
     "EraseOut",
@@ -401,6 +404,34 @@ class EraseOut(_Out):
     sessions: int
     messages: int
     api_keys: int
+
+
+class EntityOut(_Out):
+    """An entity of a scope: a person, organisation, place or thing its memories name."""
+
+    id: str
+    agent_id: str
+    name: str
+    kind: str = Field(description="person, organization, place or thing")
+    aliases: list[str] = Field(default_factory=list, description="Other names of it.")
+    mentions: int = Field(description="How many memories name it.")
+    first_seen: datetime | None = None
+    last_seen: datetime | None = None
+
+
+class EntitiesOut(_Out):
+    """A page of a scope's entities, most mentioned first."""
+
+    entities: list[EntityOut]
+    limit: int
+    offset: int
+
+
+class EntityDetailOut(_Out):
+    """One entity with the memories that mention it, oldest first."""
+
+    entity: EntityOut
+    memories: list[MemoryOut]
 
 
 class HealthOut(_Out):

@@ -18,11 +18,14 @@ POST     ``/memory/forget``                           soft or hard delete
 GET      ``/health``                                  the database answers (no key needed)
 GET      ``/agents``                                  scopes with counts (admin key)
 POST     ``/agents/erase``                            erase every trace of a scope (admin key)
+GET      ``/agents/{agent_id}/entities``              the scope's entities, most mentioned first
+GET      ``/agents/{agent_id}/entities/{name}``       one entity (by name or alias), its memories
 =======  ===========================================  ======================================
 
 Each route authenticates, resolves the scope (the key's own, or ``agent_id`` for an
 admin key) and calls the engine's async method; a memory id of another scope is the
-engine's ``NotFoundError``, answered 404.
+engine's ``NotFoundError``, answered 404. The entity routes name the agent in the path: a
+key bound to another agent is refused (403), as ``agent_id`` elsewhere.
 """
 
 from __future__ import annotations
@@ -42,6 +45,8 @@ from langmem_tiers.server.models import (
     AgentsOut,
     ConsolidateIn,
     DecayIn,
+    EntitiesOut,
+    EntityDetailOut,
     EpisodicIn,
     EraseIn,
     EraseOut,
@@ -122,6 +127,21 @@ AgentQuery = Annotated[
         description="The agent whose memory to use (admin keys only).",
     ),
 ]
+
+
+AgentPath = Annotated[
+    Text,
+    Path(
+        min_length=1,
+        max_length=512,
+        description="The agent whose memory to read (a scoped key: its own agent only).",
+    ),
+]
+
+#: The largest page of entities one request returns.
+MAX_ENTITY_PAGE = 1000
+#: The largest offset of an entity page (the engine's bound for listings).
+MAX_OFFSET = 100_000
 
 
 def _health_flow() -> Flow[int]:
@@ -385,7 +405,60 @@ def build_router() -> APIRouter:
         data["agent_id"] = data.pop("scope")
         return data
 
+    @router.get(
+        "/agents/{agent_id}/entities",
+        response_model=EntitiesOut,
+        tags=["entities"],
+        summary="The entities (people, organisations, places, things) an agent's memories"
+        " name, most mentioned first",
+    )
+    async def entities(
+        agent_id: AgentPath,
+        request: Request,
+        key: Principal,
+        limit: Annotated[int, Query(ge=1, le=MAX_ENTITY_PAGE)] = 100,
+        offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
+    ) -> Any:
+        engine = _state(request).engine
+        found = await engine.aentities(scope_for(key, agent_id), limit=limit, offset=offset)
+        return {"entities": [_entity(e) for e in found], "limit": limit, "offset": offset}
+
+    @router.get(
+        "/agents/{agent_id}/entities/{name:path}",
+        response_model=EntityDetailOut,
+        tags=["entities"],
+        summary="One entity of an agent, by name or alias, with the memories naming it",
+    )
+    async def entity(
+        agent_id: AgentPath,
+        name: Annotated[Text, Path(min_length=1, max_length=512)],
+        request: Request,
+        key: Principal,
+    ) -> Any:
+        engine = _state(request).engine
+        scope = scope_for(key, agent_id)
+        if not name.strip():
+            raise ApiError(
+                422,
+                "invalid_input",
+                "name must not be blank; give the entity's name or one of its aliases.",
+                fields=[{"field": "name", "location": "path.name", "message": "blank"}],
+            )
+        detail = await engine.aentity(scope, name)
+        if detail is None:
+            raise ApiError(404, "not_found", f"no entity named {name!r} in this agent's memory.")
+        return {
+            "entity": _entity(detail.entity),
+            "memories": [_memory(m) for m in detail.memories],
+        }
+
     return router
+
+
+def _entity(obj: Any) -> dict[str, Any]:
+    data: dict[str, Any] = plain(obj)
+    data["agent_id"] = data.pop("scope")
+    return data
 
 
 def _agent(obj: Any) -> dict[str, Any]:

@@ -154,11 +154,26 @@ def test_round_trip_sqlite_postgres_sqlite(tmp_path: Path, postgres_url: str) ->
     source = f"sqlite:///{tmp_path / 'source.db'}"
     _fill(source, tmp_path)
     _fill(source, tmp_path, scope="erin")
+    with TieredMemoryStore.from_url(source) as store:  # an entity with an alias
+        engine = MemoryEngine(store, auto_consolidate=False)
+        engine.add_episodic("dana", "Hey Mel! I went hiking with my sister Anna in Yosemite.")
+        engine.add_episodic("dana", "Melanie said the Acme Corp office in Berlin is nice.")
     back = f"sqlite:///{tmp_path / 'back.db'}"
     with TieredMemoryStore.from_url(source) as store:
         first = _records(store)
-    assert {r["type"] for r in first} == {"scope", "item", "event", "session", "message", "end"}
+    assert {r["type"] for r in first} == {
+        *("scope", "item", "event", "entity", "session", "message", "end")
+    }
     items = [r for r in first if r["type"] == "item"]
+    entities = {(r["scope"], r["name"]): r for r in first if r["type"] == "entity"}
+    melanie = entities[("dana", "Melanie")]
+    assert melanie["aliases"] == ["Mel"]
+    assert melanie["mentions"] == len(melanie["mentioned_by"]) == 2
+    assert {m["memory_id"] for m in melanie["mentioned_by"]} <= {
+        r["id"] for r in items if r["scope"] == "dana"
+    }
+    assert ("erin", "Springfield") in entities  # each scope its own
+    assert entities[("dana", "Springfield")]["id"] != entities[("erin", "Springfield")]["id"]
     assert any(r["versions"] and r["versions"][-1]["version"] == 2 for r in items)
     assert any(r["reinforcement_count"] == 1 for r in items)
     assert any(r["status"] == "superseded" or r["consolidated_into_id"] for r in items)
@@ -179,6 +194,14 @@ def test_round_trip_sqlite_postgres_sqlite(tmp_path: Path, postgres_url: str) ->
     with TieredMemoryStore.from_url(back) as store:
         # the events replay the same memories
         engine = MemoryEngine(store, auto_consolidate=False)
+        found = engine.entity("dana", "mel")  # by its alias, through its stem, as before
+        assert found is not None
+        assert found.entity.name == "Melanie"
+        assert [m.id for m in found.memories] == [m["memory_id"] for m in melanie["mentioned_by"]]
+        assert [(e.name, e.mentions) for e in engine.entities("dana")] == sorted(
+            ((n, r["mentions"]) for (sc, n), r in entities.items() if sc == "dana"),
+            key=lambda p: (-p[1], p[0]),
+        )
         now = datetime.now(timezone.utc) + timedelta(seconds=1)
         assert [m.state() for m in engine.replay("dana", now)] == [
             m.state() for m in engine.state("dana")
@@ -201,9 +224,11 @@ def test_import_is_idempotent_and_seen_by_a_cached_search(
         assert first.events > 0
         assert first.messages == 4
         assert first.embedded == 0  # the export's vectors, same embedder
+        assert first.entities == sum(r["type"] == "entity" for r in exported) > 0
         snapshot = _records(writer)
         again = import_records(writer, exported)
         assert (again.items, again.events, again.sessions, again.messages) == (0, 0, 0, 0)
+        assert again.entities == 0
         assert _records(writer) == snapshot
         assert snapshot == [r for r in _without_vectors(exported) if r["type"] != "header"]
         hits = reader.search(("dana",), query="Quarry Lane")
@@ -237,6 +262,35 @@ def test_import_refuses_newer_versions_and_keeps_a_cut_scope_out(tmp_path: Path)
         assert scopes == {"dana", "dana.notes"}
         assert import_records(target, exported).scopes == 4  # dana, its notes, erin, hers
         assert _records(target) == list(exported[1:])
+
+
+def test_an_edited_entity_replaces_the_stored_one_and_bad_ones_are_named(
+    tmp_path: Path,
+) -> None:
+    source = f"sqlite:///{tmp_path / 's.db'}"
+    with TieredMemoryStore.from_url(source) as store:
+        engine = MemoryEngine(store, auto_consolidate=False)
+        first = engine.add_episodic("dana", "Hey Mel! I went hiking with Anna in Yosemite.")
+        engine.add_episodic("dana", "Melanie said the Acme Corp office in Berlin is nice.")
+        exported = list(export_records(store))
+    (at,) = [i for i, r in enumerate(exported) if r.get("name") == "Melanie"]
+    melanie = exported[at]
+    edited = {**melanie, "aliases": ["Mel", "Mellie"], "mentions": 1}
+    edited["mentioned_by"] = [m for m in melanie["mentioned_by"] if m["memory_id"] == first.id]
+    with TieredMemoryStore.from_url(f"sqlite:///{tmp_path / 't.db'}") as target:
+        assert import_records(target, exported).entities == 5
+        changed = import_records(target, [*exported[:at], edited, *exported[at + 1 :]])
+        assert (changed.entities, changed.items, changed.events) == (1, 0, 0)
+        found = MemoryEngine(target).entity("dana", "Mellie")
+        assert found is not None
+        assert (found.entity.name, found.entity.mentions) == ("Melanie", 1)
+        assert [m.id for m in found.memories] == [first.id]
+        for field, value in (("aliases", "Mel"), ("mentioned_by", [{"at": melanie["first_seen"]}])):
+            bad = [*exported[:at], {**melanie, field: value}, *exported[at + 1 :]]
+            with pytest.raises(ValidationError, match=field):
+                import_records(target, bad)
+        with pytest.raises(ValidationError, match="scope"):
+            import_records(target, [*exported[:at], {**melanie, "scope": "erin"}])
 
 
 def _text_of_every_table(url: str) -> str:

@@ -85,6 +85,8 @@ def test_openapi_lists_every_endpoint_and_the_key_schemes(api: Api) -> None:
         ("get", "/health"),
         ("get", "/agents"),
         ("post", "/agents/erase"),
+        ("get", "/agents/{agent_id}/entities"),
+        ("get", "/agents/{agent_id}/entities/{name}"),
     }
     found = {
         (method, path.removeprefix(V1))
@@ -120,6 +122,8 @@ PROTECTED = [
     ("post", "/memory/forget", {"memory_id": "x"}),
     ("get", "/agents", None),
     ("post", "/agents/erase", {"agent_id": "agent-a"}),
+    ("get", "/agents/agent-a/entities", None),
+    ("get", "/agents/agent-a/entities/Melanie", None),
 ]
 
 
@@ -137,7 +141,8 @@ def test_every_memory_endpoint_needs_a_valid_key(
     _error(call({"Authorization": f"Bearer {wrong}"}), 401, "unauthorized")
     _error(call({"X-API-Key": "garbage"}), 401, "unauthorized")
     _error(call({"Authorization": f"Basic {api.key_a}"}), 401, "unauthorized")
-    assert call(api.a).status_code not in (401, 403) or path.startswith("/agents")
+    admin_only = path in ("/agents", "/agents/erase")
+    assert call(api.a).status_code not in (401, 403) or admin_only
 
 
 def test_both_headers_work_and_a_revoked_key_stops_at_once(api: Api) -> None:
@@ -607,3 +612,98 @@ def test_an_agent_key_cannot_decay_far_from_the_server_clock(api: Api, offset: t
             f"{V1}/memory/decay", json={"now": when, "agent_id": "agent-a"}, headers=api.root
         )
     )
+
+
+# -- entities ----------------------------------------------------------------------------------
+
+
+def test_entities_list_pages_and_one_entity_with_its_memories(api: Api) -> None:
+    c = api.client
+    first = _ok(
+        c.post(
+            f"{V1}/memory/episodic",
+            json={"content": "Hey Mel! I went hiking with my sister Anna in Yosemite."},
+            headers=api.a,
+        ),
+        201,
+    )
+    second = _ok(
+        c.post(
+            f"{V1}/memory/episodic",
+            json={"content": "Melanie said the Acme Corp office in Berlin is nice."},
+            headers=api.a,
+        ),
+        201,
+    )
+    _semantic(api, api.b, "Melanie lives in Paris.")
+
+    page = _ok(c.get(f"{V1}/agents/agent-a/entities", headers=api.a))
+    found = {e["name"]: e for e in page["entities"]}
+    assert set(found) == {"Melanie", "Anna", "Yosemite", "Acme Corp", "Berlin"}
+    assert found["Melanie"]["aliases"] == ["Mel"]
+    assert found["Melanie"]["mentions"] == 2
+    assert found["Melanie"]["kind"] == "person"
+    assert {e["agent_id"] for e in page["entities"]} == {"agent-a"}
+    assert page["entities"][0]["name"] == "Melanie"  # most mentioned first
+    assert (page["limit"], page["offset"]) == (100, 0)
+    # Pages follow each other without overlap.
+    names = [e["name"] for e in page["entities"]]
+    pages = [
+        _ok(
+            c.get(f"{V1}/agents/agent-a/entities", params={"limit": 2, "offset": o}, headers=api.a)
+        )["entities"]
+        for o in (0, 2, 4)
+    ]
+    assert [e["name"] for p in pages for e in p] == names
+    assert (
+        _ok(c.get(f"{V1}/agents/agent-a/entities", params={"offset": 50}, headers=api.a))[
+            "entities"
+        ]
+        == []
+    )
+
+    detail = _ok(c.get(f"{V1}/agents/agent-a/entities/mel", headers=api.a))
+    assert detail["entity"]["name"] == "Melanie"
+    assert [m["id"] for m in detail["memories"]] == [first["id"], second["id"]]
+    # An admin key reads any agent through the path; B's Melanie is B's alone.
+    other = _ok(c.get(f"{V1}/agents/agent-b/entities/Melanie", headers=api.root))
+    assert [m["content"] for m in other["memories"]] == ["Melanie lives in Paris."]
+    own = _ok(c.get(f"{V1}/agents/agent-b/entities", headers=api.b))["entities"]
+    assert {e["name"] for e in own} == {"Melanie", "Paris"}
+
+    # A name with a slash in it (one a caller passed with an event) is one path parameter.
+    _ok(
+        c.post(
+            f"{V1}/memory/episodic",
+            json={"content": "Played loud tonight.", "entities": ["AC/DC"]},
+            headers=api.a,
+        ),
+        201,
+    )
+    band = _ok(c.get(f"{V1}/agents/agent-a/entities/AC/DC", headers=api.a))
+    assert [m["content"] for m in band["memories"]] == ["Played loud tonight."]
+    body = _error(c.get(f"{V1}/agents/agent-a/entities/Nobody", headers=api.a), 404, "not_found")
+    assert "Nobody" in body["message"]
+
+
+def test_entities_of_another_agent_are_refused_and_bad_pages_named(api: Api) -> None:
+    c = api.client
+    _ok(
+        c.post(f"{V1}/memory/episodic", json={"content": "Anna lives in Porto."}, headers=api.a),
+        201,
+    )
+    for response in (
+        c.get(f"{V1}/agents/agent-a/entities", headers=api.b),
+        c.get(f"{V1}/agents/agent-a/entities/Anna", headers=api.b),
+        # The answer is the same whether the agent or the entity exists or not.
+        c.get(f"{V1}/agents/nobody/entities/Nobody", headers=api.b),
+    ):
+        _error(response, 403, "forbidden")
+    for params, field in (({"limit": 0}, "limit"), ({"offset": -1}, "offset")):
+        body = _error(
+            c.get(f"{V1}/agents/agent-a/entities", params=params, headers=api.a),
+            422,
+            "invalid_request",
+        )
+        assert field in json.dumps(body["fields"])
+    _error(c.get(f"{V1}/agents/agent-a/entities/%20", headers=api.a), 422, "invalid_input")

@@ -131,6 +131,7 @@ async def _remember_recall_forget_history(alice: Client) -> None:
         "forget",
         "history",
         "read_memory",
+        "entities",
     }
 
     berlin = await alice.call("remember", content="Alice lives in Berlin", subject="Alice")
@@ -231,6 +232,44 @@ async def _bad_input(alice: Client) -> None:
     assert await alice.resource("memory://preferences") == {}
 
 
+async def _entities(alice: Client) -> None:
+    first = await alice.call(
+        "remember", content="Hey Mel! I went hiking with my sister Anna in Yosemite.", kind="event"
+    )
+    second = await alice.call(
+        "remember", content="Melanie said the Acme Corp office in Berlin is nice.", kind="event"
+    )
+    listed = await alice.call("entities")
+    names = [e["name"] for e in listed["entities"]]
+    assert set(names) == {"Melanie", "Anna", "Yosemite", "Acme Corp", "Berlin"}
+    assert names[0] == "Melanie"  # most mentioned first
+    melanie = listed["entities"][0]
+    assert (melanie["aliases"], melanie["mentions"], melanie["kind"]) == (["Mel"], 2, "person")
+    assert "scope" not in melanie
+    assert listed["next_offset"] is None
+    # Pages follow each other to the end.
+    paged: list[str] = []
+    offset: int | None = 0
+    while offset is not None:
+        page = await alice.call("entities", limit=2, offset=offset)
+        paged += [e["name"] for e in page["entities"]]
+        offset = page["next_offset"]
+        assert len(paged) <= len(names)
+    assert paged == names
+
+    one = await alice.call("entities", name="mel")
+    assert one["entity"]["name"] == "Melanie"
+    assert [m["id"] for m in one["memories"]] == [first["memory"]["id"], second["memory"]["id"]]
+    assert (one["total_memories"], one["next_offset"]) == (2, None)
+    rest = await alice.call("entities", name="Melanie", limit=1)
+    assert [m["id"] for m in rest["memories"]] == [first["memory"]["id"]]
+    assert rest["next_offset"] == 1
+    unknown = await alice.error("entities", name="Nobody")
+    assert "Nobody" in unknown
+    assert "name" in unknown
+    assert "limit" in await alice.error("entities", limit=0)
+
+
 # -- stdio -----------------------------------------------------------------------------------
 
 
@@ -246,6 +285,15 @@ async def test_stdio_bad_input_is_a_tool_error_naming_the_field(
     url = f"sqlite:///{tmp_path / 'mcp.db'}"
     async with stdio_session(url, "alice", transcript) as alice:
         await _bad_input(alice)
+
+
+async def test_stdio_entities(tmp_path: Path, transcript: Transcript) -> None:
+    url = f"sqlite:///{tmp_path / 'mcp.db'}"
+    async with stdio_session(url, "alice", transcript) as alice:
+        await _entities(alice)
+    async with stdio_session(url, "bob", transcript) as bob:
+        assert (await bob.call("entities"))["entities"] == []
+        assert "Melanie" in await bob.error("entities", name="Melanie")
 
 
 async def test_stdio_scopes_are_isolated(tmp_path: Path, transcript: Transcript) -> None:
@@ -399,6 +447,13 @@ async def test_http_session(http_server: HttpServer, transcript: Transcript) -> 
         await _remember_recall_forget_history(alice)
 
 
+async def test_http_entities(http_server: HttpServer, transcript: Transcript) -> None:
+    async with http_session(http_server, "alice", transcript) as alice:
+        await _entities(alice)
+    async with http_session(http_server, "bob", transcript) as bob:
+        assert (await bob.call("entities"))["entities"] == []
+
+
 async def test_http_bad_input(http_server: HttpServer, transcript: Transcript) -> None:
     async with http_session(http_server, "alice", transcript) as alice:
         await _bad_input(alice)
@@ -493,3 +548,22 @@ async def test_http_large_memories_fit_the_clients_message_limit(
         assert whole["next_offset"] is None
         past = await alice.error("read_memory", memory_id=fact["memory"]["id"], offset=700_000)
         assert "offset" in past
+
+
+async def test_an_entity_with_a_huge_name_is_cut_in_answers(tmp_path: Path) -> None:
+    # In process: the engine takes entity names a caller passes with an event, of any size.
+    from langmem_tiers import MemoryEngine
+    from langmem_tiers.server.mcp import build_mcp_server
+
+    huge = "Harbour" + "x" * 300_000
+    async with TieredMemoryStore.afrom_url(f"sqlite:///{tmp_path / 'big.db'}") as store:
+        engine = MemoryEngine(store)
+        await engine.aadd_episodic("alice", "We met at the harbour.", entities=[huge])
+        server = build_mcp_server(engine, scope="alice")
+        budget = engine.settings.mcp_answer_chars
+        result = await server.call_tool("entities", {})
+        text = result.content[0].text  # type: ignore[attr-defined]
+        assert len(text) < budget + 10_000
+        (shown,) = [e for e in json.loads(text)["entities"] if e["name"].startswith("Harbour")]
+        assert huge.startswith(shown["name"])
+        assert shown["truncated"]["name"]["total_chars"] == len(huge)
