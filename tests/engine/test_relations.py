@@ -112,6 +112,16 @@ async def test_a_new_version_restates_its_relations_and_a_callers_are_kept(twin:
     assert _triples(found) == [("Kim", "mentor_of", "Jo")]
 
 
+async def test_a_merge_keeps_the_relation_of_the_merged_content(twin: Any) -> None:
+    await twin.add_semantic("jo", "I live in Berlin.")
+    merged = await twin.add_semantic("jo", "I moved to Munich last month.", strategy="merge")
+    assert merged.action == "merged"
+    assert merged.memory.value["relations"] == [
+        {"subject": "user", "relation": "lives_in", "object": "Munich"}
+    ]
+    assert _triples(await twin.relations("jo")) == [("user", "lives_in", "Munich")]
+
+
 async def test_a_bad_as_of_or_subject_names_the_field(twin: Any) -> None:
     with pytest.raises(ValidationError, match="as_of"):
         await twin.relations("jo", as_of="not a time")
