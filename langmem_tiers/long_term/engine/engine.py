@@ -52,6 +52,7 @@ from langmem_tiers.long_term.engine.models import (
     WriteResult,
 )
 from langmem_tiers.long_term.engine.operations import Operations
+from langmem_tiers.long_term.engine.relations import Relation
 from langmem_tiers.long_term.engine.steps import Db, Services, Steps, adrive, drive
 from langmem_tiers.long_term.engine.upkeep import Upkeep
 from langmem_tiers.long_term.store.erasure import ErasureResult, erase_scope_flow
@@ -452,7 +453,8 @@ class MemoryEngine:
         return await self._adrive(self._ops.entities_steps(scope, limit, offset))
 
     def entity(self, scope: str, name: str) -> EntityDetail | None:
-        """The entity ``name`` (or one of its aliases) names, with the memories naming it.
+        """The entity ``name`` (or one of its aliases) names, with the memories naming it
+        and the relations of those memories that hold now with it as subject or object.
 
         None when the scope's memories name no such entity.
         """
@@ -461,6 +463,26 @@ class MemoryEngine:
     async def aentity(self, scope: str, name: str) -> EntityDetail | None:
         """Async twin of :meth:`entity`."""
         return await self._adrive(self._ops.entity_steps(scope, name))
+
+    def relations(
+        self, scope: str, *, subject: str | None = None, as_of: Time | None = None
+    ) -> list[Relation]:
+        """The (subject, relation, object) facts of the scope as they held at ``as_of``.
+
+        Read from the semantic memories whose statements fill a relation slot ("I live in
+        Berlin." is ``user lives_in Berlin``; the speaker is ``user``). ``as_of=None``:
+        now, from the active memories; a past instant: the memories valid then, rebuilt
+        from the scope's events (so "I moved to Munich" ends the Berlin one at the move).
+        Each with its memory id and validity interval, oldest first; ``subject`` keeps
+        the relations of one subject (``"user"``, a name).
+        """
+        return self._drive(self._ops.relations_steps(scope, subject, as_of))
+
+    async def arelations(
+        self, scope: str, *, subject: str | None = None, as_of: Time | None = None
+    ) -> list[Relation]:
+        """Async twin of :meth:`relations`."""
+        return await self._adrive(self._ops.relations_steps(scope, subject, as_of))
 
     def retrieve(
         self,

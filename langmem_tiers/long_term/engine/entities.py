@@ -10,7 +10,7 @@ episode are mentions too.
 
 :func:`entities_flow` lists a scope's entities (most mentioned first) and
 :func:`entity_flow` reads one by name or alias, with the memories that mention it, oldest
-first.
+first, and the relations they state of it that hold now.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from typing import Any
 
 from langmem_tiers.long_term.engine.lifecycle import memories_flow
 from langmem_tiers.long_term.engine.models import Memory
+from langmem_tiers.long_term.engine.relations import Relation, relations_of
 from langmem_tiers.sql.dialect import ENTITIES, ENTITY_MENTIONS, Dialect
 from langmem_tiers.sql.flow import Flow, Sql, Transaction
 from langmem_tiers.tiers.entities import Mention, find_entities, same_entity
@@ -59,10 +60,13 @@ class Entity:
 
 @dataclass(frozen=True, slots=True)
 class EntityDetail:
-    """An entity with the memories that mention it, oldest first."""
+    """An entity with the memories that mention it, oldest first, and its relations."""
 
     entity: Entity
     memories: list[Memory] = field(default_factory=list)
+    relations: list[Relation] = field(default_factory=list)
+    """The relations those memories state that hold now, with the entity as subject or
+    object (see :mod:`~langmem_tiers.long_term.engine.relations`)."""
 
 
 def _stem(name: str) -> str:
@@ -249,4 +253,10 @@ def entity_flow(dialect: Dialect, scope: str, name: str) -> Flow[EntityDetail | 
         return EntityDetail(entity, [])
     in_ids, params = dialect.in_list("i.id", ids)
     memories = yield from memories_flow(dialect, f"{in_ids} AND i.scope = ?", [*params, scope])
-    return EntityDetail(entity, memories)
+    names = [entity.name, *entity.aliases]
+    relations = [
+        r
+        for r in relations_of(memories, dialect.now())
+        if any(same_entity(n, r.subject) or same_entity(n, r.object) for n in names)
+    ]
+    return EntityDetail(entity, memories, relations)

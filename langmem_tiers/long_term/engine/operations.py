@@ -60,6 +60,7 @@ from langmem_tiers.long_term.engine.pipeline import (
     semantic_steps,
     write_steps,
 )
+from langmem_tiers.long_term.engine.relations import Relation, relations_flow
 from langmem_tiers.long_term.engine.replay import as_of_flow
 from langmem_tiers.long_term.engine.semantic import (
     index_texts,
@@ -459,6 +460,17 @@ class Operations:
         label = check.label(scope)
         wanted = check.text("name", name).strip()
         found: EntityDetail | None = yield Db(entity_flow(self.core.dialect, label, wanted))
+        return found
+
+    def relations_steps(
+        self, scope: str, subject: str | None, as_of: datetime | str | None
+    ) -> Steps[list[Relation]]:
+        label = check.label(scope)
+        who = None if subject is None else check.text("subject", subject).strip()
+        at = None if as_of is None else check.time("as_of", as_of)
+        found: list[Relation] = yield Db(
+            relations_flow(self.core.dialect, label, at=at, subject=who)
+        )
         return found
 
     def retrieve_steps(

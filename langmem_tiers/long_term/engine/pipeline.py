@@ -7,6 +7,8 @@ same steps, each memory in one transaction:
 
 1. **validate** the namespace, key and value completely before any I/O (any JSON object;
    structured ``content`` is rendered to text for indexing, see ``records.memory_text``);
+   a semantic statement's relations ("I live in Berlin": ``user lives_in Berlin``) are
+   kept in its value under ``relations`` (see ``relations.py``);
 2. **duplicate check**: the same value at the same key again is returned, not stored
    (retries are idempotent); a semantic memory near-identical to an active one of the
    scope is returned instead of a copy;
@@ -42,6 +44,7 @@ from langmem_tiers.long_term.engine.models import (
     Memory,
     WriteResult,
 )
+from langmem_tiers.long_term.engine.relations import value_with_relations
 from langmem_tiers.long_term.engine.semantic import (
     NearCheck,
     index_texts,
@@ -107,6 +110,11 @@ def prepare_writes(
                 f"writes[{n}]: namespace {op.namespace!r} is not a memory namespace; it must "
                 "end in 'episodic', 'semantic' or 'procedural' (store other documents "
                 "with store.put)."
+            )
+        related = value_with_relations(record.value) if record.kind == "semantic" else None
+        if related is not None:  # the relations its statement states (see ``relations``)
+            record = validate_value(
+                op.namespace, key, related, max_chars=ops.settings.max_content_chars
             )
         out.append(PreparedWrite(tuple(op.namespace), key, record, new_keys or op.key is None))
     return out

@@ -46,6 +46,7 @@ from langmem_tiers.long_term.engine.models import (
     Memory,
     WriteResult,
 )
+from langmem_tiers.long_term.engine.relations import refreshed_value
 from langmem_tiers.long_term.engine.versions import close_versions_flow, insert_version_flow
 from langmem_tiers.long_term.store.core import StoreCore, WriteNote
 from langmem_tiers.long_term.store.events import snapshot_flow
@@ -342,6 +343,7 @@ def _write_semantic(
             *(target.value.get("merged_from") or []),
             {"content": value.get("content"), "at": stamp, "explanation": top.explanation},
         ]
+        merged = refreshed_value(target.value, merged)
         yield from close_versions_flow(core, [target.id], at)
         note = WriteNote(
             MERGED, {**metadata, "merged": value.get("content")}, {"version": target.version + 1}
@@ -424,6 +426,7 @@ def _update(
     value["content"] = content
     if confidence is not None:
         value["confidence"] = confidence
+    value = refreshed_value(target.value, value)
     return (yield from _new_version_flow(core, target, value, reason, vectors, at))
 
 
