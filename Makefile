@@ -7,8 +7,8 @@ test:
 	pytest
 
 lint:
-	ruff check langmem_tiers tests benchmarks graphs
-	ruff format --check langmem_tiers tests benchmarks graphs
+	ruff check langmem_tiers tests benchmarks graphs scripts notebooks
+	ruff format --check langmem_tiers tests benchmarks graphs scripts notebooks
 
 type:
 	mypy
