@@ -9,19 +9,14 @@ conversation from the client's messages to the server's.
 
 from __future__ import annotations
 
-import itertools
 import sqlite3
-import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import psycopg
 import pytest
-from langchain_core.embeddings import DeterministicFakeEmbedding
-from psycopg import pq
 
-from langmem_tiers import TieredMemoryStore
 from langmem_tiers.sql.backends import AsyncPostgresIO, PostgresIO, SqliteIO
 from langmem_tiers.sql.flow import (
     BULK_MIN_ROWS,
@@ -145,77 +140,3 @@ def test_a_failing_statement_fails_the_pipeline_and_its_transaction_stores_nothi
         assert _count(conn) == 0
         # The connection is usable again, and so is the pipeline.
         assert run(_in_transaction(_requests(20)), PostgresIO(conn, None)) == _expected()
-
-
-# -- round trips ------------------------------------------------------------------------------
-
-
-@contextmanager
-def _traced(conn: psycopg.Connection) -> Iterator[Callable[[], list[str]]]:
-    """The protocol messages ``conn`` exchanges meanwhile, each ``F`` (sent) or ``B``
-    (received), the message's name and its fields."""
-    with tempfile.NamedTemporaryFile("r") as trace:
-        conn.pgconn.trace(trace.fileno())
-        conn.pgconn.set_trace_flags(pq.Trace.SUPPRESS_TIMESTAMPS | pq.Trace.REGRESS_MODE)
-        lines: list[str] = []
-        try:
-            yield lambda: lines
-        finally:
-            conn.pgconn.untrace()
-            trace.seek(0)
-            for line in trace.read().splitlines():
-                direction, _, message = line.split("\t", 2)
-                lines.append(f"{direction} {message.strip()}")
-
-
-def _round_trips(messages: list[str]) -> int:
-    """How often the client sent and then read an answer."""
-    return sum(
-        1
-        for before, after in itertools.pairwise(messages)
-        if before.startswith("F") and after.startswith("B")
-    )
-
-
-def test_a_pipeline_is_one_round_trip_and_a_copy_among_its_statements_two_more(
-    postgres_url: str,
-) -> None:
-    with psycopg.connect(postgres_url, autocommit=True) as conn:
-        conn.execute(SCHEMA)
-        io = PostgresIO(conn, None)
-        small = tuple(r for r in _requests(10) if not (type(r) is InsertRows and len(r.rows) > 1))
-        with _traced(conn) as messages:
-            assert io.pipeline(Pipeline(small)) == [None, [(1,)], None, [(3,)]]
-        # BEGIN, the pipeline, COMMIT.
-        assert _round_trips(messages()) == 3
-        conn.execute("DELETE FROM t")
-        with _traced(conn) as messages:
-            io.pipeline(Pipeline(_requests(10)))
-        # BEGIN, the row, the COPY (its start and its rows), the rest, COMMIT.
-        assert _round_trips(messages()) == 6
-
-
-def test_a_put_is_four_round_trips_and_holds_its_namespace_counter_for_the_last_two(
-    postgres_url: str,
-) -> None:
-    with psycopg.connect(postgres_url, autocommit=True) as conn:
-        store = TieredMemoryStore(
-            conn, index={"dims": 16, "embed": DeterministicFakeEmbedding(size=16)}
-        )
-        store.setup()
-        namespace = ("maya", "episodic")
-        store.put(namespace, "first", {"content": "Maya moved to Lisbon"})
-        with _traced(conn) as messages:
-            store.put(namespace, "second", {"content": "Maya started a new job"})
-        trace = messages()
-        take = next(n for n, line in enumerate(trace) if "lmt_scope_changes_take" in line)
-        taken = next(n for n in range(take, len(trace)) if trace[n].startswith("B ReadyForQuery"))
-        # After the counter's take answered: the write's statements (items, vectors,
-        # events) in one round trip, then the commit.
-        assert _round_trips(trace[taken:]) == 2
-        # Before it: BEGIN, then the items' locks, their rows and the take in one.
-        assert _round_trips(trace[:taken]) == 2
-        assert trace[-1].startswith("B ReadyForQuery")
-        stored = store.get(namespace, "second")
-        assert stored is not None
-        assert stored.value == {"content": "Maya started a new job"}

@@ -768,24 +768,6 @@ def _lists_members(store: Any, run: Callable[[], Any]) -> bool:
     return any(listing in s or VECTORS in s for s in _statements(run))
 
 
-def test_an_unchanged_namespace_is_not_listed_again(db: str, store: Any) -> None:
-    """A search of a namespace nothing changed in lists no members: in process (SQLite)
-    it reads two counters, then the rows; over a connection (PostgreSQL) the statement
-    reading the rows checks those counters for the members of the last search with the
-    same condition, in one round trip. A namespace not cached yet is read with its
-    members in one statement, and with their rows where a statement is a round trip
-    (PostgreSQL); in process (SQLite) the candidates' rows are a statement of their own."""
-    assert _cache(store).dialect.counts_membership_changes
-    in_process = _cache(store).dialect.in_process
-    assert in_process == db.startswith("sqlite")
-    expected = _fresh(store, "apple fruit")
-    _cache(store).clear()
-    assert len(_statements(lambda: _answer(store, "apple fruit"))) == (2 if in_process else 1)
-    assert not _lists_members(store, lambda: _answer(store, "music paris"))
-    assert len(_statements(lambda: _answer(store, "music paris"))) == (2 if in_process else 1)
-    assert _answer(store, "apple fruit") == expected
-
-
 @pytest.mark.parametrize("superseded", [1, 5])
 def test_members_swapped_without_a_change_of_their_number_are_seen(
     db: str, store: Any, superseded: int
@@ -858,59 +840,6 @@ def test_access_counts_keep_the_members(store: Any) -> None:
         _answer(store, "apple")
     store.db.run(store.core.flush_flow())  # the buffered access counts are written
     assert not _lists_members(store, lambda: _answer(store, "apple"))
-
-
-def test_reads_on_postgres_open_no_transaction_block(
-    postgres_url: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A batch that only reads runs its statements outside a transaction block (in READ
-    COMMITTED each has its own snapshot either way): no BEGIN and COMMIT round trips. A
-    batch that writes, and the buffered access counts, still get their transaction."""
-    import psycopg
-
-    blocks: list[None] = []
-    opened = psycopg.Connection.transaction
-
-    def counted(conn: Any, *args: Any, **kwargs: Any) -> Any:
-        blocks.append(None)
-        return opened(conn, *args, **kwargs)
-
-    with _open(postgres_url) as store:
-        for key, text in TEXTS.items():
-            store.put(NS, key, {"content": text})
-        expected = _answer(store, "apple fruit")
-        store.db.run(store.core.flush_flow())  # no access count is due
-        monkeypatch.setattr(psycopg.Connection, "transaction", counted)
-        assert _answer(store, "apple fruit") == expected
-        assert store.get(NS, "m1", refresh_ttl=False) is not None
-        assert not blocks
-        store.db.run(store.core.flush_flow())  # the search's access counts
-        assert len(blocks) == 1
-        store.put(NS, "m7", {"content": "apple crumble"})
-        assert len(blocks) == 2
-
-
-def test_only_episodic_memories_have_their_neighbours_looked_up(store: Any) -> None:
-    """Conversational neighbours are episodic memories' only: a search of a namespace of
-    other memories reads no event (each item's kind is cached with it)."""
-    events = "lmt_events"
-    for _ in range(2):
-        assert not any(events in s for s in _statements(lambda: _answer(store, "apple")))
-    episodic = ("u1", "episodic")
-    store.put(
-        episodic,
-        "q",
-        {"content": "did you bake the apple pie", "event_timestamp": "2024-05-01T10:00:00+00:00"},
-    )
-    store.put(
-        episodic,
-        "a",
-        {"content": "yes with cinnamon", "event_timestamp": "2024-05-01T10:01:00+00:00"},
-    )
-    for _ in range(2):
-        found = _statements(lambda: store.search(episodic, query="apple pie", limit=2))
-        assert any(events in s for s in found)
-    assert [h.key for h in store.search(episodic, query="apple pie", limit=2)] == ["q", "a"]
 
 
 def test_searches_beside_writers_of_membership_on_postgres(postgres_url: str) -> None:
@@ -1457,28 +1386,6 @@ def _hits(store: Any, prefix: tuple[str, ...], query: str, **options: Any) -> li
     ]
 
 
-def test_a_first_search_of_an_own_namespace_is_one_statement(db: str) -> None:
-    """The first search of a namespace this store wrote makes its entry from the seed
-    and, where a statement is a round trip (PostgreSQL), guesses that every item is a
-    member: the search's rows statement proves it by counting them, so the search is
-    that one statement and reads no changes. In process (SQLite) the counters are read
-    first. Either way it answers what a store that never wrote answers."""
-    ns = ("u6", "notes")
-    in_process = db.startswith("sqlite")
-    with _open(db) as store, _open(db) as reader:
-        store.batch([_put(ns, f"k{n}", f"apple {n} music") for n in range(12)])
-        store.put(ns, "k3", {"content": "banana music", "n": 1})
-        for query in ("apple music", "banana"):
-            with _item_reads(store) as seen:
-                executed = _statements(lambda q=query: _hits(store, ns, q))
-            assert seen == []
-            assert len(executed) == (2 if in_process else 1)
-            assert _hits(store, ns, query) == _hits(reader, ns, query)
-        filtered = _hits(store, ns, "music", filter={"n": 1})
-        assert filtered == _hits(reader, ns, "music", filter={"n": 1})
-        assert [h[1] for h in filtered] == ["k3"]
-
-
 def test_a_wrong_guess_of_every_item_costs_a_statement_not_an_answer(db: str) -> None:
     """Where the namespace changed since the entry (as many items, not the same ones),
     not every item is a member (some no longer valid), or a namespace below was written
@@ -1505,25 +1412,6 @@ def test_a_wrong_guess_of_every_item_costs_a_statement_not_an_answer(db: str) ->
         found = _hits(store, ns, "apple music", now=now)
         assert "x" in [h[1] for h in found]
         assert found == _hits(reader, ns, "apple music", now=now)
-
-
-def test_an_entry_above_the_counted_guess_bound_reads_its_members_once(
-    db: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """An entry larger than :data:`COUNTED_GUESS_MAX` guesses nothing without remembered
-    members (a count over it would cost each search): its first search reads them, the
-    next ones check the counters alone."""
-    from langmem_tiers.long_term.store.search import scope_cache
-
-    monkeypatch.setattr(scope_cache, "COUNTED_GUESS_MAX", 3)
-    ns = ("u8", "notes")
-    in_process = db.startswith("sqlite")
-    with _open(db) as store, _open(db) as reader:
-        store.batch([_put(ns, f"k{n}", f"apple {n} music") for n in range(6)])
-        first = _statements(lambda: _hits(store, ns, "apple"))
-        later = _statements(lambda: _hits(store, ns, "apple"))
-        assert (len(first), len(later)) == ((2, 2) if in_process else (2, 1))
-        assert _hits(store, ns, "music") == _hits(reader, ns, "music")
 
 
 def test_an_entry_above_the_taken_bound_reads_the_changes_at_its_next_search(
