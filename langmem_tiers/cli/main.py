@@ -436,8 +436,9 @@ def build_parser() -> argparse.ArgumentParser:
         "mcp",
         memory.mcp,
         "run the MCP server (needs the 'mcp' extra)",
-        "Serves long-term memory to MCP clients: tools remember, recall, forget and history, "
-        "resources memory://facts and memory://preferences. Over stdio (the default) for the "
+        "Serves long-term memory to MCP clients: tools remember, recall, forget, history, "
+        "read_memory, entities and relations, resources memory://facts, memory://preferences "
+        "and memory://entities. Over stdio (the default) for the "
         "one scope of --scope; with --http over streamable HTTP at http://HOST:PORT/mcp, "
         "where each caller sends an API key (Authorization: Bearer <key>, see 'keys create') "
         "and works in the key's scope.",

@@ -22,6 +22,8 @@ tool            does
 ``read_memory`` a memory's whole text (or value), page by page
 ``entities``    the people, organisations, places and things the memories name (most
                 mentioned first), or one of them by ``name`` with the memories naming it
+``relations``   the (subject, relation, object) facts ("user lives_in Berlin"), now or
+                ``as_of`` an instant, optionally of one ``subject``
 ==============  ===================================================================
 
 Each answer is one JSON text (a memory's text appears once in it), and carries at most
@@ -29,10 +31,12 @@ Each answer is one JSON text (a memory's text appears once in it), and carries a
 text is cut, and the memory gets a ``truncated`` note with the ``read_memory`` call that
 reads on from there. So an MCP client's limit on one message (1 MiB for the SDK's) is never
 reached, however large a memory is. An entity's name and aliases share the same budget:
-aliases past an entity's share are counted in ``more_aliases`` instead of listed.
+aliases past an entity's share are counted in ``more_aliases`` instead of listed; so are
+a relation's subject and object.
 
-Resources: ``memory://facts`` (the scope's current facts) and ``memory://preferences``
-(its preferences, key -> value), both JSON.
+Resources: ``memory://facts`` (the scope's current facts), ``memory://preferences``
+(its preferences, key -> value) and ``memory://entities`` (its entities, most mentioned
+first), all JSON.
 
 Every write goes through :class:`~langmem_tiers.long_term.engine.engine.MemoryEngine`, so an MCP
 client gets the same duplicate checks, conflict resolution, versions and event log as
@@ -76,6 +80,7 @@ from langmem_tiers.long_term.engine.engine import MemoryEngine
 from langmem_tiers.long_term.engine.entities import Entity
 from langmem_tiers.long_term.engine.models import Memory, ScoredMemory
 from langmem_tiers.long_term.engine.plain import plain
+from langmem_tiers.long_term.engine.relations import Relation
 from langmem_tiers.long_term.store.store import TieredMemoryStore
 from langmem_tiers.server.keys import ApiKeys
 
@@ -84,6 +89,7 @@ if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
 
 __all__ = [
+    "ENTITIES_URI",
     "FACTS_URI",
     "KIND_NAMES",
     "PREFERENCES_URI",
@@ -95,6 +101,7 @@ __all__ = [
 
 FACTS_URI = "memory://facts"
 PREFERENCES_URI = "memory://preferences"
+ENTITIES_URI = "memory://entities"
 
 KIND_NAMES: Mapping[str, str] = {
     "fact": "semantic",
@@ -282,6 +289,20 @@ def _entity(entity: Entity, share: int) -> dict[str, Any]:
     return data
 
 
+def _relation(relation: Relation, share: int) -> dict[str, Any]:
+    """A relation as the tools show it, its subject and object within ``share`` characters."""
+    data: dict[str, Any] = plain(relation)
+    cut: dict[str, Any] = {}
+    for part in ("subject", "relation", "object"):
+        text = data[part]
+        if len(text) > share // 3:
+            data[part] = text[: share // 3]
+            cut[part] = {"total_chars": len(text), "shown_chars": share // 3}
+    if cut:
+        data["truncated"] = cut
+    return data
+
+
 def _kinds(kinds: list[KindName] | None) -> list[str] | None:
     if not kinds:
         return None
@@ -350,8 +371,9 @@ def build_mcp_server(
             "Long-term memory of one agent or user. remember stores facts, preferences "
             "(key -> value) and events; recall searches them; history shows how a fact "
             "changed; forget removes one; entities lists the people, places and things the "
-            "memories name. Resources memory://facts and memory://preferences list what is "
-            "current."
+            "memories name; relations lists facts such as 'user lives_in Berlin', now or as of "
+            "an instant. Resources memory://facts, memory://preferences and "
+            "memory://entities list what is current."
         ),
         **auth,
     )
@@ -635,6 +657,48 @@ def build_mcp_server(
             "next_offset": end if end < len(detail.memories) else None,
         }
 
+    @server.tool(title="Relations", structured_output=False)
+    async def relations(
+        subject: Annotated[
+            str | None,
+            Field(
+                min_length=1,
+                max_length=512,
+                description="Only this subject's relations: 'user' (the speaker), "
+                "'user.sister', or a name (default: every subject).",
+            ),
+        ] = None,
+        as_of: Annotated[
+            str | None,
+            Field(
+                min_length=1,
+                max_length=64,
+                description="An ISO-8601 instant, e.g. '2026-03-01T12:00:00Z': the "
+                "relations as they held then (default: now).",
+            ),
+        ] = None,
+        limit: Annotated[int, Field(ge=1, le=100, description="Relations at most.")] = 20,
+        offset: Annotated[
+            int, Field(ge=0, le=100_000, description="How many to skip (the next page).")
+        ] = 0,
+    ) -> dict[str, Any]:
+        """The (subject, relation, object) facts this memory holds, such as
+        'user lives_in Berlin', oldest first, each with the memory stating it and when it
+        holds (valid_from, valid_until). With ``as_of``, those that held at that instant:
+        a move shows the old place before it. ``next_offset`` asks for the next page."""
+        found = await _engine_call(
+            engine.arelations(_scope_of_caller(scope), subject=subject, as_of=as_of)
+        )
+        page = found[offset : offset + limit]
+        share = _share(budget, len(page))
+        end = offset + len(page)
+        return {
+            "relations": [_relation(r, share) for r in page],
+            "as_of": as_of,
+            "offset": offset,
+            "next_offset": end if end < len(found) else None,
+        }
+
     @server.resource(
         FACTS_URI,
         name="facts",
@@ -674,6 +738,19 @@ def build_mcp_server(
                 for m in memories
             }
         )
+
+    @server.resource(
+        ENTITIES_URI,
+        name="entities",
+        title="Entities",
+        description="The people, organisations, places and things the scope's memories "
+        "name, most mentioned first.",
+        mime_type="application/json",
+    )
+    async def entities_resource() -> str:
+        found = await engine.aentities(_scope_of_caller(scope), limit=_RESOURCE_LIMIT)
+        share = _share(budget, len(found))
+        return _json([_entity(e, share) for e in found])
 
     return server
 

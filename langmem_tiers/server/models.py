@@ -46,6 +46,8 @@ __all__ = [
     "MemoryKindName",
     "MemoryOut",
     "ProceduralIn",
+    "RelationOut",
+    "RelationsOut",
     "ReplayIn",
     "ReplayOut",
     "ResultOut",
@@ -432,6 +434,28 @@ class EntityDetailOut(_Out):
 
     entity: EntityOut
     memories: list[MemoryOut]
+
+
+class RelationOut(_Out):
+    """A (subject, relation, object) fact, with the memory stating it and when it holds."""
+
+    subject: str = Field(description='"user" (the speaker), "user.sister" or a name.')
+    relation: str = Field(description="lives_in, works_at, job, manager, ...")
+    object: str
+    memory_id: str
+    valid_from: datetime | None = None
+    valid_until: datetime | None = Field(
+        default=None, description="When a newer memory superseded it; null while it holds."
+    )
+
+
+class RelationsOut(_Out):
+    """A page of a scope's relations as they held at ``as_of`` (null: now), oldest first."""
+
+    relations: list[RelationOut]
+    as_of: datetime | None
+    limit: int
+    offset: int
 
 
 class HealthOut(_Out):

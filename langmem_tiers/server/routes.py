@@ -20,12 +20,13 @@ GET      ``/agents``                                  scopes with counts (admin 
 POST     ``/agents/erase``                            erase every trace of a scope (admin key)
 GET      ``/agents/{agent_id}/entities``              the scope's entities, most mentioned first
 GET      ``/agents/{agent_id}/entities/{name}``       one entity (by name or alias), its memories
+GET      ``/agents/{agent_id}/relations``             its (subject, relation, object) facts
 =======  ===========================================  ======================================
 
 Each route authenticates, resolves the scope (the key's own, or ``agent_id`` for an
 admin key) and calls the engine's async method; a memory id of another scope is the
-engine's ``NotFoundError``, answered 404. The entity routes name the agent in the path: a
-key bound to another agent is refused (403), as ``agent_id`` elsewhere.
+engine's ``NotFoundError``, answered 404. The entity and relation routes name the agent in
+the path: a key bound to another agent is refused (403), as ``agent_id`` elsewhere.
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ from langmem_tiers.server.models import (
     HealthOut,
     MemoryOut,
     ProceduralIn,
+    RelationsOut,
     ReplayIn,
     ReplayOut,
     ResultOut,
@@ -450,6 +452,41 @@ def build_router() -> APIRouter:
         return {
             "entity": _entity(detail.entity),
             "memories": [_memory(m) for m in detail.memories],
+        }
+
+    @router.get(
+        "/agents/{agent_id}/relations",
+        response_model=RelationsOut,
+        tags=["entities"],
+        summary="An agent's (subject, relation, object) facts, now or as they held at an"
+        " instant, oldest first",
+    )
+    async def relations(
+        agent_id: AgentPath,
+        request: Request,
+        key: Principal,
+        subject: Annotated[
+            Text | None,
+            Query(
+                min_length=1,
+                max_length=512,
+                description='Only this subject\'s relations ("user", "user.sister", a name).',
+            ),
+        ] = None,
+        as_of: Annotated[
+            UtcTime | None,
+            Query(description="The relations as they held at this ISO-8601 instant."),
+        ] = None,
+        limit: Annotated[int, Query(ge=1, le=MAX_ENTITY_PAGE)] = 100,
+        offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
+    ) -> Any:
+        engine = _state(request).engine
+        found = await engine.arelations(scope_for(key, agent_id), subject=subject, as_of=as_of)
+        return {
+            "relations": [plain(r) for r in found[offset : offset + limit]],
+            "as_of": as_of,
+            "limit": limit,
+            "offset": offset,
         }
 
     return router

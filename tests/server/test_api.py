@@ -4,6 +4,7 @@ isolation between agents, bad input and oversized bodies."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -87,6 +88,7 @@ def test_openapi_lists_every_endpoint_and_the_key_schemes(api: Api) -> None:
         ("post", "/agents/erase"),
         ("get", "/agents/{agent_id}/entities"),
         ("get", "/agents/{agent_id}/entities/{name}"),
+        ("get", "/agents/{agent_id}/relations"),
     }
     found = {
         (method, path.removeprefix(V1))
@@ -124,6 +126,7 @@ PROTECTED = [
     ("post", "/agents/erase", {"agent_id": "agent-a"}),
     ("get", "/agents/agent-a/entities", None),
     ("get", "/agents/agent-a/entities/Melanie", None),
+    ("get", "/agents/agent-a/relations", None),
 ]
 
 
@@ -707,3 +710,87 @@ def test_entities_of_another_agent_are_refused_and_bad_pages_named(api: Api) -> 
         )
         assert field in json.dumps(body["fields"])
     _error(c.get(f"{V1}/agents/agent-a/entities/%20", headers=api.a), 422, "invalid_input")
+
+
+# -- relations ---------------------------------------------------------------------------------
+
+
+def _moved_from_berlin_to_munich(api: Api) -> tuple[Any, Any, str]:
+    """Agent A lives in Berlin, then moves to Munich; the two facts and an instant between."""
+    berlin = _semantic(api, api.a, "I live in Berlin.")["memory"]
+    events = _ok(api.client.get(f"{V1}/memory/timeline", headers=api.a))["events"]
+    before_move = events[-1]["at"]
+    time.sleep(0.01)
+    moved = _semantic(api, api.a, "I moved to Munich last month.")
+    assert moved["action"] == "superseded"
+    return berlin, moved["memory"], before_move
+
+
+def test_relations_now_and_as_of_before_a_move(api: Api) -> None:
+    c = api.client
+    berlin, munich, before_move = _moved_from_berlin_to_munich(api)
+    _semantic(api, api.a, "My manager is Sarah.")
+    _semantic(api, api.b, "I live in Paris.")
+
+    now = _ok(c.get(f"{V1}/agents/agent-a/relations", headers=api.a))
+    assert [(r["subject"], r["relation"], r["object"]) for r in now["relations"]] == [
+        ("user", "lives_in", "Munich"),
+        ("user", "manager", "Sarah"),
+    ]
+    assert now["relations"][0]["memory_id"] == munich["id"]
+    assert now["relations"][0]["valid_until"] is None
+    assert (now["as_of"], now["limit"], now["offset"]) == (None, 100, 0)
+
+    then = _ok(
+        c.get(f"{V1}/agents/agent-a/relations", params={"as_of": before_move}, headers=api.a)
+    )
+    assert [(r["relation"], r["object"]) for r in then["relations"]] == [("lives_in", "Berlin")]
+    assert then["relations"][0]["memory_id"] == berlin["id"]
+    # Ended by the move, as known now.
+    assert then["relations"][0]["valid_until"] is not None
+    assert datetime.fromisoformat(then["as_of"]) == datetime.fromisoformat(before_move)
+
+    # One subject; pages; an admin key reads B's relations through the path.
+    assert (
+        _ok(c.get(f"{V1}/agents/agent-a/relations", params={"subject": "Sarah"}, headers=api.a))[
+            "relations"
+        ]
+        == []
+    )
+    pages = [
+        _ok(
+            c.get(f"{V1}/agents/agent-a/relations", params={"limit": 1, "offset": o}, headers=api.a)
+        )["relations"]
+        for o in (0, 1, 2)
+    ]
+    assert [r["object"] for p in pages for r in p] == ["Munich", "Sarah"]
+    other = _ok(c.get(f"{V1}/agents/agent-b/relations", headers=api.root))["relations"]
+    assert [r["object"] for r in other] == ["Paris"]
+
+
+def test_relations_of_another_agent_are_refused_and_bad_times_named(api: Api) -> None:
+    c = api.client
+    _semantic(api, api.a, "I live in Berlin.")
+    for response in (
+        c.get(f"{V1}/agents/agent-a/relations", headers=api.b),
+        c.get(
+            f"{V1}/agents/agent-a/relations",
+            params={"as_of": "2026-01-01T00:00:00Z", "subject": "user"},
+            headers=api.b,
+        ),
+        c.get(f"{V1}/agents/nobody/relations", headers=api.b),
+    ):
+        _error(response, 403, "forbidden")
+    for params, field in (
+        ({"as_of": "last tuesday"}, "as_of"),
+        ({"as_of": "2026-13-01T00:00:00Z"}, "as_of"),
+        ({"limit": 0}, "limit"),
+        ({"offset": -1}, "offset"),
+        ({"subject": ""}, "subject"),
+    ):
+        body = _error(
+            c.get(f"{V1}/agents/agent-a/relations", params=params, headers=api.a),
+            422,
+            "invalid_request",
+        )
+        assert field in json.dumps(body["fields"]), body

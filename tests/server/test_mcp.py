@@ -7,6 +7,7 @@ Every exchange is recorded in a transcript that a failing test prints (``-s`` sh
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -16,6 +17,7 @@ import sys
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -132,6 +134,7 @@ async def _remember_recall_forget_history(alice: Client) -> None:
         "history",
         "read_memory",
         "entities",
+        "relations",
     }
 
     berlin = await alice.call("remember", content="Alice lives in Berlin", subject="Alice")
@@ -205,7 +208,11 @@ async def _remember_recall_forget_history(alice: Client) -> None:
     assert paris_id not in [f["id"] for f in await alice.resource("memory://facts")]
 
     listed = await alice.session.list_resources()
-    assert {str(r.uri) for r in listed.resources} == {"memory://facts", "memory://preferences"}
+    assert {str(r.uri) for r in listed.resources} == {
+        "memory://facts",
+        "memory://preferences",
+        "memory://entities",
+    }
 
 
 async def _bad_input(alice: Client) -> None:
@@ -268,6 +275,44 @@ async def _entities(alice: Client) -> None:
     assert "Nobody" in unknown
     assert "name" in unknown
     assert "limit" in await alice.error("entities", limit=0)
+    resource = await alice.resource("memory://entities")
+    assert [e["name"] for e in resource] == names
+    assert resource[0]["aliases"] == ["Mel"]
+
+
+async def _relations(alice: Client) -> None:
+    berlin = await alice.call("remember", content="I live in Berlin.")
+    await asyncio.sleep(0.05)
+    moved = await alice.call("remember", content="I moved to Munich last month.")
+    assert moved["action"] == "superseded"
+    await alice.call("remember", content="My manager is Sarah.")
+    # An instant after Berlin was stored and before the move.
+    written = datetime.fromisoformat(berlin["memory"]["created_at"])
+    moved_at = datetime.fromisoformat(moved["memory"]["created_at"])
+    before_move = (written + (moved_at - written) / 2).isoformat()
+
+    now = await alice.call("relations")
+    assert [(r["subject"], r["relation"], r["object"]) for r in now["relations"]] == [
+        ("user", "lives_in", "Munich"),
+        ("user", "manager", "Sarah"),
+    ]
+    assert now["relations"][0]["memory_id"] == moved["memory"]["id"]
+    assert now["relations"][0]["valid_until"] is None
+    assert "scope" not in now["relations"][0]
+    assert now["next_offset"] is None
+
+    then = await alice.call("relations", as_of=before_move)
+    assert [(r["relation"], r["object"]) for r in then["relations"]] == [("lives_in", "Berlin")]
+    assert then["relations"][0]["memory_id"] == berlin["memory"]["id"]
+    assert then["relations"][0]["valid_until"] is not None  # ended by the move
+    assert (await alice.call("relations", subject="Sarah"))["relations"] == []
+    first = await alice.call("relations", limit=1)
+    assert [r["object"] for r in first["relations"]] == ["Munich"]
+    assert first["next_offset"] == 1
+    bad = await alice.error("relations", as_of="last tuesday")
+    assert "as_of" in bad
+    assert "last tuesday" in bad
+    assert "limit" in await alice.error("relations", limit=0)
 
 
 # -- stdio -----------------------------------------------------------------------------------
@@ -294,6 +339,15 @@ async def test_stdio_entities(tmp_path: Path, transcript: Transcript) -> None:
     async with stdio_session(url, "bob", transcript) as bob:
         assert (await bob.call("entities"))["entities"] == []
         assert "Melanie" in await bob.error("entities", name="Melanie")
+
+
+async def test_stdio_relations(tmp_path: Path, transcript: Transcript) -> None:
+    url = f"sqlite:///{tmp_path / 'mcp.db'}"
+    async with stdio_session(url, "alice", transcript) as alice:
+        await _relations(alice)
+    async with stdio_session(url, "bob", transcript) as bob:
+        assert (await bob.call("relations"))["relations"] == []
+        assert await bob.resource("memory://entities") == []
 
 
 async def test_stdio_scopes_are_isolated(tmp_path: Path, transcript: Transcript) -> None:
@@ -454,6 +508,13 @@ async def test_http_entities(http_server: HttpServer, transcript: Transcript) ->
         assert (await bob.call("entities"))["entities"] == []
 
 
+async def test_http_relations(http_server: HttpServer, transcript: Transcript) -> None:
+    async with http_session(http_server, "alice", transcript) as alice:
+        await _relations(alice)
+    async with http_session(http_server, "bob", transcript) as bob:
+        assert (await bob.call("relations"))["relations"] == []
+
+
 async def test_http_bad_input(http_server: HttpServer, transcript: Transcript) -> None:
     async with http_session(http_server, "alice", transcript) as alice:
         await _bad_input(alice)
@@ -567,3 +628,23 @@ async def test_an_entity_with_a_huge_name_is_cut_in_answers(tmp_path: Path) -> N
         (shown,) = [e for e in json.loads(text)["entities"] if e["name"].startswith("Harbour")]
         assert huge.startswith(shown["name"])
         assert shown["truncated"]["name"]["total_chars"] == len(huge)
+
+
+async def test_a_relation_with_a_huge_object_is_cut_in_answers(tmp_path: Path) -> None:
+    # In process: a statement's object is as long as its text is.
+    from langmem_tiers import MemoryEngine
+    from langmem_tiers.server.mcp import build_mcp_server
+
+    huge = "Berlin" + "x" * 300_000
+    async with TieredMemoryStore.afrom_url(f"sqlite:///{tmp_path / 'big.db'}") as store:
+        engine = MemoryEngine(store)
+        await engine.aadd_semantic("alice", f"I live in {huge}.")
+        server = build_mcp_server(engine, scope="alice")
+        budget = engine.settings.mcp_answer_chars
+        result = await server.call_tool("relations", {})
+        text = result.content[0].text  # type: ignore[attr-defined]
+        assert len(text) < budget + 10_000
+        (shown,) = json.loads(text)["relations"]
+        assert (shown["subject"], shown["relation"]) == ("user", "lives_in")
+        assert huge.lower().startswith(shown["object"].lower())
+        assert shown["truncated"]["object"]["total_chars"] == len(huge)

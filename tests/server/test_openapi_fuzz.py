@@ -215,7 +215,7 @@ def requests(draw: st.DrawFn, memory_ids: list[str]) -> dict[str, Any]:
 
 
 def test_the_schema_covers_every_route() -> None:
-    assert len(_OPERATIONS) == 17
+    assert len(_OPERATIONS) == 18
 
 
 @seed(20261121)
