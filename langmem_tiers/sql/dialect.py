@@ -192,6 +192,10 @@ class Dialect:
         """A JSON column's parameter from JSON text already encoded (not encoded again)."""
         return text
 
+    def array_param(self, values: Sequence[Any]) -> Any:
+        """A list bound as one parameter (SQLite: JSON text read with ``json_each``)."""
+        return compact_json(list(values))
+
     def ts_param(self, value: datetime | None) -> Any:
         if value is None:
             return None
@@ -555,17 +559,45 @@ class Dialect:
 
     def created_events_sql(
         self, columns: Sequence[str], *, times: Sequence[str], floats: Sequence[str]
-    ) -> str | None:
+    ) -> str:
         """A statement appending the ``memory.created`` events of items just written, their
         snapshots built by the database from the rows (``columns`` of the item, in order;
         ``times`` and ``floats`` among them need formatting as the Python snapshot does).
 
         Parameters: the events' time, correlation id and actor, then the items' ids, event
         types and metadata (JSON text) as three lists, the events written in that order,
-        then the ids again (the rows are found by their index, not joined by a scan).
-        None where the snapshots are built in Python from the rows read back.
+        then the ids again (the rows are found by their index, not joined by a scan);
+        the lists bound with :meth:`array_param`.
         """
-        return None
+
+        # What events.snapshot() spells: times as datetime.isoformat() writes the stored
+        # UTC text (no fraction when it is zero); floats with 17 significant digits and
+        # their ".0", so they read back as the same floats.
+        def field(column: str) -> str:
+            c = f"i.{column}"
+            if column == "value":
+                return f"json({c})"
+            if column in times:
+                return (
+                    f"CASE WHEN substr({c}, 20, 7) = '.000000'"
+                    f" THEN substr({c}, 1, 19) || substr({c}, 27) ELSE {c} END"
+                )
+            if column in floats:
+                return f"json(printf('%!.17g', {c}))"
+            return c
+
+        snapshot = ", ".join(f"'{column}', {field(column)}" for column in columns)
+        # Numbered parameters: the event types and metadata are read by position in the
+        # lists (SQLite parses each list once per statement, not once per row).
+        return (
+            f"INSERT INTO {EVENTS} (at, type, scope, kind, memory_id, prefix, key, before, after,"
+            " metadata, correlation_id, actor)"
+            " SELECT ?1, json_extract(?5, '$[' || n.key || ']'), i.scope, i.kind, i.id,"
+            f" i.prefix, i.key, NULL, json_object({snapshot}),"
+            " json_extract(?6, '$[' || n.key || ']'), ?2, ?3"
+            f" FROM json_each(?4) AS n JOIN {ITEMS} AS i ON i.id = n.value"
+            " WHERE i.id IN (SELECT value FROM json_each(?7)) ORDER BY n.key"
+        )
 
     def lock_items_sql(self) -> str | None:
         """A statement taking transaction locks on item ids (one ``?``: the id list).
@@ -1019,6 +1051,9 @@ class PostgresDialect(Dialect):
         from psycopg.types.json import Jsonb
 
         return Jsonb(text, dumps=_as_is)
+
+    def array_param(self, values: Sequence[Any]) -> Any:
+        return list(values)
 
     def ts_param(self, value: datetime | None) -> Any:
         return value
@@ -1520,7 +1555,7 @@ class PostgresDialect(Dialect):
 
     def created_events_sql(
         self, columns: Sequence[str], *, times: Sequence[str], floats: Sequence[str]
-    ) -> str | None:
+    ) -> str:
         # What events.snapshot() spells, spelled by the server: reading the rows back and
         # encoding their snapshots in Python cost about a quarter of a batch of puts.
         # Times as datetime.isoformat() writes them in the session's zone (no fraction

@@ -1,13 +1,15 @@
 """The snapshot in a creation event is the memory's row, however it was built.
 
-On PostgreSQL the events of a batch of new memories are written by the database from
-the rows just inserted; every other event's snapshot is built in Python from the rows
-read back. Both must spell the same JSON: replay and the timeline compare them.
+The events of a batch of new memories are written by the database from the rows just
+inserted (SQLite and PostgreSQL alike); every other event's snapshot is built in Python
+from the rows read back. Both must spell the same JSON: replay and the timeline compare
+them.
 """
 
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
@@ -20,7 +22,7 @@ from langmem_tiers import TieredMemoryStore
 from langmem_tiers.long_term.store.events import SNAPSHOT_COLUMNS, snapshot
 from langmem_tiers.long_term.store.records import item_id
 from langmem_tiers.long_term.store.writes import WriteNote
-from langmem_tiers.sql.dialect import PostgresDialect
+from langmem_tiers.sql.dialect import PostgresDialect, SqliteDialect
 
 VALUES: dict[str, tuple[tuple[str, str], dict[str, Any]]] = {
     # A time with no fraction of a second, a float that is not short in decimal.
@@ -39,6 +41,16 @@ VALUES: dict[str, tuple[tuple[str, str], dict[str, Any]]] = {
             "content": "Zoë asked for tea",
             "importance": 2,
             "event_timestamp": "2026-03-04T05:06:07.120000+00:00",
+        },
+    ),
+    # Escapes, a number written as given, a nested value, a procedural key.
+    "escaped": (
+        ("maya", "procedural"),
+        {
+            "content": 'say "hi"\\ then\ttab \u2028 and \U0001f600',
+            "key": "greeting",
+            "nested": {"n": 12345678901234567890, "f": 1e-7, "list": [1, 2.5, None, True]},
+            "confidence": 0.1,
         },
     ),
 }
@@ -70,12 +82,14 @@ def test_a_created_events_snapshot_spells_the_row_as_python_does(
     assert [(key, kind) for key, kind, _ in events] == [
         ("plain", "memory.created"),
         ("whole", "memory.created"),
+        ("escaped", "memory.created"),
         ("whole", "memory.updated"),
     ]
-    created_plain, created_whole, updated_whole = (after for _, _, after in events)
+    created_plain, created_whole, created_escaped, updated_whole = (after for _, _, after in events)
     # The update's snapshot was built in Python from the row read back: what a created
     # snapshot must equal, exactly, for the rows as they are.
     assert _exact(snapshot(PostgresDialect(), rows["plain"])) == _exact(created_plain)
+    assert _exact(snapshot(PostgresDialect(), rows["escaped"])) == _exact(created_escaped)
     assert _exact(updated_whole) == _exact(snapshot(PostgresDialect(), rows["whole"]))
     assert created_plain["valid_from"].endswith(":05" + ("+00:00" if zone == "UTC" else "+05:30"))
     assert created_plain["confidence"] == 0.30000000000000004
@@ -85,6 +99,42 @@ def test_a_created_events_snapshot_spells_the_row_as_python_does(
     assert created_whole["event_at"].split("T")[1].split(".")[1].startswith("120000")
     assert {
         k: v for k, v in created_whole.items() if k not in {"value", "importance", "updated_at"}
+    } == {k: v for k, v in updated_whole.items() if k not in {"value", "importance", "updated_at"}}
+
+
+def test_a_created_events_snapshot_spells_the_row_as_python_does_on_sqlite(
+    tmp_path: Any,
+) -> None:
+    path = tmp_path / "memory.db"
+    with TieredMemoryStore.from_url(f"sqlite:///{path}", index=None) as store:
+        store.batch([PutOp(namespace, key, value) for key, (namespace, value) in VALUES.items()])
+        namespace, value = VALUES["whole"]
+        store.put(namespace, "whole", {**value, "importance": 3})
+
+    with sqlite3.connect(path) as conn:
+        events = conn.execute("SELECT key, type, after FROM lmt_events ORDER BY seq").fetchall()
+        rows = {
+            row[2]: row
+            for row in conn.execute(f"SELECT {', '.join(SNAPSHOT_COLUMNS)} FROM lmt_items")
+        }
+    assert [(key, kind) for key, kind, _ in events] == [
+        ("plain", "memory.created"),
+        ("whole", "memory.created"),
+        ("escaped", "memory.created"),
+        ("whole", "memory.updated"),
+    ]
+    created = {key: json.loads(after) for key, kind, after in events if kind == "memory.created"}
+    updated_whole = json.loads(events[-1][2])
+    for key in ("plain", "escaped"):
+        assert _exact(created[key]) == _exact(snapshot(SqliteDialect(), rows[key]))
+    assert _exact(updated_whole) == _exact(snapshot(SqliteDialect(), rows["whole"]))
+    assert created["plain"]["valid_from"] == "2026-01-02T03:04:05+00:00"
+    assert created["plain"]["confidence"] == 0.30000000000000004
+    assert created["escaped"]["value"] == VALUES["escaped"][1]
+    assert type(created["whole"]["importance"]) is float
+    assert created["whole"]["event_at"] == "2026-03-04T05:06:07.120000+00:00"
+    assert {
+        k: v for k, v in created["whole"].items() if k not in {"value", "importance", "updated_at"}
     } == {k: v for k, v in updated_whole.items() if k not in {"value", "importance", "updated_at"}}
 
 

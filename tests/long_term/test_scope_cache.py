@@ -26,8 +26,9 @@ from hypothesis import strategies as st
 from langmem_tiers import TieredMemoryStore
 from langmem_tiers.config import Settings
 from langmem_tiers.errors import ConfigurationError
-from langmem_tiers.long_term.store.search import scope_cache
-from langmem_tiers.long_term.store.search.scope_cache import ScopeCache, ScopeData
+from langmem_tiers.long_term.store.search import scope_cache, scope_data, scope_seeds
+from langmem_tiers.long_term.store.search.scope_cache import ScopeCache
+from langmem_tiers.long_term.store.search.scope_data import ScopeData
 from langmem_tiers.sql import migrations as schema
 from langmem_tiers.sql.dialect import (
     CHANGES_KEPT,
@@ -610,7 +611,7 @@ def test_dense_top_k_keeps_ties_in_id_order() -> None:
     ties at the k-th value included, and scores the requested extra items."""
     import numpy as np
 
-    from langmem_tiers.long_term.store.search.scope_cache import ScopeData
+    from langmem_tiers.long_term.store.search.scope_data import ScopeData
 
     rng = np.random.default_rng(3)
     # Few distinct directions, so many items tie.
@@ -638,7 +639,7 @@ def test_dense_top_k_keeps_ties_in_id_order() -> None:
 def test_dense_with_several_vectors_an_item_takes_each_items_best() -> None:
     """Items with a vector per indexed field, their rows in any order: each item scores
     its best row, and the top k and the included items are those of a plain sort."""
-    from langmem_tiers.long_term.store.search.scope_cache import ScopeData
+    from langmem_tiers.long_term.store.search.scope_data import ScopeData
 
     rng = np.random.default_rng(5)
     items = [f"i{n:02d}" for n in range(40)]
@@ -663,7 +664,7 @@ def test_dense_with_several_vectors_an_item_takes_each_items_best() -> None:
 
 def test_inverted_index_answers_each_terms_postings_as_the_items_hold_them() -> None:
     from langmem_tiers.long_term.store.search.bm25 import pack_terms
-    from langmem_tiers.long_term.store.search.scope_cache import ScopeData
+    from langmem_tiers.long_term.store.search.scope_data import ScopeData
 
     terms = {f"i{n}": {f"t{(n * k) % 97}": k for k in range(1, 6)} for n in range(50)}
     packed = {i: pack_terms(tf) for i, tf in terms.items() if i != "i7"}
@@ -690,7 +691,7 @@ def test_bm25_over_the_index_gives_score_postings_floats_with_and_without_member
     score_postings does: the same floats to the bit, whoever the members are, for terms
     the namespace lacks and for an item without terms."""
     from langmem_tiers.long_term.store.search.bm25 import pack_terms, score_postings
-    from langmem_tiers.long_term.store.search.scope_cache import ScopeData
+    from langmem_tiers.long_term.store.search.scope_data import ScopeData
 
     rng = np.random.default_rng(11)
     vocabulary = [f"w{n}" for n in range(40)]
@@ -725,11 +726,11 @@ def test_postings_are_ordered_by_code_keeping_their_order_within_one(n_codes: in
     """Either sort (16-bit codes or wider) gives the order of a stable sort by code."""
     import numpy as np
 
-    from langmem_tiers.long_term.store.search.scope_cache import _by_code
+    from langmem_tiers.long_term.store.search.scope_data import by_code
 
     coded = np.random.default_rng(n_codes).integers(0, n_codes, 50_000)
     coded[:2] = n_codes - 1
-    assert np.array_equal(_by_code(coded, n_codes), np.argsort(coded, kind="mergesort"))
+    assert np.array_equal(by_code(coded, n_codes), np.argsort(coded, kind="mergesort"))
 
 
 def _as_dict(data: Any, term: str) -> dict[str, int]:
@@ -1281,7 +1282,7 @@ def test_a_seed_of_many_writes_is_the_entry_a_read_makes(
     every third): items written again, deleted, written after their deletion, with two
     vectors or none, keep only their last rows, the rows of items written again do not
     pile up, and the entry is the one a store that never wrote reads."""
-    monkeypatch.setattr(scope_cache, "MAX_SEED_BLOCKS", 2)
+    monkeypatch.setattr(scope_seeds, "MAX_SEED_BLOCKS", 2)
     notes = ("u3", "notes")
     with _open_own(db) as store, _open_own(db) as reader:
         for n in range(5):
@@ -1297,7 +1298,7 @@ def test_a_seed_of_many_writes_is_the_entry_a_read_makes(
             store.put(notes, "k0", {"content": f"apple music {n}"})
         seed = _cache(store)._seeds["u3.notes"]
         # Rows of items written again are dropped as they pile up.
-        assert len(seed.ids) <= 2 * len(seed.items) + scope_cache.MAX_SEED_BLOCKS + 1
+        assert len(seed.ids) <= 2 * len(seed.items) + scope_seeds.MAX_SEED_BLOCKS + 1
         with _item_reads(store) as seen:
             answer = _scores(store, notes, "apple music")
         assert seen == []
@@ -1521,7 +1522,7 @@ def test_top_rows_are_the_best_values_ties_in_id_order(
     rows = sorted(rnd.sample(range(len(values)), len(values) // 2)) if subset else None
     asked = range(len(values)) if rows is None else rows
     expected = sorted(asked, key=lambda r: (-float(array[r]), ids[r]))[:k]
-    found = scope_cache._top_rows(
+    found = scope_data._top_rows(
         array, k, None if rows is None else np.array(rows, dtype=np.int64), ids
     )
     assert found == expected

@@ -216,28 +216,28 @@ _FLOAT_COLUMNS = ("confidence", "importance")
 
 def created_events_request(
     dialect: Dialect, created: Sequence[tuple[str, str, dict[str, Any]]], at: datetime
-) -> Sql | None:
+) -> Sql:
     """The statement appending the creation events ``(memory id, event type, metadata)``
     of items just written, in that order, their snapshots built by the database from the
-    rows; None where the dialect cannot (read the rows back with :func:`snapshot_flow` and
-    use :func:`write_events_flow`)."""
+    rows: reading the rows back and encoding their snapshots in Python is most of what a
+    batch of new memories costs beyond its own rows."""
     statement = dialect.created_events_sql(
         SNAPSHOT_COLUMNS,
         times=[SNAPSHOT_COLUMNS[i] for i in _TIME_COLUMNS],
         floats=_FLOAT_COLUMNS,
     )
-    if statement is None:
-        return None
-    ids = [memory_id for memory_id, _, _ in created]
+    ids = dialect.array_param([memory_id for memory_id, _, _ in created])
     return Sql(
         statement,
         [
             dialect.ts_param(at),
             *_who(),
             ids,
-            [event_type for _, event_type, _ in created],
+            dialect.array_param([event_type for _, event_type, _ in created]),
             # Most creations carry no metadata: its text needs no encoder.
-            [compact_json(metadata) if metadata else "{}" for _, _, metadata in created],
+            dialect.array_param(
+                [compact_json(metadata) if metadata else "{}" for _, _, metadata in created]
+            ),
             ids,
         ],
     )

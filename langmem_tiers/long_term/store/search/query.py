@@ -51,13 +51,8 @@ from langmem_tiers.long_term.store.search.relevance import (
     absolute_relevance,
     idf_mass,
 )
-from langmem_tiers.long_term.store.search.scope_cache import (
-    ArrayScores,
-    Guess,
-    Members,
-    ScopeCache,
-    ScopeData,
-)
+from langmem_tiers.long_term.store.search.scope_cache import Guess, ScopeCache
+from langmem_tiers.long_term.store.search.scope_data import ArrayScores, Members, ScopeData
 from langmem_tiers.long_term.store.search.time import (
     WHEN_BOOST,
     TimeQuery,
