@@ -35,7 +35,7 @@ from langmem_tiers.errors import (
 )
 from langmem_tiers.sql.backends import AsyncPostgresIO, PostgresIO, SqliteFile, SqliteIO
 from langmem_tiers.sql.dialect import Dialect, PostgresDialect, SqliteDialect
-from langmem_tiers.sql.flow import Flow, arun, run
+from langmem_tiers.sql.flow import Flow, arun, arun_blocking, run
 
 __all__ = [
     "Database",
@@ -99,11 +99,11 @@ class Database:
 
     async def arun(self, flow: Flow[T]) -> T:
         """Drive a flow with awaitable I/O (a worker thread for sync connections)."""
-        if self.async_io is None:
-            # sqlite3 and sync psycopg block: run the same flow in a worker thread.
-            return await asyncio.to_thread(self.run, flow)
-        self._loop = asyncio.get_running_loop()
         try:
+            if self.sync_io is not None:
+                return await arun_blocking(flow, self.sync_io)
+            self._loop = asyncio.get_running_loop()
+            assert self.async_io is not None
             return await arun(flow, self.async_io)
         except LangmemTiersError:
             raise

@@ -19,7 +19,7 @@ import threading
 from collections.abc import Generator, Sequence
 from typing import Any, NamedTuple, Protocol, TypeVar
 
-from langmem_tiers.effects import adrive, drive
+from langmem_tiers.effects import Handlers, adrive, adrive_offloaded, drive
 
 __all__ = [
     "AsyncIO",
@@ -38,6 +38,8 @@ __all__ = [
     "Transaction",
     "WaitFor",
     "arun",
+    "arun_blocking",
+    "blocking_handlers",
     "run",
 ]
 
@@ -257,22 +259,32 @@ class AsyncIO(Protocol):
     async def transaction(self, flow: Flow[T], read_only: bool = False) -> T: ...
 
 
+def blocking_handlers(io: SyncIO) -> Handlers:
+    """The handler table answering every request with ``io``'s blocking calls."""
+    return {
+        Sql: io.sql,
+        SqlMany: io.sql_many,
+        InsertRows: io.insert_rows,
+        Pipeline: io.pipeline,
+        TakeCounters: io.take_counters,
+        Embed: io.embed,
+        QdrantCall: io.qdrant,
+        Transaction: lambda request: io.transaction(request.flow, request.read_only),
+        WaitFor: lambda request: request.latch.wait(request.timeout),
+    }
+
+
 def run(flow: Flow[T], io: SyncIO) -> T:
     """Drive a flow to its end with blocking I/O."""
-    return drive(
-        flow,
-        {
-            Sql: io.sql,
-            SqlMany: io.sql_many,
-            InsertRows: io.insert_rows,
-            Pipeline: io.pipeline,
-            TakeCounters: io.take_counters,
-            Embed: io.embed,
-            QdrantCall: io.qdrant,
-            Transaction: lambda request: io.transaction(request.flow, request.read_only),
-            WaitFor: lambda request: request.latch.wait(request.timeout),
-        },
-    )
+    return drive(flow, blocking_handlers(io))
+
+
+async def arun_blocking(flow: Flow[T], io: SyncIO) -> T:
+    """Drive a flow to its end from async code with blocking I/O (sqlite3, sync psycopg):
+    in a worker thread, as every flow whose I/O blocks is driven from async code
+    (:func:`~langmem_tiers.effects.adrive_offloaded`), so a cancellation reaches the
+    flow at its next request, not after its end."""
+    return await adrive_offloaded(flow, blocking_handlers(io), {})
 
 
 async def arun(flow: Flow[T], io: AsyncIO) -> T:
