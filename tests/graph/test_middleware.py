@@ -14,8 +14,8 @@ from langgraph.store.memory import InMemoryStore
 
 from langmem_tiers import TieredMemoryMiddleware, TieredMemoryStore, namespace_for
 from langmem_tiers.config import Settings
+from langmem_tiers.conversation import FALLBACK_ANSWER
 from langmem_tiers.errors import ConfigurationError, InvalidNamespaceError
-from langmem_tiers.graph import FALLBACK_ANSWER
 from langmem_tiers.graph.middleware import SAVED_KEY
 from langmem_tiers.long_term.engine.engine import MemoryEngine
 from langmem_tiers.short_term.log import InMemoryMessageLog
@@ -355,7 +355,9 @@ async def test_long_term_memory_down_the_agent_still_answers_and_keeps_messages(
 
 def test_a_store_that_was_not_opened_is_refused_at_once() -> None:
     unopened = TieredMemoryStore.from_url("sqlite:///:memory:")
-    with pytest.raises(ConfigurationError, match=r"not entered.*with TieredMemoryStore\.from_url"):
+    with pytest.raises(
+        ConfigurationError, match=r"context manager.*with TieredMemoryStore\.from_url"
+    ):
         TieredMemoryMiddleware(unopened)  # type: ignore[arg-type]
     with pytest.raises(ConfigurationError, match=r"must be a LangGraph BaseStore.*dict"):
         TieredMemoryMiddleware({})  # type: ignore[arg-type]
