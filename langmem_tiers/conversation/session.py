@@ -426,16 +426,10 @@ class ChatMemory:
                     TierOutcome(message_id, level, "failed", f"{type(err).__name__}: {err}")
                 )
             else:
-                shown = "its full text" if record.required_tier_level >= 3 else "its summary"
-                outcomes.append(
-                    TierOutcome(
-                        message_id,
-                        level,
-                        "raised",
-                        f"{message_id} is now shown at tier {record.required_tier_level} "
-                        f"({shown}).",
-                    )
-                )
+                tier = record.required_tier_level
+                shown = "its full text" if tier >= 3 else "its summary"
+                detail = f"{message_id} is now shown at tier {tier} ({shown})."
+                outcomes.append(TierOutcome(message_id, level, "raised", detail))
         context: list[BaseMessage] = yield twin(stm, "context")
         return outcomes, context
 

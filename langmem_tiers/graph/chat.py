@@ -101,6 +101,7 @@ NODES = ("load_memory", "generate", "request_tier", "search_episodic", "save", "
 """The node names of the tiered chat graph (``consolidate`` only for consolidating presets)."""
 
 Update = dict[str, Any]
+_FINDINGS = ("search_results", "notices", "actions", "errors")  # the state's fields of Findings
 
 
 def node_runnable(
@@ -219,23 +220,14 @@ class _TieredChat:
             update["scratch"] = [*(state.get("scratch") or []), *pack(asked.replies)]
         return update
 
-    def _findings(self, state: Mapping[str, Any]) -> Findings:
-        return Findings(
-            search_results=list(state.get("search_results") or []),
-            notices=list(state.get("notices") or []),
-            actions=list(state.get("actions") or []),
-            errors=list(state.get("errors") or []),
-        )
+    @staticmethod
+    def _findings(state: Mapping[str, Any]) -> Findings:
+        return Findings(**{key: list(state.get(key) or []) for key in _FINDINGS})
 
     @staticmethod
     def _found(state: Mapping[str, Any], found: Findings) -> Update:
-        return {
-            "search_results": found.search_results,
-            "notices": found.notices,
-            "actions": found.actions,
-            "errors": found.errors,
-            "scratch": [*(state.get("scratch") or []), *pack(found.replies)],
-        }
+        scratch = [*(state.get("scratch") or []), *pack(found.replies)]
+        return {**{key: getattr(found, key) for key in _FINDINGS}, "scratch": scratch}
 
     def request_tier(self, state: Mapping[str, Any], config: RunnableConfig) -> Flow[Update]:
         session_id, user_id = resolve_ids(state, config)

@@ -82,7 +82,7 @@ from langmem_tiers.conversation.regenerate import (
     search_tool_flow,
     tier_tool_flow,
 )
-from langmem_tiers.conversation.session import ChatMemory, SavedTurn, storable
+from langmem_tiers.conversation.session import ChatMemory, storable
 from langmem_tiers.errors import ConfigurationError, ValidationError
 from langmem_tiers.graph.prompts import (
     MIDDLEWARE_MARKERS_PROMPT,
@@ -436,10 +436,9 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any, Any]):
             except ValidationError:
                 # One message short-term memory refuses (a NUL byte, a lone surrogate) must
                 # not hold back the others: each is then saved or refused on its own.
-                saved_each = yield from self._save_each_flow(memory, session_id, user_id, kept)
-                if saved_each is None:
+                stored = yield from self._save_each_flow(memory, session_id, user_id, kept)
+                if not stored:
                     return None
-                outcome, stored = saved_each
             except Exception as err:  # they stay in the state, unsaved: the next step retries
                 logger.warning(
                     "session %s: saving to short-term memory failed: %r", session_id, err
@@ -447,8 +446,8 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any, Any]):
                 return None
             else:
                 stored = dict(zip((str(m.id) for m in kept), outcome.ids, strict=True))
-            for error in outcome.errors:
-                logger.warning("session %s: %s", session_id, error)
+                for error in outcome.errors:
+                    logger.warning("session %s: %s", session_id, error)
         for message in fresh:
             if str(message.id) in stored or not storable(message):
                 saved[str(message.id)] = stored.get(str(message.id), "")
@@ -460,17 +459,15 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any, Any]):
         session_id: str,
         user_id: str,
         messages: Sequence[BaseMessage],
-    ) -> Flow[tuple[SavedTurn, dict[str, str]] | None]:
-        """Save ``messages`` one at a time, in order, then consolidate when due: ``(what was
-        done, state id -> short-term id)``, a refused message mapped to ``""`` (never
-        retried) with its reason logged.
+    ) -> Flow[dict[str, str]]:
+        """Save ``messages`` one at a time, in order, then consolidate when due: state id ->
+        short-term id, a refused message mapped to ``""`` (never retried) with its reason
+        logged, as are long-term memory failures.
 
         A failure that is not a refusal (the database is down) stops there: that message and
-        the ones after it stay unsaved, for the next step to retry. None when none was saved
-        or refused.
+        the ones after it stay unsaved, for the next step to retry.
         """
         stored: dict[str, str] = {}
-        errors: list[str] = []
         due = False
         for message in messages:
             try:
@@ -495,15 +492,14 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any, Any]):
                 )
                 break
             stored[str(message.id)] = outcome.ids[0] if outcome.ids else ""
-            errors.extend(outcome.errors)
+            for error in outcome.errors:
+                logger.warning("session %s: %s", session_id, error)
             due = due or outcome.consolidation_due
-        if not stored:
-            return None
         if due:
             done = yield from memory.consolidate_flow(session_id, user_id)
             if done.error is not None:
-                errors.append(f"consolidate: {done.error} (the window was kept; next turn retries)")
-        return SavedTurn(list(stored.values()), due, errors), stored
+                logger.warning("session %s: consolidation failed: %s", session_id, done.error)
+        return stored
 
     def after_model(self, state: TieredMemoryState, runtime: Runtime[Any]) -> dict[str, Any] | None:
         """Save the messages not saved yet (short-term) and the user's facts (long-term)."""
@@ -517,28 +513,22 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any, Any]):
 
     # -- tools ---------------------------------------------------------------------------
 
-    def _tier_flow(self, runtime: ToolRuntime, message_id: str, level: int) -> Flow[str]:
+    def _session(self, runtime: ToolRuntime) -> tuple[ChatMemory, str, str]:
         memory = self.memory(runtime.store)
-        session_id, user_id = self._ids(runtime, runtime.config)
-        return (yield from tier_tool_flow(memory, session_id, user_id, message_id, level))
-
-    def _search_flow(self, runtime: ToolRuntime, query: str) -> Flow[str]:
-        memory = self.memory(runtime.store)
-        session_id, user_id = self._ids(runtime, runtime.config)
-        return (yield from search_tool_flow(memory, session_id, user_id, query))
+        return (memory, *self._ids(runtime, runtime.config))
 
     def _make_tools(self) -> list[BaseTool]:
         def request_tier(message_id: str, runtime: ToolRuntime, level: int = 3) -> str:
-            return drive(self._tier_flow(runtime, message_id, level))
+            return drive(tier_tool_flow(*self._session(runtime), message_id, level))
 
         async def arequest_tier(message_id: str, runtime: ToolRuntime, level: int = 3) -> str:
-            return await adrive(self._tier_flow(runtime, message_id, level))
+            return await adrive(tier_tool_flow(*self._session(runtime), message_id, level))
 
         def search_episodic(query: str, runtime: ToolRuntime) -> str:
-            return drive(self._search_flow(runtime, query))
+            return drive(search_tool_flow(*self._session(runtime), query))
 
         async def asearch_episodic(query: str, runtime: ToolRuntime) -> str:
-            return await adrive(self._search_flow(runtime, query))
+            return await adrive(search_tool_flow(*self._session(runtime), query))
 
         return [
             StructuredTool.from_function(
