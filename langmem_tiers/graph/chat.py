@@ -369,18 +369,11 @@ def build_tiered_chat_graph(
             summarizer=summarizer,
             token_counter=token_counter,
         )
-    bound, reader = _bind_model(
-        model,
-        mode,
-        one_call if one_call is not None else memory.settings.one_call,
-        memory,
-        stream_drafts=stream_drafts,
-    )
-    prompt = system_prompt
-    if prompt is None:
-        prompt = TOOLS_SYSTEM_PROMPT if mode == "tools" else CHAT_SYSTEM_PROMPT
-    chat = _TieredChat(bound, memory, mode=mode, system_prompt=prompt, one_call=reader)
-
+    one_call = one_call if one_call is not None else memory.settings.one_call
+    bound, reader = _bind_model(model, mode, one_call, memory, stream_drafts=stream_drafts)
+    if system_prompt is None:
+        system_prompt = TOOLS_SYSTEM_PROMPT if mode == "tools" else CHAT_SYSTEM_PROMPT
+    chat = _TieredChat(bound, memory, mode=mode, system_prompt=system_prompt, one_call=reader)
     return _graph(chat).compile(
         checkpointer=checkpointer, store=store if attach_store else None, name=name
     )
