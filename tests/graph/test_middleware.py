@@ -10,6 +10,7 @@ from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.store.base import SearchOp
 from langgraph.store.memory import InMemoryStore
 
 from langmem_tiers import TieredMemoryMiddleware, TieredMemoryStore, namespace_for
@@ -257,6 +258,22 @@ async def test_markers_are_bounded_and_never_shown(store: TieredMemoryStore) -> 
     assert len(recorder.prompts) == 3  # one call and two regenerations
     assert out["messages"][-1].content == FALLBACK_ANSWER
     assert "Your search for 'budget' found nothing." in recorder.text(2)
+
+
+@pytest.mark.parametrize("mode", ["tools", "markers"])
+async def test_a_failed_search_is_told_to_the_model_as_failed(mode: str) -> None:
+    store = BrokenStore(InMemoryStore(), failing=(SearchOp,))
+    asks = (
+        tool_call("search_episodic", "c1", query="budget")
+        if mode == "tools"
+        else "[SEARCH_EPISODIC: budget]"
+    )
+    agent, _ = _agent(_model(asks, "I could not look it up."), store, mode=mode)
+    recorder = PromptRecorder()
+    out = agent.invoke({"messages": [("user", "What is the budget?")]}, _config("t1", recorder))
+    assert "The search for 'budget' failed; answer without it." in recorder.text(1)
+    assert "found nothing" not in recorder.text(1)
+    assert out["messages"][-1].content == "I could not look it up."
 
 
 async def test_a_marker_the_user_typed_is_text(store: TieredMemoryStore) -> None:
