@@ -8,8 +8,8 @@ Where the I/O blocks (sqlite3, sync psycopg), :func:`adrive_offloaded` answers t
 blocking requests in a worker thread, a run of them per hop. Each layer brings its own
 requests and tables: SQL statements and embeddings (``sql/flow.py``), short-term
 memory's log, store, tierer and summariser calls (``short_term/effects.py``), the
-engine's database and model steps (``long_term/engine/steps.py``) and the graphs' calls
-(``graph/flows.py``).
+engine's database and model steps (``long_term/engine/steps.py``) and the conversation's calls
+(``conversation/flows.py``).
 
 One exception policy for all of them: whatever a handler raises, cancellation included,
 is thrown into the flow at its ``yield``, where the flow may handle it (roll back, fall

@@ -143,12 +143,15 @@ def test_bad_weights_name_the_component() -> None:
 _PACKAGE = Path(langmem_tiers.__file__).resolve().parent
 
 #: area -> the areas it must never import at module level.
+_ABOVE_MEMORY = {"conversation", "graph", "server", "cli"}
 _FORBIDDEN = {
-    "sql": {"long_term.store", "long_term.engine", "short_term", "tiers", "graph", "server", "cli"},
-    "tiers": {"sql", "long_term.store", "long_term.engine", "short_term", "graph", "server", "cli"},
-    "long_term.store": {"long_term.engine", "short_term", "graph", "server", "cli"},
-    "long_term.engine": {"short_term", "graph", "server", "cli"},
-    "short_term": {"long_term.engine", "graph", "server", "cli"},
+    "sql": {"long_term.store", "long_term.engine", "short_term", "tiers", *_ABOVE_MEMORY},
+    "tiers": {"sql", "long_term.store", "long_term.engine", "short_term", *_ABOVE_MEMORY},
+    "long_term.store": {"long_term.engine", "short_term", *_ABOVE_MEMORY},
+    "long_term.engine": {"short_term", *_ABOVE_MEMORY},
+    "short_term": {"long_term.engine", *_ABOVE_MEMORY},
+    # The conversation service sits between memory and the surfaces that run turns.
+    "conversation": {"graph", "server", "cli"},
     "graph": {"server", "cli"},
     "server": {"cli"},
 }

@@ -10,7 +10,7 @@ Two formats:
   ``session_<n>`` of a sample becomes session ``<sample_id>-session_<n>``, ``speaker_a``
   the user and ``speaker_b`` the assistant; image turns keep their caption as text.
 
-Messages go through :class:`~langmem_tiers.graph.ChatMemory` with the ``tiered`` preset
+Messages go through :class:`~langmem_tiers.conversation.ChatMemory` with the ``tiered`` preset
 and the SQL message log in the store's database, exactly as a live conversation's turns
 do: they are tiered and stored in the session, the user's facts and preferences become
 semantic and procedural memories, and when the window is over its budget its oldest
@@ -186,7 +186,7 @@ def run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from langmem_tiers.cli.main import CommandError, count, open_store, print_json, settings_for
-    from langmem_tiers.graph import ChatMemory
+    from langmem_tiers.conversation import ChatMemory
     from langmem_tiers.short_term.presets import get_preset
     from langmem_tiers.short_term.sql_log import SqlMessageLog
 
@@ -237,13 +237,9 @@ def run(args: argparse.Namespace) -> int:
                 assert scope is not None  # LoCoMo rows carry their sample id
                 session = group[0].session
                 sessions.add((scope, session))
-                saved = memory.save(session, scope, [_message(r) for r in group])
+                saved = memory.save_turn(session, scope, [_message(r) for r in group])
                 errors.extend(saved.errors)
-                if saved.consolidation_due:
-                    outcome = memory.consolidate(session, scope)
-                    pruned += len(outcome.consolidated)
-                    if outcome.error is not None:
-                        errors.append(outcome.error)
+                pruned += len(saved.consolidated)
                 bar.update(len(group))
         summary.update(
             messages=len(rows),

@@ -148,7 +148,7 @@ def search(args: argparse.Namespace) -> int:
 
 def context(args: argparse.Namespace) -> int:
     """``context SESSION``: the model's view of a session (short-term memory)."""
-    from langmem_tiers.graph import ChatMemory
+    from langmem_tiers.conversation import ChatMemory
     from langmem_tiers.short_term.presets import get_preset
     from langmem_tiers.short_term.sql_log import SqlMessageLog
 

@@ -1,9 +1,14 @@
-"""LangGraph graphs and nodes: the tiered chat loop, consolidation, memory for your own agent."""
+"""LangGraph adapters over the conversation service: the tiered chat graph, the consolidation
+graph, memory nodes for your own agent and the ``create_agent`` middleware.
+
+The session service itself (``ChatMemory``) and the regenerate loop live in
+:mod:`langmem_tiers.conversation`.
+"""
 
 from __future__ import annotations
 
 from langmem_tiers.graph.agent import memory_save_node, memory_view_node
-from langmem_tiers.graph.chat import NODES, ChatMode, best_answer, build_tiered_chat_graph
+from langmem_tiers.graph.chat import NODES, ChatMode, build_tiered_chat_graph
 from langmem_tiers.graph.consolidation_graph import (
     ConsolidationReport,
     aconsolidate_episodes,
@@ -12,12 +17,10 @@ from langmem_tiers.graph.consolidation_graph import (
 )
 from langmem_tiers.graph.middleware import TieredMemoryMiddleware
 from langmem_tiers.graph.models import resolve_chat_model
-from langmem_tiers.graph.nodes import ChatMemory
 from langmem_tiers.graph.offline_model import OfflineChatModel
 from langmem_tiers.graph.prompts import (
     AGENT_MEMORY_PROMPT,
     CHAT_SYSTEM_PROMPT,
-    FALLBACK_ANSWER,
     MIDDLEWARE_MARKERS_PROMPT,
     MIDDLEWARE_TOOLS_PROMPT,
     REQUEST_TIER_TOOL,
@@ -29,14 +32,12 @@ from langmem_tiers.graph.state import TieredChatInput, TieredChatState
 __all__ = [
     "AGENT_MEMORY_PROMPT",
     "CHAT_SYSTEM_PROMPT",
-    "FALLBACK_ANSWER",
     "MIDDLEWARE_MARKERS_PROMPT",
     "MIDDLEWARE_TOOLS_PROMPT",
     "NODES",
     "REQUEST_TIER_TOOL",
     "SEARCH_EPISODIC_TOOL",
     "TOOLS_SYSTEM_PROMPT",
-    "ChatMemory",
     "ChatMode",
     "ConsolidationReport",
     "OfflineChatModel",
@@ -44,7 +45,6 @@ __all__ = [
     "TieredChatState",
     "TieredMemoryMiddleware",
     "aconsolidate_episodes",
-    "best_answer",
     "build_consolidation_graph",
     "build_tiered_chat_graph",
     "consolidate_episodes",

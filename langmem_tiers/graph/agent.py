@@ -50,31 +50,25 @@ from typing import Any
 from langchain_core.messages import BaseMessage, SystemMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 
+from langmem_tiers.conversation.flows import Flow
+from langmem_tiers.conversation.session import ChatMemory, storable
 from langmem_tiers.errors import ConfigurationError
 from langmem_tiers.graph.chat import node_runnable
-from langmem_tiers.graph.flows import Flow
-from langmem_tiers.graph.nodes import ChatMemory
 from langmem_tiers.graph.prompts import (
     AGENT_MEMORY_PROMPT,
     AGENT_TIER_GUIDE,
     render_system_prompt,
 )
-from langmem_tiers.graph.state import is_saved, resolve_ids
+from langmem_tiers.graph.state import is_saved, mark_saved, resolve_ids
 from langmem_tiers.short_term.context import memory_text
 
 __all__ = ["memory_save_node", "memory_view_node"]
 
 logger = logging.getLogger(__name__)
 
-_METADATA_KEY = "langmem_tiers"
-
 
 def _unsaved(messages: list[BaseMessage]) -> list[BaseMessage]:
     return [m for m in messages if m.type != "system" and not is_saved(m)]
-
-
-def _storable(message: BaseMessage) -> bool:
-    return bool(message.text.strip()) or bool(getattr(message, "tool_calls", None))
 
 
 def memory_view_node(
@@ -142,28 +136,15 @@ def memory_save_node(
                 "memory_save_node needs message ids to mark saved messages: declare "
                 "messages with the add_messages reducer (e.g. use MessagesState)."
             )
-        storable = [m for m in fresh if _storable(m)]
+        kept = [m for m in fresh if storable(m)]
         ids: list[str | None] = []
-        if storable:
-            saved = yield from memory.save_flow(session_id, user_id, storable)
+        if kept:
+            saved = yield from memory.save_turn_flow(session_id, user_id, kept)
             for error in saved.errors:
                 logger.warning("session %s: %s", session_id, error)
-            if saved.consolidation_due:
-                outcome = yield from memory.consolidate_flow(session_id, user_id)
-                if outcome.error is not None:
-                    logger.warning(
-                        "session %s: consolidation failed, retried next turn: %s",
-                        session_id,
-                        outcome.error,
-                    )
             ids = list(saved.ids)
-        stored = dict(zip((m.id for m in storable), ids, strict=True))
-        marked: list[BaseMessage] = []
-        for message in fresh:
-            metadata = dict(message.response_metadata or {})
-            # Empty messages cannot be stored; marking them keeps them from being retried.
-            metadata[_METADATA_KEY] = {"message_id": stored.get(message.id)}
-            marked.append(message.model_copy(update={"response_metadata": metadata}))
-        return {"messages": marked}
+        stored = dict(zip((m.id for m in kept), ids, strict=True))
+        # Empty messages cannot be stored; marking them keeps them from being retried.
+        return {"messages": [mark_saved(m, stored.get(m.id)) for m in fresh]}
 
     return node_runnable(name, flow)

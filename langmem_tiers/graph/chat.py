@@ -42,12 +42,11 @@ Example:
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal, get_args
+from collections.abc import Callable, Mapping
+from typing import Any, get_args
 
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
-from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from langgraph.constants import TAG_NOSTREAM
 from langgraph.graph import END, START, StateGraph
@@ -55,16 +54,24 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.base import BaseStore
 from langgraph.types import Checkpointer
 
-from langmem_tiers.config import Settings
+from langmem_tiers.config import ChatMode, Settings
+from langmem_tiers.conversation.flows import Call, Flow, adrive, drive
+from langmem_tiers.conversation.regenerate import (
+    Findings,
+    Pending,
+    answer_searches_flow,
+    answer_tiers_flow,
+    best_answer,
+    no_pending,
+    read_asks,
+)
+from langmem_tiers.conversation.session import ChatMemory
 from langmem_tiers.errors import ConfigurationError, ModelError
-from langmem_tiers.graph.flows import Call, Flow, adrive, drive
 from langmem_tiers.graph.models import resolve_chat_model
-from langmem_tiers.graph.nodes import ChatMemory
 from langmem_tiers.graph.one_call import OneCall, read_one_call, tiers_entry
 from langmem_tiers.graph.prompts import (
     CHAT_SYSTEM_PROMPT,
     CHAT_TIER_GUIDE,
-    FALLBACK_ANSWER,
     REQUEST_TIER_TOOL,
     SEARCH_EPISODIC_TOOL,
     TOOLS_SYSTEM_PROMPT,
@@ -72,13 +79,10 @@ from langmem_tiers.graph.prompts import (
     render_system_prompt,
 )
 from langmem_tiers.graph.state import (
-    Pending,
-    PendingSearch,
-    PendingTier,
     TieredChatInput,
     TieredChatState,
     current_question,
-    no_pending,
+    mark_saved,
     pack,
     resolve_ids,
     unpack,
@@ -89,21 +93,15 @@ from langmem_tiers.short_term.log import MessageLog
 from langmem_tiers.short_term.presets import Preset
 from langmem_tiers.tiers.base import Summarizer, Tierer
 from langmem_tiers.tiers.inline import InlineTiers
-from langmem_tiers.tiers.markers import MAX_QUERY_CHARS, parse_markers, strip_markers
 from langmem_tiers.tiers.tokens import TokenCounter
 
-__all__ = ["NODES", "ChatMode", "best_answer", "build_tiered_chat_graph", "node_runnable"]
-
-logger = logging.getLogger(__name__)
-
-ChatMode = Literal["markers", "tools"]
-"""How the model asks for more context: markers in its text, or tool calls."""
+__all__ = ["NODES", "ChatMode", "build_tiered_chat_graph", "node_runnable"]
 
 NODES = ("load_memory", "generate", "request_tier", "search_episodic", "save", "consolidate")
 """The node names of the tiered chat graph (``consolidate`` only for consolidating presets)."""
 
-_METADATA_KEY = "langmem_tiers"
 Update = dict[str, Any]
+_FINDINGS = ("search_results", "notices", "actions", "errors")  # the state's fields of Findings
 
 
 def node_runnable(
@@ -118,86 +116,6 @@ def node_runnable(
         return await adrive(flow(state, config))
 
     return RunnableLambda(run, afunc=arun, name=name)
-
-
-def best_answer(drafts: Sequence[str]) -> str:
-    """The newest non-empty draft (it saw the most context), else :data:`FALLBACK_ANSWER`.
-
-    >>> best_answer(["A first try.", "", "The answer."]), best_answer(["", ""]) == FALLBACK_ANSWER
-    ('The answer.', True)
-    """
-    for draft in reversed(drafts):
-        if draft.strip():
-            return draft
-    return FALLBACK_ANSWER
-
-
-def _tag(message: BaseMessage, message_id: str) -> BaseMessage:
-    """A copy of a state message marked as saved (same id, so add_messages replaces it)."""
-    metadata = dict(message.response_metadata or {})
-    metadata[_METADATA_KEY] = {"message_id": message_id}
-    return message.model_copy(update={"response_metadata": metadata})
-
-
-def _level(raw: Any) -> int | None:
-    if isinstance(raw, bool):
-        return None
-    if isinstance(raw, str) and raw.strip().isdigit():
-        raw = int(raw.strip())
-    return raw if isinstance(raw, int) and 1 <= raw <= 3 else None
-
-
-def _tool_requests(
-    output: AIMessage, attempt: int
-) -> tuple[list[PendingTier], list[PendingSearch], list[BaseMessage]]:
-    """Requests in ``output``'s tool calls, and the scratch messages to keep.
-
-    Calls with bad arguments or unknown names are answered at once with an error
-    ``ToolMessage`` (the tool protocol wants an answer to every call).
-    """
-    if not output.tool_calls:
-        return [], [], []
-    tier: list[PendingTier] = []
-    search: list[PendingSearch] = []
-    replies: list[BaseMessage] = []
-    calls = []
-    for index, call in enumerate(output.tool_calls):
-        call_id = call.get("id") or f"call_{attempt}_{index}"
-        calls.append({**call, "id": call_id})
-        name, args = call["name"], call.get("args") or {}
-        error: str | None = None
-        if name == "request_tier":
-            message_id, level = args.get("message_id"), _level(args.get("level", 3))
-            if isinstance(message_id, str) and message_id.strip() and level is not None:
-                tier.append({"level": level, "message_id": message_id.strip(), "call_id": call_id})
-            else:
-                error = (
-                    f"invalid arguments {args!r}: message_id must be an id shown in the "
-                    "context (like 'm12') and level 1, 2 or 3."
-                )
-        elif name == "search_episodic":
-            query = args.get("query")
-            if isinstance(query, str) and query.strip():
-                search.append(
-                    {"query": " ".join(query.split())[:MAX_QUERY_CHARS], "call_id": call_id}
-                )
-            else:
-                error = f"invalid arguments {args!r}: query must be a non-empty string."
-        else:
-            error = f"unknown tool {name!r}; the tools are request_tier and search_episodic."
-        if error is not None:
-            logger.warning("ignoring tool call %s: %s", call_id, error)
-            replies.append(ToolMessage(error, tool_call_id=call_id, name=name, status="error"))
-    asked = output.model_copy(update={"tool_calls": calls})
-    return tier, search, [asked, *replies]
-
-
-def _describe(pending: Pending) -> str:
-    parts = [f"REQUEST_TIER:{p['level']}:{p['message_id']}" for p in pending["tier"]]
-    parts += [f"SEARCH_EPISODIC: {p['query']!r}" for p in pending["search"]]
-    if pending["retry"]:
-        parts.append("invalid tool calls")
-    return ", ".join(parts)
 
 
 class _TieredChat:
@@ -279,123 +197,57 @@ class _TieredChat:
             output, reading = read_one_call(output)
         if not isinstance(output, AIMessage):
             raise ModelError(f"the chat model returned {type(output).__name__}, not an AIMessage.")
-        text = reading.answer if reading is not None else output.text  # tier lines taken out
-        drafts = [*(state.get("drafts") or []), ""]
-        attempt = len(drafts)
-        scratch: list[BaseMessage] = []
-        if self.mode == "markers":
-            parsed = parse_markers(text)  # model output only: user text is never parsed
-            drafts[-1] = parsed.text
-            pending: Pending = {
-                "tier": [
-                    {"level": int(r.level), "message_id": r.message_id, "call_id": None}
-                    for r in parsed.tier_requests
-                ],
-                "search": [{"query": q, "call_id": None} for q in parsed.episodic_searches],
-                "retry": False,
-            }
-        else:
-            drafts[-1] = strip_markers(text)  # never shown, never acted on here
-            tier, search, scratch = _tool_requests(output, attempt)
-            # Calls that were all invalid got error replies: the model may correct itself.
-            pending = {
-                "tier": tier,
-                "search": search,
-                "retry": bool(scratch and not (tier or search)),
-            }
+        drafts = [*(state.get("drafts") or [])]
         actions = list(state.get("actions") or [])
-        asked = bool(pending["tier"] or pending["search"] or pending["retry"])
-        if asked and attempt > self.settings.max_regenerations:
-            logger.warning(
-                "regeneration bound (%d) reached; ignoring %s and keeping the best answer",
-                self.settings.max_regenerations,
-                _describe(pending),
-            )
-            actions.append(
-                f"bound of {self.settings.max_regenerations} regenerations reached: "
-                f"ignored {_describe(pending)}"
-            )
-            pending, scratch, asked = no_pending(), [], False
+        asked = read_asks(
+            output,
+            self.mode,
+            attempt=len(drafts) + 1,
+            bound=self.settings.max_regenerations,
+            actions=actions,
+            text=reading.answer if reading is not None else None,  # tier lines taken out
+        )
+        drafts.append(asked.draft)
         update: Update = {
             "drafts": drafts,
             "draft_tiers": [*(state.get("draft_tiers") or []), tiers_entry(reading)],
-            "answer": best_answer(drafts) if not asked else drafts[-1],
-            "pending": pending,
-            "regenerations": attempt - 1,
+            "answer": drafts[-1] if asked.asks else best_answer(drafts),
+            "pending": asked.pending,
+            "regenerations": len(drafts) - 1,
             "actions": actions,
         }
-        if scratch:
-            update["scratch"] = [*(state.get("scratch") or []), *pack(scratch)]
+        if asked.replies:
+            update["scratch"] = [*(state.get("scratch") or []), *pack(asked.replies)]
         return update
+
+    @staticmethod
+    def _findings(state: Mapping[str, Any]) -> Findings:
+        return Findings(**{key: list(state.get(key) or []) for key in _FINDINGS})
+
+    @staticmethod
+    def _found(state: Mapping[str, Any], found: Findings) -> Update:
+        scratch = [*(state.get("scratch") or []), *pack(found.replies)]
+        return {**{key: getattr(found, key) for key in _FINDINGS}, "scratch": scratch}
 
     def request_tier(self, state: Mapping[str, Any], config: RunnableConfig) -> Flow[Update]:
         session_id, user_id = resolve_ids(state, config)
         pending: Pending = state.get("pending") or no_pending()
-        requests = [(p["level"], p["message_id"]) for p in pending["tier"]]
-        outcomes, context = yield from self.memory.request_tiers_flow(session_id, user_id, requests)
-        actions = list(state.get("actions") or [])
-        notices = list(state.get("notices") or [])
-        errors = list(state.get("errors") or [])
-        scratch = list(state.get("scratch") or [])
-        for asked, outcome in zip(pending["tier"], outcomes, strict=True):
-            actions.append(f"REQUEST_TIER:{outcome.level}:{outcome.message_id} -> {outcome.status}")
-            if outcome.status == "failed":
-                errors.append(f"request_tier: {outcome.message_id}: {outcome.detail}")
-            if asked["call_id"] is not None:
-                reply = ToolMessage(
-                    outcome.detail,
-                    tool_call_id=asked["call_id"],
-                    name="request_tier",
-                    status="success" if outcome.status == "raised" else "error",
-                )
-                scratch.extend(pack([reply]))
-            elif outcome.status != "raised":
-                notices.append(
-                    f"Your request for message {outcome.message_id} was {outcome.status}: "
-                    f"{outcome.detail}"
-                )
+        found = self._findings(state)
+        context = yield from answer_tiers_flow(
+            self.memory, session_id, user_id, pending["tier"], found
+        )
         return {
+            **self._found(state, found),
             "context": pack(context),
             "pending": {"tier": [], "search": pending["search"], "retry": False},
-            "actions": actions,
-            "notices": notices,
-            "errors": errors,
-            "scratch": scratch,
         }
 
     def search_episodic(self, state: Mapping[str, Any], config: RunnableConfig) -> Flow[Update]:
         session_id, user_id = resolve_ids(state, config)
         pending: Pending = state.get("pending") or no_pending()
-        results = list(state.get("search_results") or [])
-        actions = list(state.get("actions") or [])
-        notices = list(state.get("notices") or [])
-        errors = list(state.get("errors") or [])
-        scratch = list(state.get("scratch") or [])
-        for asked in pending["search"]:
-            outcome = yield from self.memory.search_flow(session_id, user_id, asked["query"])
-            if outcome.error is not None:
-                actions.append(f"SEARCH_EPISODIC: {asked['query']!r} -> failed")
-                errors.append(f"search_episodic: {outcome.error}")
-                reply = f"The search for {asked['query']!r} failed; answer without it."
-            else:
-                actions.append(f"SEARCH_EPISODIC: {asked['query']!r} -> {len(outcome.lines)} found")
-                results.extend(line for line in outcome.lines if line not in results)
-                reply = (
-                    "\n".join(outcome.lines) or f"Your search for {asked['query']!r} found nothing."
-                )
-            if asked["call_id"] is not None:
-                answer = ToolMessage(reply, tool_call_id=asked["call_id"], name="search_episodic")
-                scratch.extend(pack([answer]))
-            elif outcome.error is not None or not outcome.lines:
-                notices.append(reply)
-        return {
-            "search_results": results,
-            "pending": no_pending(),
-            "actions": actions,
-            "notices": notices,
-            "errors": errors,
-            "scratch": scratch,
-        }
+        found = self._findings(state)
+        yield from answer_searches_flow(self.memory, session_id, user_id, pending["search"], found)
+        return {**self._found(state, found), "pending": no_pending()}
 
     def save(self, state: Mapping[str, Any], config: RunnableConfig) -> Flow[Update]:
         session_id, user_id = resolve_ids(state, config)
@@ -408,7 +260,7 @@ class _TieredChat:
         saved = yield from self.memory.save_flow(session_id, user_id, [question, reply], tiers)
         question_id, answer_id = saved.ids
         return {
-            "messages": [_tag(question, question_id), _tag(reply, answer_id)],
+            "messages": [mark_saved(question, question_id), mark_saved(reply, answer_id)],
             "answer": answer,
             "pending": no_pending(),
             "consolidation_due": saved.consolidation_due,
@@ -517,6 +369,25 @@ def build_tiered_chat_graph(
             summarizer=summarizer,
             token_counter=token_counter,
         )
+    one_call = one_call if one_call is not None else memory.settings.one_call
+    bound, reader = _bind_model(model, mode, one_call, memory, stream_drafts=stream_drafts)
+    if system_prompt is None:
+        system_prompt = TOOLS_SYSTEM_PROMPT if mode == "tools" else CHAT_SYSTEM_PROMPT
+    chat = _TieredChat(bound, memory, mode=mode, system_prompt=system_prompt, one_call=reader)
+    return _graph(chat).compile(
+        checkpointer=checkpointer, store=store if attach_store else None, name=name
+    )
+
+
+def _bind_model(
+    model: BaseChatModel | str | None,
+    mode: ChatMode,
+    one_call: bool,
+    memory: ChatMemory,
+    *,
+    stream_drafts: bool,
+) -> tuple[Runnable[LanguageModelInput, Any], OneCall | None]:
+    """The model as ``generate`` calls it (tools bound, one-call output), and its reader."""
     chat_model = resolve_chat_model(model)
     bound: Runnable[LanguageModelInput, Any] = chat_model
     if mode == "tools":
@@ -528,23 +399,21 @@ def build_tiered_chat_graph(
                 f"{type(chat_model).__name__} does not. Use mode='markers'."
             ) from err
     reader: OneCall | None = None
-    if one_call if one_call is not None else memory.settings.one_call:
+    if one_call:
         reader, bound = OneCall.bind(
             chat_model, bound, tools=mode == "tools", token_counter=memory.token_counter
         )
     if not stream_drafts:
         bound = bound.with_config(tags=[TAG_NOSTREAM])
-    prompt = system_prompt
-    if prompt is None:
-        prompt = TOOLS_SYSTEM_PROMPT if mode == "tools" else CHAT_SYSTEM_PROMPT
-    chat = _TieredChat(bound, memory, mode=mode, system_prompt=prompt, one_call=reader)
+    return bound, reader
 
-    builder = StateGraph(TieredChatState, input_schema=TieredChatInput)
-    builder.add_node("load_memory", node_runnable("load_memory", chat.load_memory))
-    builder.add_node("generate", node_runnable("generate", chat.generate))
-    builder.add_node("request_tier", node_runnable("request_tier", chat.request_tier))
-    builder.add_node("search_episodic", node_runnable("search_episodic", chat.search_episodic))
-    builder.add_node("save", node_runnable("save", chat.save))
+
+def _graph(chat: _TieredChat) -> StateGraph[Any, Any, Any, Any]:
+    builder: StateGraph[Any, Any, Any, Any] = StateGraph(
+        TieredChatState, input_schema=TieredChatInput
+    )
+    for node in NODES[:-1]:
+        builder.add_node(node, node_runnable(node, getattr(chat, node)))
     builder.add_edge(START, "load_memory")
     builder.add_edge("load_memory", "generate")
     builder.add_conditional_edges(
@@ -554,12 +423,10 @@ def build_tiered_chat_graph(
         "request_tier", chat.after_request_tier, ["search_episodic", "generate"]
     )
     builder.add_edge("search_episodic", "generate")
-    if memory.consolidates:
+    if chat.memory.consolidates:
         builder.add_node("consolidate", node_runnable("consolidate", chat.consolidate))
         builder.add_conditional_edges("save", chat.after_save, ["consolidate", END])
         builder.add_edge("consolidate", END)
     else:
         builder.add_edge("save", END)
-    return builder.compile(
-        checkpointer=checkpointer, store=store if attach_store else None, name=name
-    )
+    return builder

@@ -41,9 +41,9 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.base import BaseStore
 
 from langmem_tiers.config import Settings
+from langmem_tiers.conversation.flows import Flow, adrive, drive, twin
 from langmem_tiers.errors import ConfigurationError, InvalidNamespaceError
 from langmem_tiers.graph.chat import node_runnable
-from langmem_tiers.graph.flows import Flow, adrive, drive, twin
 from langmem_tiers.long_term.engine.consolidation import EPISODE_SUMMARY
 from langmem_tiers.long_term.engine.engine import MemoryEngine
 from langmem_tiers.long_term.store.guard import require_store

@@ -56,7 +56,7 @@ import logging
 import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Annotated, Any, Literal, cast, get_args
+from typing import TYPE_CHECKING, Annotated, Any, cast, get_args
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
 from langchain.agents.middleware.types import OmitFromSchema
@@ -70,11 +70,20 @@ from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore
 from typing_extensions import NotRequired
 
-from langmem_tiers.config import Settings
+from langmem_tiers.config import ChatMode, Settings
+from langmem_tiers.conversation.flows import Call, Flow, adrive, drive
+from langmem_tiers.conversation.regenerate import (
+    MEMORY_TOOL_NAMES,
+    Findings,
+    answer_searches_flow,
+    answer_tiers_flow,
+    best_answer,
+    read_asks,
+    search_tool_flow,
+    tier_tool_flow,
+)
+from langmem_tiers.conversation.session import ChatMemory, storable
 from langmem_tiers.errors import ConfigurationError, ValidationError
-from langmem_tiers.graph.chat import best_answer
-from langmem_tiers.graph.flows import Call, Flow, adrive, drive
-from langmem_tiers.graph.nodes import ChatMemory, SavedTurn
 from langmem_tiers.graph.prompts import (
     MIDDLEWARE_MARKERS_PROMPT,
     MIDDLEWARE_MARKERS_TIER_GUIDE,
@@ -83,18 +92,17 @@ from langmem_tiers.graph.prompts import (
     render_system_prompt,
 )
 from langmem_tiers.graph.state import resolve_ids
+from langmem_tiers.long_term.store.guard import require_store
 from langmem_tiers.short_term.context import memory_text
 from langmem_tiers.short_term.log import MessageLog
 from langmem_tiers.short_term.presets import Preset
 from langmem_tiers.tiers.base import Summarizer, Tierer
-from langmem_tiers.tiers.markers import MAX_QUERY_CHARS, parse_markers
 from langmem_tiers.tiers.tokens import TokenCounter, count_message_tokens, count_tokens
 
 if TYPE_CHECKING:
     from langmem_tiers.long_term.engine.engine import MemoryEngine
 
 __all__ = [
-    "MEMORY_TOOL_NAMES",
     "SAVED_KEY",
     "MemoryMode",
     "TieredMemoryMiddleware",
@@ -103,14 +111,11 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-MemoryMode = Literal["tools", "markers"]
+MemoryMode = ChatMode
 """How the model asks for more context: tool calls, or markers in its text."""
 
 SAVED_KEY = "tiered_memory_saved"
 """Private state key: state message id -> short-term memory id ("" when not storable)."""
-
-MEMORY_TOOL_NAMES = ("request_tier", "search_episodic")
-"""The tools the middleware registers in ``tools`` mode."""
 
 _WINDOW_SHARE = 0.7  # of the prompt budget, for the saved messages; the rest is headroom
 _MIN_BUDGET = 200
@@ -122,33 +127,6 @@ class TieredMemoryState(AgentState[Any]):
     tiered_memory_saved: NotRequired[
         Annotated[dict[str, str], OmitFromSchema(input=True, output=True)]
     ]
-
-
-def _checked_store(store: object, where: str) -> BaseStore:
-    if isinstance(store, BaseStore):
-        return store
-    if hasattr(store, "__enter__") or hasattr(store, "__aenter__"):
-        raise ConfigurationError(
-            f"{where} is a {type(store).__name__}, a context manager that was not entered. "
-            "Open the store first and pass what it gives: `with TieredMemoryStore.from_url(url)"
-            " as store:` (or `async with TieredMemoryStore.afrom_url(url) as store:`)."
-        )
-    raise ConfigurationError(
-        f"{where} must be a LangGraph BaseStore (TieredMemoryStore, InMemoryStore, "
-        f"PostgresStore...), got {type(store).__name__}: {store!r:.80}."
-    )
-
-
-def _level(raw: Any) -> int | None:
-    if isinstance(raw, bool):
-        return None
-    if isinstance(raw, str) and raw.strip().isdigit():
-        raw = int(raw.strip())
-    return raw if isinstance(raw, int) and 1 <= raw <= 3 else None
-
-
-def _storable(message: BaseMessage) -> bool:
-    return bool(message.text.strip()) or bool(getattr(message, "tool_calls", None))
 
 
 def _this_turn(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
@@ -204,7 +182,7 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any, Any]):
             :data:`~langmem_tiers.graph.prompts.MIDDLEWARE_MARKERS_PROMPT`); it follows
             the agent's own system prompt.
         user_id_key: the field of the run's ``context`` (or ``configurable``) naming the user.
-        memory: a :class:`~langmem_tiers.graph.nodes.ChatMemory` to share with graphs; its
+        memory: a :class:`~langmem_tiers.conversation.session.ChatMemory` to share with graphs; its
             store, preset, settings, log and tierer are used, and the arguments of the same
             names here are ignored (``token_budget`` still bounds the prompt).
         engine: the ``MemoryEngine`` the user's facts go through (default: one over the
@@ -239,8 +217,7 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any, Any]):
         super().__init__()
         if mode not in get_args(MemoryMode):
             raise ConfigurationError(f"mode must be 'tools' or 'markers', got {mode!r}.")
-        if store is not None:
-            store = _checked_store(store, "store")
+        require_store(store, where="TieredMemoryMiddleware", optional=True)
         base = memory.settings if memory is not None else settings or Settings.from_env()
         budget = token_budget if token_budget is not None else base.context_token_limit
         if isinstance(budget, bool) or not isinstance(budget, int) or budget < _MIN_BUDGET:
@@ -256,19 +233,8 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any, Any]):
         )
         # The saved messages get most of the budget; the prompt and this turn the rest.
         window = max(1, int(budget * _WINDOW_SHARE))
-        soft = base.context_soft_budget
-        self.settings = replace(
-            base,
-            context_token_limit=budget,
-            context_token_buffer=min(base.context_token_buffer, window // 4),
-            context_soft_budget=None if soft is None else min(soft, budget),
-        )
-        self._memory_settings = replace(
-            base,
-            context_token_limit=window,
-            context_token_buffer=min(base.context_token_buffer, window // 4),
-            context_soft_budget=None if soft is None else min(soft, window),
-        )
+        self.settings = _within(base, budget, window)
+        self._memory_settings = _within(base, window, window)
         self._store = store
         self._shared = memory
         self._engine = engine
@@ -302,7 +268,7 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any, Any]):
                 "TieredMemoryMiddleware(store=store), with store opened by `with "
                 "TieredMemoryStore.from_url(url) as store:` (or any LangGraph BaseStore)."
             )
-        chosen = _checked_store(chosen, "the agent's store")
+        require_store(chosen, where="create_agent")
         with self._lock:
             found = self._memories.get(id(chosen))
             if found is not None and found[0] is chosen:
@@ -335,8 +301,7 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any, Any]):
         context: Sequence[BaseMessage],
         fresh: Sequence[BaseMessage],
         user_context: Sequence[str],
-        search_results: Sequence[str],
-        notices: Sequence[str],
+        found: Findings,
         tools: Sequence[Any],
     ) -> tuple[SystemMessage, list[BaseMessage]]:
         """The system message and messages, trimmed (oldest first) to the budget.
@@ -354,8 +319,8 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any, Any]):
                 self.prompt,
                 context=view,
                 user_context=user_context,
-                search_results=search_results,
-                notices=notices,
+                search_results=found.search_results,
+                notices=found.notices,
                 memory=memories,
                 tier_guide=(
                     MIDDLEWARE_TOOLS_TIER_GUIDE
@@ -393,19 +358,18 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any, Any]):
         loaded = yield from memory.load_flow(session_id, user_id, query)
         context = loaded.context
         tools = list(request.tools)
-        search_results: list[str] = []
-        notices: list[str] = []
+        found = Findings()
         bound = self.settings.max_regenerations
         if self.mode == "tools" and _memory_calls(request.messages) >= bound:
             tools = [t for t in tools if getattr(t, "name", None) not in MEMORY_TOOL_NAMES]
-            notices.append(
+            found.notices.append(
                 f"You have used the {bound} memory requests of this turn: answer from what "
                 "is shown."
             )
         drafts: list[str] = []
         while True:
             system, messages = self._prompt(
-                request, context, fresh, loaded.user_context, search_results, notices, tools
+                request, context, fresh, loaded.user_context, found, tools
             )
             attempt = request.override(
                 system_message=system, messages=cast("list[AnyMessage]", messages), tools=tools
@@ -414,33 +378,21 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any, Any]):
             index = _last_ai(response)
             if self.mode != "markers" or index is None:
                 return response
-            output = response.result[index]
-            parsed = parse_markers(output.text)  # model output only: user text is never parsed
-            drafts.append(parsed.text)
-            if parsed.has_requests and len(drafts) <= bound:
-                requests = [(int(r.level), r.message_id) for r in parsed.tier_requests]
-                if requests:
-                    outcomes, context = yield from memory.request_tiers_flow(
-                        session_id, user_id, requests
+            output = cast("AIMessage", response.result[index])
+            asked = read_asks(
+                output, "markers", attempt=len(drafts) + 1, bound=bound, actions=found.actions
+            )
+            drafts.append(asked.draft)
+            if asked.asks:
+                if asked.pending["tier"]:
+                    context = yield from answer_tiers_flow(
+                        memory, session_id, user_id, asked.pending["tier"], found
                     )
-                    notices.extend(
-                        f"Your request for message {o.message_id} was {o.status}: {o.detail}"
-                        for o in outcomes
-                        if o.status != "raised"
-                    )
-                for query_text in parsed.episodic_searches:
-                    found = yield from memory.search_flow(session_id, user_id, query_text)
-                    search_results.extend(found.lines)
-                    if not found.lines:
-                        notices.append(f"Your search for {query_text!r} found nothing.")
-                continue
-            if parsed.has_requests:
-                logger.warning(
-                    "session %s: regeneration bound (%d) reached; markers ignored",
-                    session_id,
-                    bound,
+                yield from answer_searches_flow(
+                    memory, session_id, user_id, asked.pending["search"], found
                 )
-            answer = best_answer(drafts) if parsed.has_requests else parsed.text
+                continue
+            answer = best_answer(drafts) if asked.ignored else asked.draft
             if answer == output.text:
                 return response
             stripped = output.model_copy(update={"content": answer})
@@ -476,37 +428,28 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any, Any]):
             return None
         memory = self.memory(getattr(runtime, "store", None))
         session_id, user_id = self._ids(runtime, get_config())
-        storable = [m for m in fresh if _storable(m)]
+        kept = [m for m in fresh if storable(m)]
         stored: dict[str, str] = {}
-        if storable:
+        if kept:
             try:
-                outcome = yield from memory.save_flow(session_id, user_id, storable)
+                outcome = yield from memory.save_turn_flow(session_id, user_id, kept)
             except ValidationError:
                 # One message short-term memory refuses (a NUL byte, a lone surrogate) must
                 # not hold back the others: each is then saved or refused on its own.
-                saved_each = yield from self._save_each_flow(memory, session_id, user_id, storable)
-                if saved_each is None:
+                stored = yield from self._save_each_flow(memory, session_id, user_id, kept)
+                if not stored:
                     return None
-                outcome, stored = saved_each
             except Exception as err:  # they stay in the state, unsaved: the next step retries
                 logger.warning(
                     "session %s: saving to short-term memory failed: %r", session_id, err
                 )
                 return None
             else:
-                stored = dict(zip((str(m.id) for m in storable), outcome.ids, strict=True))
-            for error in outcome.errors:
-                logger.warning("session %s: %s", session_id, error)
-            if outcome.consolidation_due:
-                done = yield from memory.consolidate_flow(session_id, user_id)
-                if done.error is not None:
-                    logger.warning(
-                        "session %s: consolidation failed, retried next turn: %s",
-                        session_id,
-                        done.error,
-                    )
+                stored = dict(zip((str(m.id) for m in kept), outcome.ids, strict=True))
+                for error in outcome.errors:
+                    logger.warning("session %s: %s", session_id, error)
         for message in fresh:
-            if str(message.id) in stored or not _storable(message):
+            if str(message.id) in stored or not storable(message):
                 saved[str(message.id)] = stored.get(str(message.id), "")
         return {SAVED_KEY: saved}
 
@@ -516,16 +459,15 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any, Any]):
         session_id: str,
         user_id: str,
         messages: Sequence[BaseMessage],
-    ) -> Flow[tuple[SavedTurn, dict[str, str]] | None]:
-        """Save ``messages`` one at a time, in order: ``(what was done, state id -> short-term
-        id)``, a refused message mapped to ``""`` (never retried) with its reason logged.
+    ) -> Flow[dict[str, str]]:
+        """Save ``messages`` one at a time, in order, then consolidate when due: state id ->
+        short-term id, a refused message mapped to ``""`` (never retried) with its reason
+        logged, as are long-term memory failures.
 
         A failure that is not a refusal (the database is down) stops there: that message and
-        the ones after it stay unsaved, for the next step to retry. None when none was saved
-        or refused.
+        the ones after it stay unsaved, for the next step to retry.
         """
         stored: dict[str, str] = {}
-        errors: list[str] = []
         due = False
         for message in messages:
             try:
@@ -550,11 +492,14 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any, Any]):
                 )
                 break
             stored[str(message.id)] = outcome.ids[0] if outcome.ids else ""
-            errors.extend(outcome.errors)
+            for error in outcome.errors:
+                logger.warning("session %s: %s", session_id, error)
             due = due or outcome.consolidation_due
-        if not stored:
-            return None
-        return SavedTurn(list(stored.values()), due, errors), stored
+        if due:
+            done = yield from memory.consolidate_flow(session_id, user_id)
+            if done.error is not None:
+                logger.warning("session %s: consolidation failed: %s", session_id, done.error)
+        return stored
 
     def after_model(self, state: TieredMemoryState, runtime: Runtime[Any]) -> dict[str, Any] | None:
         """Save the messages not saved yet (short-term) and the user's facts (long-term)."""
@@ -568,44 +513,22 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any, Any]):
 
     # -- tools ---------------------------------------------------------------------------
 
-    def _tier_flow(self, runtime: ToolRuntime, message_id: str, level: int) -> Flow[str]:
+    def _session(self, runtime: ToolRuntime) -> tuple[ChatMemory, str, str]:
         memory = self.memory(runtime.store)
-        session_id, user_id = self._ids(runtime, runtime.config)
-        checked = _level(level)
-        if checked is None or not message_id.strip():
-            return (
-                f"Refused: message_id must be an id shown in the context (like 'm12') and "
-                f"level 1, 2 or 3; got {message_id!r}, {level!r}."
-            )
-        outcomes, _ = yield from memory.request_tiers_flow(
-            session_id, user_id, [(checked, message_id.strip())]
-        )
-        outcome = outcomes[0]
-        return outcome.detail if outcome.status == "raised" else f"Refused: {outcome.detail}"
-
-    def _search_flow(self, runtime: ToolRuntime, query: str) -> Flow[str]:
-        memory = self.memory(runtime.store)
-        session_id, user_id = self._ids(runtime, runtime.config)
-        text = " ".join(query.split())[:MAX_QUERY_CHARS]
-        if not text:
-            return "Refused: query must say what to look for."
-        found = yield from memory.search_flow(session_id, user_id, text)
-        if found.error is not None:
-            return f"The search failed: {found.error}"
-        return "\n".join(found.lines) if found.lines else f"Nothing found for {text!r}."
+        return (memory, *self._ids(runtime, runtime.config))
 
     def _make_tools(self) -> list[BaseTool]:
         def request_tier(message_id: str, runtime: ToolRuntime, level: int = 3) -> str:
-            return drive(self._tier_flow(runtime, message_id, level))
+            return drive(tier_tool_flow(*self._session(runtime), message_id, level))
 
         async def arequest_tier(message_id: str, runtime: ToolRuntime, level: int = 3) -> str:
-            return await adrive(self._tier_flow(runtime, message_id, level))
+            return await adrive(tier_tool_flow(*self._session(runtime), message_id, level))
 
         def search_episodic(query: str, runtime: ToolRuntime) -> str:
-            return drive(self._search_flow(runtime, query))
+            return drive(search_tool_flow(*self._session(runtime), query))
 
         async def asearch_episodic(query: str, runtime: ToolRuntime) -> str:
-            return await adrive(self._search_flow(runtime, query))
+            return await adrive(search_tool_flow(*self._session(runtime), query))
 
         return [
             StructuredTool.from_function(
@@ -628,6 +551,17 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any, Any]):
                 ),
             ),
         ]
+
+
+def _within(base: Settings, limit: int, window: int) -> Settings:
+    """``base`` with a context of ``limit`` tokens (the window's buffer at most a quarter)."""
+    soft = base.context_soft_budget
+    return replace(
+        base,
+        context_token_limit=limit,
+        context_token_buffer=min(base.context_token_buffer, window // 4),
+        context_soft_budget=None if soft is None else min(soft, limit),
+    )
 
 
 def _require_bind_tools(model: object) -> None:

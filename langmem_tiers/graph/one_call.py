@@ -14,7 +14,8 @@ generation that wrote usable ones, and the answer's from the generation whose an
 Example:
     >>> from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
     >>> from langmem_tiers import TieredMemoryStore
-    >>> from langmem_tiers.graph import ChatMemory, build_tiered_chat_graph
+    >>> from langmem_tiers.conversation import ChatMemory
+    >>> from langmem_tiers.graph import build_tiered_chat_graph
     >>> model = GenericFakeChatModel(messages=iter([
     ...     "Hello Jordan, good luck with RAI Chat!\\nUSER TIER1: user_name=Jordan, project=RAI Chat"
     ...     "\\nUSER TIER2: Jordan leads RAI Chat.\\nTIER1: greeting=Jordan\\nTIER2: A greeting."]))

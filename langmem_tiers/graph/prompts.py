@@ -34,14 +34,13 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
-from langmem_tiers.short_term.context import is_tiered_line
+from langmem_tiers.short_term.context import is_tiered_line, tier_metadata
 
 __all__ = [
     "AGENT_MEMORY_PROMPT",
     "AGENT_TIER_GUIDE",
     "CHAT_SYSTEM_PROMPT",
     "CHAT_TIER_GUIDE",
-    "FALLBACK_ANSWER",
     "MIDDLEWARE_MARKERS_PROMPT",
     "MIDDLEWARE_MARKERS_TIER_GUIDE",
     "MIDDLEWARE_TOOLS_PROMPT",
@@ -55,7 +54,6 @@ __all__ = [
     "USER_CONTEXT_HEADER",
     "message_index",
     "render_system_prompt",
-    "tier_metadata",
 ]
 
 _TIERS = """\
@@ -154,9 +152,6 @@ SEARCH_RESULTS_HEADER = "Archived messages found by your search ([session/id] wh
 NOTICES_HEADER = "Notes about your requests:"
 """First line of the ``{notices}`` section."""
 
-FALLBACK_ANSWER = "Sorry, I could not find enough in our conversation to answer that."
-"""The answer kept when every generation of a turn was only requests (no text)."""
-
 REQUEST_TIER_TOOL: dict[str, Any] = {
     "type": "function",
     "function": {
@@ -201,13 +196,6 @@ SEARCH_EPISODIC_TOOL: dict[str, Any] = {
 """The ``search_episodic`` tool, in the OpenAI function format."""
 
 _ROLES = {"human": "user", "ai": "assistant"}
-_METADATA_KEY = "langmem_tiers"
-
-
-def tier_metadata(message: BaseMessage) -> dict[str, Any]:
-    """The tier data the context builder put on a message (empty when there is none)."""
-    data = (message.response_metadata or {}).get(_METADATA_KEY)
-    return data if isinstance(data, dict) else {}
 
 
 def message_index(context: Sequence[BaseMessage]) -> str:

@@ -28,53 +28,23 @@ from langchain_core.messages import (
 )
 from langgraph.graph.message import add_messages
 
+from langmem_tiers.conversation.regenerate import Pending
 from langmem_tiers.errors import InvalidContentError, InvalidNamespaceError
-from langmem_tiers.graph.prompts import tier_metadata
+from langmem_tiers.short_term.context import tier_metadata
 from langmem_tiers.short_term.records import validate_session_id
 
+_METADATA_KEY = "langmem_tiers"
+
 __all__ = [
-    "Pending",
-    "PendingSearch",
-    "PendingTier",
     "TieredChatInput",
     "TieredChatState",
     "current_question",
     "is_saved",
-    "no_pending",
+    "mark_saved",
     "pack",
     "resolve_ids",
     "unpack",
 ]
-
-
-class PendingTier(TypedDict):
-    """A tier request of the last generation, not yet acted on."""
-
-    level: int
-    message_id: str
-    call_id: str | None
-    """The tool call's id in tool mode (None for a marker)."""
-
-
-class PendingSearch(TypedDict):
-    """An episodic search of the last generation, not yet acted on."""
-
-    query: str
-    call_id: str | None
-
-
-class Pending(TypedDict):
-    """What the last generation asked for."""
-
-    tier: list[PendingTier]
-    search: list[PendingSearch]
-    retry: bool
-    """Tool mode: only invalid tool calls, answered with errors; generate again."""
-
-
-def no_pending() -> Pending:
-    """Nothing asked for."""
-    return {"tier": [], "search": [], "retry": False}
 
 
 class TieredChatInput(TypedDict, total=False):
@@ -165,6 +135,14 @@ def resolve_ids(state: Mapping[str, Any], config: Mapping[str, Any] | None) -> t
 def is_saved(message: BaseMessage) -> bool:
     """Whether a state message was saved to short-term memory by a memory node."""
     return "message_id" in tier_metadata(message)
+
+
+def mark_saved(message: BaseMessage, message_id: str | None) -> BaseMessage:
+    """A copy of a state message marked as saved under ``message_id`` (same id, so
+    ``add_messages`` replaces it; ``None``: not storable, marked so it is not retried)."""
+    metadata = dict(message.response_metadata or {})
+    metadata[_METADATA_KEY] = {"message_id": message_id}
+    return message.model_copy(update={"response_metadata": metadata})
 
 
 def current_question(messages: Sequence[BaseMessage]) -> BaseMessage:

@@ -45,9 +45,9 @@ from typing import Any, NamedTuple
 from langgraph.graph.state import CompiledStateGraph
 
 from langmem_tiers.config import Settings
+from langmem_tiers.conversation.session import ChatMemory
 from langmem_tiers.graph.chat import ChatMode, build_tiered_chat_graph
 from langmem_tiers.graph.consolidation_graph import build_consolidation_graph
-from langmem_tiers.graph.nodes import ChatMemory
 from langmem_tiers.long_term.store.store import TieredMemoryStore
 from langmem_tiers.short_term.log import MessageLog
 from langmem_tiers.short_term.presets import get_preset

@@ -62,6 +62,7 @@ __all__ = [
     "memory_label",
     "memory_text",
     "shown_tier",
+    "tier_metadata",
 ]
 
 MEMORY_HEADER = (
@@ -96,6 +97,12 @@ def shown_tier(record: MessageRecord, level: int) -> tuple[int, str]:
     if level <= TierLevel.SUMMARY and record.tier2:
         return int(TierLevel.SUMMARY), record.tier2
     return int(TierLevel.RAW), record.text
+
+
+def tier_metadata(message: BaseMessage) -> dict[str, Any]:
+    """The tier data the context builder put on a message (empty when there is none)."""
+    data = (message.response_metadata or {}).get(_METADATA_KEY)
+    return data if isinstance(data, dict) else {}
 
 
 def is_tiered_line(message: BaseMessage) -> bool:

@@ -12,8 +12,9 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 
 from langmem_tiers import TieredMemoryStore, namespace_for
 from langmem_tiers.config import Settings
+from langmem_tiers.conversation import ChatMemory
 from langmem_tiers.errors import ConfigurationError
-from langmem_tiers.graph import ChatMemory, memory_save_node, memory_view_node
+from langmem_tiers.graph import memory_save_node, memory_view_node
 
 from .fakes import FACTS, BrokenStore, PromptRecorder, scripted
 

@@ -12,13 +12,9 @@ from langgraph.graph import END, START
 
 from langmem_tiers import TieredMemoryStore, namespace_for
 from langmem_tiers.config import Settings
+from langmem_tiers.conversation import FALLBACK_ANSWER, ChatMemory
 from langmem_tiers.errors import ConfigurationError, InvalidContentError, InvalidNamespaceError
-from langmem_tiers.graph import (
-    FALLBACK_ANSWER,
-    ChatMemory,
-    OfflineChatModel,
-    build_tiered_chat_graph,
-)
+from langmem_tiers.graph import OfflineChatModel, build_tiered_chat_graph
 from langmem_tiers.graph.state import unpack
 
 from .fakes import (
@@ -342,7 +338,9 @@ async def test_long_term_memory_down(
     stored = memory.memory("s1", "u1").raw_messages()
     assert [m.content for m in stored] == ["I prefer tea. What was the budget?", "Still here."]
     assert broken.calls >= 3
-    logged = [r.getMessage() for r in caplog.records if r.name == "langmem_tiers.graph.nodes"]
+    logged = [
+        r.getMessage() for r in caplog.records if r.name == "langmem_tiers.conversation.session"
+    ]
     assert any("loading the user's memories failed" in m for m in logged)
     assert any("storing the user's memories failed" in m for m in logged)
 

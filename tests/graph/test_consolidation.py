@@ -13,9 +13,9 @@ from langgraph.store.memory import InMemoryStore
 
 from langmem_tiers import TieredMemoryStore, namespace_for
 from langmem_tiers.config import Settings
+from langmem_tiers.conversation import ChatMemory
 from langmem_tiers.errors import ConfigurationError, InvalidNamespaceError
 from langmem_tiers.graph import (
-    ChatMemory,
     aconsolidate_episodes,
     build_consolidation_graph,
     build_tiered_chat_graph,

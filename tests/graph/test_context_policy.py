@@ -15,7 +15,8 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 
 from langmem_tiers import TieredMemoryStore
 from langmem_tiers.config import Settings
-from langmem_tiers.graph import ChatMemory, build_tiered_chat_graph
+from langmem_tiers.conversation import ChatMemory
+from langmem_tiers.graph import build_tiered_chat_graph
 from langmem_tiers.graph.agent import memory_save_node, memory_view_node
 from langmem_tiers.graph.prompts import render_system_prompt
 from langmem_tiers.short_term.context import TIER_NOTE, is_tiered_line

@@ -13,7 +13,7 @@ from langgraph.store.base import PutOp
 
 from langmem_tiers import TieredMemoryStore, namespace_for
 from langmem_tiers.config import Settings
-from langmem_tiers.graph import ChatMemory
+from langmem_tiers.conversation import ChatMemory
 from langmem_tiers.long_term.engine.engine import MemoryEngine
 from langmem_tiers.short_term.archiving import fact_value
 from langmem_tiers.short_term.log import InMemoryMessageLog, LogOp, ReadOp

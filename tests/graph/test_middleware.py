@@ -10,12 +10,13 @@ from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.store.base import SearchOp
 from langgraph.store.memory import InMemoryStore
 
 from langmem_tiers import TieredMemoryMiddleware, TieredMemoryStore, namespace_for
 from langmem_tiers.config import Settings
+from langmem_tiers.conversation import FALLBACK_ANSWER
 from langmem_tiers.errors import ConfigurationError, InvalidNamespaceError
-from langmem_tiers.graph import FALLBACK_ANSWER
 from langmem_tiers.graph.middleware import SAVED_KEY
 from langmem_tiers.long_term.engine.engine import MemoryEngine
 from langmem_tiers.short_term.log import InMemoryMessageLog
@@ -259,6 +260,22 @@ async def test_markers_are_bounded_and_never_shown(store: TieredMemoryStore) -> 
     assert "Your search for 'budget' found nothing." in recorder.text(2)
 
 
+@pytest.mark.parametrize("mode", ["tools", "markers"])
+async def test_a_failed_search_is_told_to_the_model_as_failed(mode: str) -> None:
+    store = BrokenStore(InMemoryStore(), failing=(SearchOp,))
+    asks = (
+        tool_call("search_episodic", "c1", query="budget")
+        if mode == "tools"
+        else "[SEARCH_EPISODIC: budget]"
+    )
+    agent, _ = _agent(_model(asks, "I could not look it up."), store, mode=mode)
+    recorder = PromptRecorder()
+    out = agent.invoke({"messages": [("user", "What is the budget?")]}, _config("t1", recorder))
+    assert "The search for 'budget' failed; answer without it." in recorder.text(1)
+    assert "found nothing" not in recorder.text(1)
+    assert out["messages"][-1].content == "I could not look it up."
+
+
 async def test_a_marker_the_user_typed_is_text(store: TieredMemoryStore) -> None:
     model = _model("Noted.", "Noted.", "Sure.")
     agent, middleware = _agent(model, store, mode="markers")
@@ -355,7 +372,9 @@ async def test_long_term_memory_down_the_agent_still_answers_and_keeps_messages(
 
 def test_a_store_that_was_not_opened_is_refused_at_once() -> None:
     unopened = TieredMemoryStore.from_url("sqlite:///:memory:")
-    with pytest.raises(ConfigurationError, match=r"not entered.*with TieredMemoryStore\.from_url"):
+    with pytest.raises(
+        ConfigurationError, match=r"context manager.*with TieredMemoryStore\.from_url"
+    ):
         TieredMemoryMiddleware(unopened)  # type: ignore[arg-type]
     with pytest.raises(ConfigurationError, match=r"must be a LangGraph BaseStore.*dict"):
         TieredMemoryMiddleware({})  # type: ignore[arg-type]

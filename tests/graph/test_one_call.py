@@ -17,7 +17,8 @@ from langchain_core.runnables import Runnable
 
 from langmem_tiers import TieredMemoryStore
 from langmem_tiers.config import Settings
-from langmem_tiers.graph import ChatMemory, build_tiered_chat_graph
+from langmem_tiers.conversation import ChatMemory
+from langmem_tiers.graph import build_tiered_chat_graph
 from langmem_tiers.tiers import LLMTierer, MessageTiers, OfflineTierer
 from langmem_tiers.tiers.inline import INLINE_TIER_INSTRUCTIONS, STRUCTURED_TIER_INSTRUCTIONS
 

@@ -26,7 +26,7 @@ from langmem_tiers import (
     namespace_for,
 )
 from langmem_tiers.cli import main
-from langmem_tiers.graph.user_memory import extract_memories
+from langmem_tiers.conversation.facts import extract_memories
 from langmem_tiers.long_term.engine.engine import MemoryEngine
 from langmem_tiers.server.mcp import PREFERENCES_URI, build_mcp_server
 from langmem_tiers.short_term.records import MessageRecord

@@ -10,9 +10,9 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langmem_tiers import TieredMemoryStore, namespace_for
 from langmem_tiers.cli.demo import load_conversation
 from langmem_tiers.config import Settings
-from langmem_tiers.graph import ChatMemory
+from langmem_tiers.conversation import ChatMemory
+from langmem_tiers.conversation.facts import extract_memories
 from langmem_tiers.graph.offline_model import OfflineChatModel
-from langmem_tiers.graph.user_memory import extract_memories
 from langmem_tiers.short_term.records import MessageRecord
 from langmem_tiers.tiers import LLMTierer, OfflineTierer
 

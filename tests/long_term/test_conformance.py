@@ -1786,9 +1786,9 @@ def test_an_unentered_store_context_manager_is_refused_everywhere(tmp_path: Any)
     from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 
     from langmem_tiers import TieredMemoryStore
+    from langmem_tiers.conversation.session import ChatMemory
     from langmem_tiers.graph.chat import build_tiered_chat_graph
     from langmem_tiers.graph.consolidation_graph import build_consolidation_graph
-    from langmem_tiers.graph.nodes import ChatMemory
     from langmem_tiers.short_term.history import TieredChatMessageHistory
     from langmem_tiers.short_term.memory import ShortTermMemory
     from langmem_tiers.short_term.presets import build_memory

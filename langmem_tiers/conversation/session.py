@@ -1,9 +1,12 @@
-"""ChatMemory: what the graphs' memory nodes do, for one store and one preset.
+"""ChatMemory: the session service every conversation surface goes through.
 
-One object serves every session of a graph. It holds the message log (the short-term
-memory of all sessions), the store (long-term memory), the preset's window policy, the
-tierer and the summariser, and answers five operations, each a flow (see
-:mod:`~langmem_tiers.graph.flows`) with a sync method and an ``a``-prefixed async twin:
+The chat graph's nodes, the ``create_agent`` middleware, the agent nodes and the CLI's
+``ingest`` load a turn's context, save its messages and facts, answer tier requests and
+episodic searches, and consolidate through one object, for one store and one preset.
+It serves every session: it holds the message log (the short-term memory of all
+sessions), the store (long-term memory), the preset's window policy, the tierer and the
+summariser, and answers these operations, each a flow (see
+:mod:`~langmem_tiers.conversation.flows`) with a sync method and an ``a``-prefixed async twin:
 
 =====================  ===================================================================
 operation              does
@@ -17,6 +20,7 @@ operation              does
                        long-term memory; says whether the window rule now wants to
                        consolidate (it does not consolidate itself)
 ``consolidate``        the preset's consolidation: long-term memory first, then removal
+``save_turn``          ``save``, then ``consolidate`` when the window rule wants it
 =====================  ===================================================================
 
 Memories are written through :meth:`ChatMemory.writer`: the memory engine's write
@@ -27,7 +31,7 @@ them in ``errors``; short-term memory still gets the messages. Memories written:
 
 - ``(user, "semantic")``, ``fact:<session>:<message id>``: the value of a fact
   (:func:`~langmem_tiers.short_term.archiving.fact_value`), ``{"content"`` (the message's
-  fact sentences in the third person, see :mod:`~langmem_tiers.graph.user_memory`),
+  fact sentences in the third person, see :mod:`~langmem_tiers.conversation.facts`),
   ``"facts"`` (its tier-1 facts), ``"category": "user_fact"``, ``"speaker"`` (``user``, or
   ``assistant`` for a plan it stated), ``"session_id"``, ``"source_message_ids"}``; with an
   engine, all of a turn's facts in one call of its write pipeline. Presets whose
@@ -58,20 +62,18 @@ from langchain_core.messages import BaseMessage
 from langgraph.store.base import BaseStore, GetOp, Item, PutOp, SearchOp
 
 from langmem_tiers.config import Settings
-from langmem_tiers.errors import ConfigurationError, InvalidTierError, NotFoundError
-from langmem_tiers.graph.flows import Call, Flow, adrive, drive, twin
-from langmem_tiers.graph.prompts import tier_metadata
-from langmem_tiers.graph.user_memory import (
-    ExtractedMemories,
-    FactMemory,
+from langmem_tiers.conversation.facts import (
     PreferenceMemory,
     distinct_memories,
     extract_memories,
     preference_sentence,
 )
+from langmem_tiers.conversation.flows import Call, Flow, adrive, drive, twin
+from langmem_tiers.errors import ConfigurationError, InvalidTierError, NotFoundError
 from langmem_tiers.long_term.store.guard import require_store
 from langmem_tiers.long_term.store.scope import namespace_for
 from langmem_tiers.short_term.archiving import fact_session_id, fact_write
+from langmem_tiers.short_term.context import tier_metadata
 from langmem_tiers.short_term.log import MessageLog
 from langmem_tiers.short_term.memory import AddResult, ShortTermMemory
 from langmem_tiers.short_term.policies import ConsolidationPlan, TokenCosts, WindowPolicy
@@ -89,17 +91,13 @@ if TYPE_CHECKING:
 __all__ = [
     "ChatMemory",
     "ConsolidationOutcome",
-    "ExtractedMemories",
-    "FactMemory",
     "LoadedMemory",
-    "PreferenceMemory",
     "SavedTurn",
     "SearchOutcome",
     "TierOutcome",
     "episode_line",
-    "extract_memories",
     "memory_line",
-    "preference_sentence",
+    "storable",
 ]
 
 logger = logging.getLogger(__name__)
@@ -149,6 +147,8 @@ class SavedTurn(NamedTuple):
     """The preset's window rule wants a consolidation now."""
     errors: list[str]
     """Long-term memory failures (the messages are in short-term memory regardless)."""
+    consolidated: tuple[str, ...] = ()
+    """``save_turn``: the ids its consolidation moved to long-term memory."""
 
 
 class ConsolidationOutcome(NamedTuple):
@@ -161,7 +161,7 @@ class ConsolidationOutcome(NamedTuple):
 
 
 class _DeferredWindow(WindowPolicy):
-    """The preset's window with its consolidation left to the graph's ``consolidate`` node."""
+    """The preset's window with its consolidation left to ``consolidate``."""
 
     def __init__(self, inner: WindowPolicy) -> None:
         self.inner = inner
@@ -214,6 +214,16 @@ def episode_line(item: Item) -> str:
     return f"- [{where}] {who}: {_cut(str(value.get('content', '')))}"
 
 
+def storable(message: BaseMessage) -> bool:
+    """Whether short-term memory keeps ``message``: it has text or tool calls.
+
+    >>> from langchain_core.messages import AIMessage
+    >>> storable(AIMessage("")), storable(AIMessage("Noted."))
+    (False, True)
+    """
+    return bool(message.text.strip()) or bool(getattr(message, "tool_calls", None))
+
+
 def _from_session(item: Item, session_id: str) -> bool:
     return fact_session_id(item.value) == session_id
 
@@ -249,7 +259,7 @@ def _view_memory_keys(context: Sequence[BaseMessage]) -> set[str]:
 
 
 class ChatMemory:
-    """Short-term and long-term memory of many chat sessions, for graph nodes.
+    """Short-term and long-term memory of many chat sessions: the session service.
 
     Args:
         store: long-term memory (any LangGraph ``BaseStore``; the package's
@@ -416,16 +426,10 @@ class ChatMemory:
                     TierOutcome(message_id, level, "failed", f"{type(err).__name__}: {err}")
                 )
             else:
-                shown = "its full text" if record.required_tier_level >= 3 else "its summary"
-                outcomes.append(
-                    TierOutcome(
-                        message_id,
-                        level,
-                        "raised",
-                        f"{message_id} is now shown at tier {record.required_tier_level} "
-                        f"({shown}).",
-                    )
-                )
+                tier = record.required_tier_level
+                shown = "its full text" if tier >= 3 else "its summary"
+                detail = f"{message_id} is now shown at tier {tier} ({shown})."
+                outcomes.append(TierOutcome(message_id, level, "raised", detail))
         context: list[BaseMessage] = yield twin(stm, "context")
         return outcomes, context
 
@@ -482,6 +486,23 @@ class ChatMemory:
         result = yield twin(stm, "consolidate")
         error = None if result.error is None else f"{type(result.error).__name__}: {result.error}"
         return ConsolidationOutcome(list(result.consolidated), error)
+
+    def save_turn_flow(
+        self, session_id: str, user_id: str | None, messages: Sequence[BaseMessage]
+    ) -> Flow[SavedTurn]:
+        """``save``, then the preset's consolidation when its window rule wants one.
+
+        ``consolidation_due`` of the answer says whether one ran; a failed one is listed in
+        ``errors`` (the window is kept and the next turn retries).
+        """
+        saved = yield from self.save_flow(session_id, user_id, messages)
+        if not saved.consolidation_due:
+            return saved
+        done = yield from self.consolidate_flow(session_id, user_id)
+        errors = list(saved.errors)
+        if done.error is not None:
+            errors.append(f"consolidate: {done.error} (the window was kept; next turn retries)")
+        return SavedTurn(saved.ids, True, errors, tuple(done.consolidated))
 
     def _remember_flow(
         self, records: Sequence[MessageRecord], *, session_id: str, scope: str
@@ -619,6 +640,18 @@ class ChatMemory:
     ) -> SavedTurn:
         """Async twin of :meth:`save`."""
         return await adrive(self.save_flow(session_id, user_id, messages, tiers))
+
+    def save_turn(
+        self, session_id: str, user_id: str | None, messages: Sequence[BaseMessage]
+    ) -> SavedTurn:
+        """Store a turn's messages and facts, and consolidate when the window rule wants it."""
+        return drive(self.save_turn_flow(session_id, user_id, messages))
+
+    async def asave_turn(
+        self, session_id: str, user_id: str | None, messages: Sequence[BaseMessage]
+    ) -> SavedTurn:
+        """Async twin of :meth:`save_turn`."""
+        return await adrive(self.save_turn_flow(session_id, user_id, messages))
 
     def consolidate(self, session_id: str, user_id: str | None) -> ConsolidationOutcome:
         """Run the preset's consolidation for a session."""

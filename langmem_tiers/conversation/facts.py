@@ -1,6 +1,6 @@
 """What the chat graphs remember about a user, and what they show of it.
 
-Two pure halves (no I/O), used by :class:`~langmem_tiers.graph.nodes.ChatMemory`:
+Two pure halves (no I/O), used by :class:`~langmem_tiers.conversation.session.ChatMemory`:
 
 - **Remembering** (:func:`extract_memories`): an exchange (a user message and the reply)
   gives *facts*, not transcripts. The user's sentences that state something, put in the
