@@ -3,14 +3,13 @@
 :class:`Database` takes what the user gives (an ``sqlite3.Connection``, a psycopg
 connection or pool, sync or async), picks the dialect and the I/O, runs flows with the
 sync or async driver, maps driver errors to :class:`~langmem_tiers.errors.BackendError`,
-and applies the schema migrations. :func:`open_connection` opens a connection from a URL.
+with the backend :func:`~langmem_tiers.sql.backends.backend_for` finds for the connection.
+:func:`open_connection` opens a connection from a URL.
 
 Example:
     >>> db = Database(open_connection("sqlite:///:memory:"))
-    >>> from langmem_tiers.sql.migrations import current_version_flow, migrate_flow
-    >>> db.run(migrate_flow(db.dialect))
-    >>> db.run(current_version_flow(db.dialect)) >= 1
-    True
+    >>> db.dialect.name, db.is_async
+    ('sqlite', False)
 """
 
 from __future__ import annotations
@@ -33,8 +32,8 @@ from langmem_tiers.errors import (
     LangmemTiersError,
     MissingDependencyError,
 )
-from langmem_tiers.sql.backends import AsyncPostgresIO, PostgresIO, SqliteFile, SqliteIO
-from langmem_tiers.sql.dialect import Dialect, PostgresDialect, SqliteDialect
+from langmem_tiers.sql.backends import SqliteFile, SqliteIO, backend_for
+from langmem_tiers.sql.dialect import Dialect
 from langmem_tiers.sql.flow import Flow, arun, run
 
 __all__ = [
@@ -56,30 +55,10 @@ class Database:
     ) -> None:
         self.conn = conn
         self._loop: asyncio.AbstractEventLoop | None = None
-        self.dialect: Dialect
-        self.sync_io: Any = None
-        self.async_io: Any = None
-        if isinstance(conn, sqlite3.Connection):
-            self.dialect = SqliteDialect()
-            try:
-                self.sync_io = SqliteIO(conn, embeddings, qdrant)
-            except sqlite3.Error as err:
-                raise BackendError(
-                    f"the SQLite connection cannot be used for writing ({err}); open it on a "
-                    "file whose directory is writable."
-                ) from err
-            return
-        if type(conn).__module__.startswith(("psycopg", "psycopg_pool")):
-            self.dialect = PostgresDialect()
-            if type(conn).__name__.startswith("Async"):
-                self.async_io = AsyncPostgresIO(conn, embeddings, qdrant)
-            else:
-                self.sync_io = PostgresIO(conn, embeddings, qdrant)
-            return
-        raise ConfigurationError(
-            f"conn must be a sqlite3.Connection or a psycopg connection or pool, got "
-            f"{type(conn).__name__}; or open one from a URL (from_url)."
-        )
+        backend = backend_for(conn, embeddings, qdrant)
+        self.dialect: Dialect = backend.dialect
+        self.sync_io: Any = backend.sync_io
+        self.async_io: Any = backend.async_io
 
     @property
     def is_async(self) -> bool:

@@ -1,32 +1,85 @@
-"""SQL for the long-term store: schema migrations and the query builders of each dialect.
+"""The SQL dialects: parameter adapters and the query builders of SQLite and PostgreSQL.
 
 SQL is written once with ``?`` placeholders; the PostgreSQL executor turns them into
-``%s``. The two dialects differ only in column types, JSON access and parameter
-adaptation, which live in the small :class:`SqliteDialect` / :class:`PostgresDialect`.
-Values are always bound parameters; the only identifiers built into SQL are the fixed
-table names below and validated JSON paths.
+``%s``. The two dialects differ in column types, JSON access, parameter adaptation and the
+statements that let concurrent writers share a database, which live in the small
+:class:`SqliteDialect` / :class:`PostgresDialect`. Values are always bound parameters; the
+only identifiers built into SQL are the fixed table names (:mod:`langmem_tiers.sql.tables`,
+re-exported here) and validated JSON paths (:mod:`langmem_tiers.sql.json_paths`). The
+schema is not here: each component declares its migrations (:mod:`langmem_tiers.sql.migrations`).
 """
 
 from __future__ import annotations
 
 import functools
 import json
-import math
 import struct
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from langmem_tiers.sql.flow import BULK_MIN_ROWS, BinaryValue, Flow, Sql
+from langmem_tiers.sql import json_paths
+from langmem_tiers.sql.flow import BULK_MIN_ROWS, BinaryValue
+from langmem_tiers.sql.tables import (
+    ACCESS_COUNT_SQL,
+    API_KEYS,
+    CHANGES_KEPT,
+    COUNTED_COLUMNS,
+    ENTITIES,
+    ENTITY_MENTIONS,
+    EVENTS,
+    ITEM_ACCESS,
+    ITEM_CHANGES,
+    ITEM_COLUMN_TYPES,
+    ITEMS,
+    KEEP_ON_UPDATE,
+    LAST_ACCESSED_SQL,
+    MEMBERSHIP_TIMES,
+    META,
+    PACKED_SEPARATOR,
+    SCOPE_CHANGES,
+    SCOPE_MOVES,
+    STM_LEASES,
+    STM_MESSAGES,
+    STM_SESSIONS,
+    TERM_ROWS,
+    TERMS,
+    UPDATE_COLUMN_TYPES,
+    VECTORS,
+    VERSIONS,
+    item_columns,
+)
 
 if TYPE_CHECKING:
     import numpy as np
 
 __all__ = [
     "ACCESS_COUNT_SQL",
+    "API_KEYS",
+    "CHANGES_KEPT",
     "COUNTED_COLUMNS",
+    "ENTITIES",
+    "ENTITY_MENTIONS",
+    "EVENTS",
+    "ITEMS",
     "ITEM_ACCESS",
+    "ITEM_CHANGES",
+    "ITEM_COLUMN_TYPES",
+    "KEEP_ON_UPDATE",
     "LAST_ACCESSED_SQL",
+    "MEMBERSHIP_TIMES",
+    "META",
+    "PACKED_SEPARATOR",
+    "SCOPE_CHANGES",
+    "SCOPE_MOVES",
+    "STM_LEASES",
+    "STM_MESSAGES",
+    "STM_SESSIONS",
+    "TERMS",
+    "TERM_ROWS",
+    "UPDATE_COLUMN_TYPES",
+    "VECTORS",
+    "VERSIONS",
     "Dialect",
     "PostgresDialect",
     "SqliteDialect",
@@ -34,133 +87,10 @@ __all__ = [
     "item_columns",
 ]
 
-ITEMS = "lmt_items"
-TERMS = "lmt_terms"
-#: What joins values packed into one text (:meth:`Dialect.packed_sql`): item ids are UUIDs,
-#: and the analyzer's terms are letters, digits, marks and apostrophes, never a control
-#: character.
-PACKED_SEPARATOR = "\x1f"
-#: PostgreSQL: the function that unpacks an item's packed terms into (term, tf) rows.
-TERM_ROWS = "lmt_term_rows"
-VECTORS = "lmt_vectors"
-#: Each item's access count and last access, apart from its row (see
-#: :meth:`Dialect.item_access_migration`); read through :data:`ACCESS_COUNT_SQL` and
-#: :data:`LAST_ACCESSED_SQL`.
-ITEM_ACCESS = "lmt_item_access"
-#: The access count of the item of alias ``i`` (0 for one never returned by a search).
-ACCESS_COUNT_SQL = f"coalesce((SELECT a.access_count FROM {ITEM_ACCESS} a WHERE a.id = i.id), 0)"
-#: The last access of the item of alias ``i`` (NULL for one never returned by a search).
-LAST_ACCESSED_SQL = f"(SELECT a.last_accessed_at FROM {ITEM_ACCESS} a WHERE a.id = i.id)"
-META = "lmt_meta"
-MIGRATIONS = "lmt_migrations"
-STM_SESSIONS = "lmt_stm_sessions"
-STM_MESSAGES = "lmt_stm_messages"
-STM_LEASES = "lmt_stm_leases"
-EVENTS = "lmt_events"
-API_KEYS = "lmt_api_keys"
-VERSIONS = "lmt_versions"
-SCOPE_CHANGES = "lmt_scope_changes"
-#: PostgreSQL: one row per counted move not yet added to :data:`SCOPE_CHANGES` (see
-#: ``PostgresDialect.membership_change_upgrade_migration``).
-SCOPE_MOVES = "lmt_scope_moves"
-#: One row per counted change of an item: its namespace, the counter value the change
-#: brought the namespace's count to, and the item (see :meth:`Dialect.change_log_migration`).
-ITEM_CHANGES = "lmt_item_changes"
-#: The entities of each scope its memories name, and which memory names which (see
-#: :mod:`langmem_tiers.long_term.engine.entities`).
-ENTITIES = "lmt_entities"
-ENTITY_MENTIONS = "lmt_entity_mentions"
-#: A namespace's log keeps at least its last this many changes (and fewer than twice as
-#: many): a cache further behind reads the namespace again.
-CHANGES_KEPT = 1024
-#: The item times a search compares with its instants (validity, existence, expiry).
-MEMBERSHIP_TIMES = ("valid_from", "valid_until", "expires_at", "event_at", "created_at")
-
-MigrationStep = str | Callable[["Dialect"], Flow[Any]]
-"""One step of a migration: a statement, or a flow for what SQL alone cannot do."""
-
-
-def add_column_flow(dialect: Dialect, table: str, column: str, definition: str) -> Flow[None]:
-    """Add ``column`` to ``table`` unless it is there (a migration run again after its
-    record was lost must not fail)."""
-    rows = yield Sql(dialect.column_exists_sql(), [table, column])
-    if not rows[0][0]:
-        yield Sql(f"ALTER TABLE {table} ADD COLUMN {column} {definition}")
-
-
-def _scope_moves_column(dialect: Dialect) -> Flow[None]:
-    yield from add_column_flow(dialect, SCOPE_CHANGES, "moves", "BIGINT NOT NULL DEFAULT 0")
-
-
-# Columns filled from a memory's value (see records.py), in insert order.
-item_columns: tuple[str, ...] = (
-    "id",
-    "prefix",
-    "key",
-    "scope",
-    "kind",
-    "value",
-    "created_at",
-    "updated_at",
-    "event_at",
-    "session_id",
-    "actor",
-    "action_type",
-    "subject",
-    "category",
-    "valid_from",
-    "valid_until",
-    "proc_key",
-    "confidence",
-    "importance",
-    "status",
-    "doc_len",
-    "terms",
-    "expires_at",
-    "ttl_minutes",
-)
-
-# PostgreSQL's types of item_columns, for binding each as an array.
-_ITEM_COLUMN_TYPES: dict[str, str] = {
-    **dict.fromkeys(item_columns, "text"),
-    "value": "jsonb",
-    **dict.fromkeys(
-        ("created_at", "updated_at", "event_at", "valid_from", "valid_until", "expires_at"),
-        "timestamptz",
-    ),
-    **dict.fromkeys(("confidence", "importance", "ttl_minutes"), "float8"),
-    "doc_len": "int4",
-}
-
-# PostgreSQL's types of the columns a change of a stored memory sets (update_items_sql).
-_UPDATE_COLUMN_TYPES: dict[str, str] = {
-    **_ITEM_COLUMN_TYPES,
-    "last_used_at": "timestamptz",
-    "version": "int4",
-    "reinforcement_count": "int4",
-    "consolidated_into_id": "text",
-}
-
-# The columns whose change counts as a change of an item's namespace on update (what a
-# search keeps of a namespace depends on them; a put always sets updated_at).
-_COUNTED_ON_UPDATE = ("prefix", "value", "doc_len", "terms", "updated_at")
-#: The columns whose new value a namespace's change counter counts (so a writer setting
-#: them takes the counters first, in one order).
-COUNTED_COLUMNS = frozenset({"prefix", "value", "doc_len", "terms"})
-
-# Columns an update must not overwrite: creation time and usage statistics.
-_KEEP_ON_UPDATE = {"id", "prefix", "key", "created_at"}
-
 
 #: JSON text as the store writes it: compact, non-ASCII kept. One encoder made once
 #: (``json.dumps`` with options builds a new one per call).
 compact_json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
-
-
-def _changed_values(*columns: str, distinct: str = "IS DISTINCT FROM") -> str:
-    """A trigger's condition: one of ``columns`` has another value in NEW than in OLD
-    (NULLs equal to each other: ``distinct`` is the operator that says so)."""
-    return " OR ".join(f"OLD.{c} {distinct} NEW.{c}" for c in columns)
 
 
 def _as_is(text: str) -> str:
@@ -176,9 +106,7 @@ class Dialect:
     """What differs between SQL engines, plus the query builders they share."""
 
     name: str = "sql"
-    json_type = "TEXT"
     ts_type = "TEXT"
-    serial_key = "INTEGER PRIMARY KEY AUTOINCREMENT"
     #: Whether rows that reference an item (its vectors) may outlive it: another client
     #: deleted the item on a connection that does not enforce foreign keys. A writer then
     #: clears them before it writes a new item's.
@@ -232,23 +160,10 @@ class Dialect:
     #: search may cache a namespace's terms and vectors in process.
     counts_scope_changes = False
 
-    def scope_change_migration(self) -> list[MigrationStep]:
-        """Statements that keep a change counter per namespace (none: no counter)."""
-        return []
-
     #: :data:`SCOPE_CHANGES` also counts, per namespace, the updates that may change which
     #: items a search selects (``moves``; see :meth:`membership_change_migration`), so a
     #: search may reuse the members an earlier one read.
     counts_membership_changes = False
-
-    def membership_change_migration(self) -> list[MigrationStep]:
-        """Statements that count membership changes per namespace (none: not counted)."""
-        return []
-
-    def membership_change_upgrade_migration(self) -> list[MigrationStep]:
-        """Statements that count membership changes on a database whose dialect did not
-        count them then (none: SQLite has since :meth:`membership_change_migration`)."""
-        return []
 
     def next_time_sql(self, under: str, params: Sequence[Any], since: Any) -> tuple[str, list[Any]]:
         """A subquery: the earliest of the :data:`MEMBERSHIP_TIMES` after ``since`` (a
@@ -279,33 +194,9 @@ class Dialect:
             list(params),
         )
 
-    def scope_change_upgrade_migration(self) -> list[MigrationStep]:
-        """Statements that add :meth:`scope_change_migration`'s counter to a database whose
-        dialect did not keep one then (none: SQLite has kept it since that migration)."""
-        return []
-
     #: The database logs the item of every change it counts (:data:`ITEM_CHANGES`; see
     #: :meth:`change_log_migration`), so a cache behind reads the changed items alone.
     logs_item_changes = False
-
-    def change_log_migration(self) -> list[MigrationStep]:
-        """Statements that log, with every change the counters count, the item it changed
-        (:data:`ITEM_CHANGES`), so a cache a few changes behind reads those items alone.
-
-        Each count of one is one log row, numbered by the count it brought its namespace
-        to: a namespace whose counter moved from ``a`` to ``b`` has ``b - a`` rows numbered
-        above ``a`` while its log still holds them. The log is cut back to the last
-        :data:`CHANGES_KEPT` changes each time a namespace's count reaches a multiple of it,
-        so a reader finding fewer rows than the counter moved knows it is too far behind.
-        None where changes are not counted.
-        """
-        return []
-
-    def update_count_per_statement_migration(self) -> list[MigrationStep]:
-        """Statements that count an update's changes once per statement, not per row,
-        where a row trigger updated the counter per row (none: SQLite's row triggers
-        count in place)."""
-        return []
 
     def lock_scope_changes_sql(self) -> str | None:
         """A statement taking the change counters of some namespaces (one ``?``: the list
@@ -327,115 +218,11 @@ class Dialect:
         its float32s (:attr:`vector_dtype`), in a statement read with ``binary`` results."""
         return column
 
-    def live_items_index_migration(self) -> list[MigrationStep]:
-        """Statements for an index that answers which items of a namespace a search may
-        return (status, validity, expiry; the engine also asks for scope and kind) and their
-        lengths: with every column read in the index, one range of one index instead of a
-        table row per item."""
-        return [
-            f"CREATE INDEX IF NOT EXISTS {ITEMS}_live ON {ITEMS} (prefix, status, id,"
-            " valid_from, valid_until, expires_at, doc_len, scope, kind)"
-        ]
-
-    def postings_index_migration(self) -> list[MigrationStep]:
-        """Statements for an index of the terms by term (none where a search reads each
-        item's terms, see :meth:`scope_postings_sql`)."""
-        return []
-
-    def namespace_load_index_migration(self) -> list[MigrationStep]:
-        """Statements that let one index answer what a search reads of every item when it
-        loads a namespace (terms, lengths, kinds, the times it compares), where the load
-        reads an index alone (none: it reads the table)."""
-        return []
-
-    def membership_times_index_migration(self) -> list[MigrationStep]:
-        """Statements that put every time a search's members change at
-        (:data:`MEMBERSHIP_TIMES`) in the live index, so the next such time of a namespace
-        (:meth:`next_time_sql`) is read from the index alone (none where
-        :meth:`namespace_load_index_migration` did)."""
-        return []
-
     #: Statements run in process, with no round trip to pay: a search that loads a
     #: namespace reads its candidates' rows in a statement of their own after ranking,
     #: instead of every member's row with the namespace (a table read per item that the
     #: load's index would otherwise answer alone).
     in_process = False
-
-    def terms_view_migration(self) -> list[MigrationStep]:
-        """Statements replacing the terms table by a view of the items' packed terms, where
-        the database unpacks them with a function of its own (PostgreSQL; none here, see
-        :meth:`json_terms_view_migration`)."""
-        return []
-
-    def json_terms_view_migration(self) -> list[MigrationStep]:
-        """Statements replacing the terms table by a view of the items' packed terms that
-        JSON functions unpack, so a put writes its terms once (the packed ``terms`` column
-        of the item), and statements of a process of an earlier release that still writes
-        or deletes terms rows change nothing (none where :meth:`terms_view_migration` did).
-
-        Each separator becomes an array's element boundary: terms hold no quote,
-        backslash or control character (see ``bm25.analyze``). Every term row cost a put
-        two B-tree inserts, about a quarter of its time.
-        """
-        return [
-            f"DROP TABLE IF EXISTS {TERMS}",
-            f"CREATE VIEW {TERMS} AS SELECT i.id AS item_id, t.value AS term,"
-            f" CAST(json_extract({_packed_array('i.terms')}, '$[' || (t.key + 1) || ']')"
-            " AS INTEGER) AS tf"
-            f" FROM {ITEMS} i, json_each({_packed_array('i.terms')}) AS t WHERE t.key % 2 = 0",
-            *(
-                f"CREATE TRIGGER {TERMS}_{event.lower()}_ignored INSTEAD OF {event} ON {TERMS}"
-                " BEGIN SELECT 1; END"
-                for event in ("INSERT", "UPDATE", "DELETE")
-            ),
-        ]
-
-    def terms_cascade_migration(self) -> list[MigrationStep]:
-        """Statements replacing the terms' foreign key by a delete of an item's terms with
-        the item (none: SQLite checks a key in process, for less than a trigger would cost)."""
-        return []
-
-    def terms_key_migration(self) -> list[MigrationStep]:
-        """Statements re-keying the terms table on (item_id, term), with no second index
-        (idempotent: running them again on a re-keyed table changes nothing).
-
-        SQLite cannot change a primary key in place: the table is rebuilt WITHOUT ROWID,
-        so the key is the table (tf is stored in the key's B-tree, read without a look-up).
-        """
-        return [
-            f"DROP TABLE IF EXISTS {TERMS}_by_item",
-            f"""CREATE TABLE {TERMS}_by_item (
-                item_id TEXT NOT NULL REFERENCES {ITEMS} (id) ON DELETE CASCADE,
-                term TEXT NOT NULL,
-                tf INTEGER NOT NULL,
-                PRIMARY KEY (item_id, term)
-            ) WITHOUT ROWID""",
-            f"INSERT INTO {TERMS}_by_item (item_id, term, tf)"
-            f" SELECT item_id, term, tf FROM {TERMS} ORDER BY item_id, term",
-            f"DROP TABLE {TERMS}",
-            f"ALTER TABLE {TERMS}_by_item RENAME TO {TERMS}",
-        ]
-
-    def summaries_view_sql(self) -> str:
-        """``long_term_memories``: one row per summary of a conversation (read-only).
-
-        What the seed systems kept in a table of that name: the session, the summary, its
-        key concepts and the range of messages it covers. Rows of summaries written before
-        the ``session_id`` column was filled for them take it from the value.
-        """
-        return _SUMMARIES_VIEW.format(
-            session=(
-                "CASE WHEN json_type(i.value, '$.session_id') = 'text'"
-                " THEN json_extract(i.value, '$.session_id') END"
-            ),
-            summary="json_extract(i.value, '$.content')",
-            concepts="json_extract(i.value, '$.key_concepts')",
-            first_id="json_extract(i.value, '$.source_message_ids[0]')",
-            last_id="json_extract(i.value, '$.source_message_ids[#-1]')",
-            count="json_array_length(i.value, '$.source_message_ids')",
-            first_at="json_extract(i.value, '$.first_message_at')",
-            last_at="json_extract(i.value, '$.last_message_at')",
-        )
 
     def defer_foreign_keys_sql(self) -> list[str]:
         """Statements deferring foreign key checks to the end of the transaction."""
@@ -448,14 +235,6 @@ class Dialect:
     def column_exists_sql(self) -> str:
         """A query of one row whose value is true when table ``?`` has column ``?``."""
         return "SELECT count(*) FROM pragma_table_info(?) WHERE name = ?"
-
-    def byte_order_migration(self) -> list[MigrationStep]:
-        """Statements giving the namespace columns byte-order comparison (none on SQLite)."""
-        return []
-
-    def migration_lock_sql(self) -> str | None:
-        """A statement that serialises concurrent migrations (None: the engine already does)."""
-        return None
 
     def sync_serial_sql(self, table: str, column: str) -> str | None:
         """A statement moving the sequence of ``table``'s serial ``column`` past the largest
@@ -608,35 +387,6 @@ class Dialect:
         " last_accessed_at = excluded.last_accessed_at"
     )
 
-    def item_access_migration(self) -> list[MigrationStep]:
-        """The access counts in :data:`ITEM_ACCESS`, copied from the items' rows.
-
-        Counting a search's results rewrote whole item rows (on PostgreSQL each a new
-        version of a wide row, which the next searches read); a row of an id,
-        a count and a time is written instead. A deleted item's row goes with it. The
-        items' columns stay for processes of an earlier release, which read and count
-        there until they are upgraded; nothing of this one reads them.
-        """
-        return [
-            f"CREATE TABLE IF NOT EXISTS {ITEM_ACCESS} (id TEXT PRIMARY KEY,"
-            f" access_count BIGINT NOT NULL, last_accessed_at {self.ts_type})"
-            f"{self.keyed_table_options}",
-            f"INSERT INTO {ITEM_ACCESS} (id, access_count, last_accessed_at)"
-            f" SELECT id, access_count, last_accessed_at FROM {ITEMS}"
-            " WHERE access_count > 0 OR last_accessed_at IS NOT NULL ON CONFLICT (id) DO NOTHING",
-            *self.forget_access_sql(),
-        ]
-
-    #: Appended to a table whose rows are found by their primary key alone.
-    keyed_table_options = ""
-
-    def forget_access_sql(self) -> list[str]:
-        """Statements making a delete of items delete their :data:`ITEM_ACCESS` rows."""
-        return [
-            f"CREATE TRIGGER IF NOT EXISTS {ITEM_ACCESS}_forget AFTER DELETE ON {ITEMS}"
-            f" BEGIN DELETE FROM {ITEM_ACCESS} WHERE id = OLD.id; END"
-        ]
-
     def lock_keys_sql(self, *, shared: bool = False) -> str | None:
         """A statement taking transaction locks on names (one ``?``: the list of names).
 
@@ -656,16 +406,6 @@ class Dialect:
         would each cost a Python tuple."""
         return f"group_concat({expr}, char(31))"
 
-    def packed_terms_sql(self, item: str) -> str:
-        """An expression of the terms of item ``item`` (an id column) as one text:
-        ``term``, ``tf``, ``term``, ``tf``... joined by :data:`PACKED_SEPARATOR`."""
-        return (
-            f"(SELECT {self.packed_sql(f't.term || {self.packed_separator_sql} || t.tf')}"
-            f" FROM {TERMS} t WHERE t.item_id = {item})"
-        )
-
-    packed_separator_sql = "char(31)"
-
     #: What CTE ``c`` of :meth:`scope_postings_sql` holds of each item of the set: the
     #: packed terms, unpacked in the statement from the rows the set was read from.
     postings_scope_columns = "i.id, i.doc_len, i.terms"
@@ -682,24 +422,11 @@ class Dialect:
             f" WHERE t.key % 2 = 0 AND t.value IN {term_set}"
         )
 
-    def vector_migrations(self, dims: int) -> list[str]:
-        """Statements that create the vector table for ``dims``-dimensional vectors."""
-        return [
-            f"""CREATE TABLE {VECTORS} (
-                item_id TEXT NOT NULL REFERENCES {ITEMS} (id) ON DELETE CASCADE,
-                field TEXT NOT NULL,
-                prefix TEXT NOT NULL,
-                embedding BLOB NOT NULL,
-                PRIMARY KEY (item_id, field)
-            )""",
-            f"CREATE INDEX {VECTORS}_prefix ON {VECTORS} (prefix)",
-        ]
-
     # -- statements --------------------------------------------------------------------
     def upsert_items_sql(self) -> str:
         cols = ", ".join(item_columns)
         marks = ", ".join(self.placeholder(c) for c in item_columns)
-        updates = ", ".join(f"{c} = excluded.{c}" for c in item_columns if c not in _KEEP_ON_UPDATE)
+        updates = ", ".join(f"{c} = excluded.{c}" for c in item_columns if c not in KEEP_ON_UPDATE)
         return (
             f"INSERT INTO {ITEMS} ({cols}) VALUES ({marks}) "
             # The id is derived from (prefix, key), so it is the one arbiter both conflicts share.
@@ -726,76 +453,8 @@ class Dialect:
             " || '000+00:00'"
         )
 
-    def create_migrations_table(self) -> str:
-        return (
-            f"CREATE TABLE IF NOT EXISTS {MIGRATIONS} "
-            f"(version INTEGER PRIMARY KEY, applied_at {self.ts_type} NOT NULL)"
-        )
-
     def now(self) -> datetime:
         return datetime.now(timezone.utc)
-
-
-def _sqlite_path(path: Sequence[str]) -> str:
-    return "$" + "".join('."' + p.replace("\\", "\\\\").replace('"', '\\"') + '"' for p in path)
-
-
-def _path_can_spell(key: str) -> bool:
-    """Whether a JSON path label matches ``key`` literally on every SQLite version.
-
-    A quoted label ends at the first ``"`` whatever precedes it, and before 3.45 a label
-    is compared with the key's escaped JSON text, so a control character (stored as
-    ``\\t``, ``\\u001f``...) never matches; json_each compares decoded keys instead.
-    """
-    return '"' not in key and all(c >= " " for c in key)
-
-
-def _sqlite_lookup(path: Sequence[str]) -> tuple[str, str, list[Any]]:
-    """SQL for the value at ``path`` and for its JSON type; both take the same params.
-
-    Keys a path can spell keep json_extract/json_type; a key it cannot is found by its
-    decoded text in json_each, and the keys after it are looked up in what that yields.
-    The document is passed to json_each through a subquery in FROM: an unqualified
-    ``value`` in a table function's arguments would name json_each's own column.
-    """
-    doc, params = "value", []
-    start = 0
-    for i, key in enumerate(path):
-        if _path_can_spell(key):
-            continue
-        params.extend([_sqlite_path(path[start:i]), key])
-        member = f"FROM (SELECT {doc} AS doc) AS d, json_each(d.doc, ?) AS e WHERE e.key = ?"
-        if i == len(path) - 1:
-            return f"(SELECT e.value {member})", f"(SELECT e.type {member})", params
-        # Only an object has keys to descend into; any other value has none (NULL).
-        doc = f"(SELECT e.value {member} AND e.type = 'object')"
-        start = i + 1
-    params.append(_sqlite_path(path[start:]))
-    return f"json_extract({doc}, ?)", f"json_type({doc}, ?)", params
-
-
-# The view of conversation summaries (Dialect.summaries_view_sql); each dialect fills in
-# its JSON accessors. FROM a subquery: PostgreSQL would make a view of one table
-# updatable, and this one is only to read. Columns are named (no *), so later migrations
-# of the other columns of the items are not tied to the view.
-_SUMMARIES_VIEW = f"""CREATE VIEW long_term_memories AS
-SELECT i.id AS id,
-    i.scope AS scope,
-    COALESCE(i.session_id, {{session}}) AS session_id,
-    {{summary}} AS summary,
-    {{concepts}} AS key_concepts,
-    {{first_id}} AS first_message_id,
-    {{last_id}} AS last_message_id,
-    {{count}} AS message_count,
-    {{first_at}} AS first_message_at,
-    {{last_at}} AS last_message_at,
-    i.category AS category,
-    i.status AS status,
-    i.created_at AS created_at,
-    i.updated_at AS updated_at
-FROM (SELECT id, scope, session_id, value, category, status, created_at, updated_at
-    FROM {ITEMS} WHERE kind = 'semantic'
-    AND category IN ('conversation_summary', 'episode_summary')) AS i"""
 
 
 class SqliteDialect(Dialect):
@@ -805,191 +464,27 @@ class SqliteDialect(Dialect):
     # SQLite enforces foreign keys only on connections that ask (PRAGMA foreign_keys), and
     # no client asks by default: a plain DELETE FROM lmt_items leaves the item's vectors.
     orphans_possible = True
-    # One B-tree keyed by the id, not a table and an index of it.
-    keyed_table_options = " WITHOUT ROWID"
     counts_scope_changes = True
-
-    def scope_change_migration(self) -> list[MigrationStep]:
-        # Triggers, so every writer counts: this process, others, and the engine's own SQL.
-        # An update counts when it may change what the cache keeps (an item's terms and
-        # vectors are only written with a change of its value or length). Statuses,
-        # validity, access counts and the other columns do not: which items a search may
-        # return is asked of the database at every search.
-        bump = self._count_sql
-        return [
-            f"CREATE TABLE IF NOT EXISTS {SCOPE_CHANGES}"
-            " (prefix TEXT PRIMARY KEY, changes INTEGER NOT NULL)",
-            f"CREATE TRIGGER IF NOT EXISTS {SCOPE_CHANGES}_insert AFTER INSERT ON {ITEMS}"
-            f" BEGIN {bump('NEW')} END",
-            f"CREATE TRIGGER IF NOT EXISTS {SCOPE_CHANGES}_delete AFTER DELETE ON {ITEMS}"
-            f" BEGIN {bump('OLD')} END",
-            f"CREATE TRIGGER IF NOT EXISTS {SCOPE_CHANGES}_update"
-            f" AFTER UPDATE OF id, prefix, value, doc_len ON {ITEMS}"
-            f" BEGIN {bump('OLD')} {bump('NEW')} END",
-        ]
-
-    @staticmethod
-    def _count_sql(row: str) -> str:
-        # A trigger's count of one change of ``row`` (NEW or OLD) in its namespace.
-        return (
-            f"INSERT INTO {SCOPE_CHANGES} (prefix, changes) VALUES ({row}.prefix, 1)"
-            " ON CONFLICT (prefix) DO UPDATE SET changes = changes + 1;"
-        )
-
-    @staticmethod
-    def _move_trigger_sql(create: str, when: str) -> str:
-        # The trigger counting moves: ``create`` is how it is created, ``when`` its
-        # condition (empty for none).
-        return (
-            f"{create} {SCOPE_CHANGES}_move"
-            f" AFTER UPDATE OF status, scope, kind, {', '.join(MEMBERSHIP_TIMES)} ON {ITEMS}"
-            f"{when} BEGIN INSERT INTO {SCOPE_CHANGES} (prefix, changes, moves)"
-            " VALUES (NEW.prefix, 0, 1) ON CONFLICT (prefix) DO UPDATE SET moves = moves + 1; END"
-        )
 
     in_process = True
 
-    def namespace_load_index_migration(self) -> list[MigrationStep]:
-        # The live index, extended: a namespace is then read in one range of it instead
-        # of a table row per item, and the next time
-        # of an item a search compares with is a range of it too.
-        return [
-            f"DROP INDEX IF EXISTS {ITEMS}_live",
-            f"CREATE INDEX {ITEMS}_live ON {ITEMS} (prefix, status, id, valid_from,"
-            " valid_until, expires_at, doc_len, scope, kind, event_at, created_at, terms)",
-        ]
-
     logs_item_changes = True
-
-    def change_log_migration(self) -> list[MigrationStep]:
-        # The counting triggers again, each count followed by its log row; the log's own
-        # trigger cuts it when a count reaches a multiple of CHANGES_KEPT.
-        def counted(row: str) -> str:
-            return (
-                f"{self._count_sql(row)} INSERT INTO {ITEM_CHANGES} (prefix, changes, item_id)"
-                f" SELECT prefix, changes, {row}.id FROM {SCOPE_CHANGES}"
-                f" WHERE prefix = {row}.prefix;"
-            )
-
-        return [
-            f"CREATE TABLE IF NOT EXISTS {ITEM_CHANGES} (prefix TEXT NOT NULL,"
-            " changes INTEGER NOT NULL, item_id TEXT NOT NULL, PRIMARY KEY (prefix, changes))"
-            " WITHOUT ROWID",
-            f"CREATE TRIGGER IF NOT EXISTS {ITEM_CHANGES}_cut AFTER INSERT ON {ITEM_CHANGES}"
-            f" WHEN NEW.changes % {CHANGES_KEPT} = 0 BEGIN DELETE FROM {ITEM_CHANGES}"
-            f" WHERE prefix = NEW.prefix AND changes <= NEW.changes - {CHANGES_KEPT}; END",
-            f"DROP TRIGGER IF EXISTS {SCOPE_CHANGES}_insert",
-            f"DROP TRIGGER IF EXISTS {SCOPE_CHANGES}_delete",
-            f"DROP TRIGGER IF EXISTS {SCOPE_CHANGES}_update",
-            f"CREATE TRIGGER {SCOPE_CHANGES}_insert AFTER INSERT ON {ITEMS}"
-            f" BEGIN {counted('NEW')} END",
-            f"CREATE TRIGGER {SCOPE_CHANGES}_delete AFTER DELETE ON {ITEMS}"
-            f" BEGIN {counted('OLD')} END",
-            f"CREATE TRIGGER {SCOPE_CHANGES}_update"
-            f" AFTER UPDATE OF id, prefix, value, doc_len ON {ITEMS}"
-            f" BEGIN {counted('OLD')} {counted('NEW')} END",
-            # Moves only where a value changes, as PostgreSQL counts them: a put that
-            # rewrites an item sets its status and times to what they were, and would
-            # otherwise make searches read their members again.
-            f"DROP TRIGGER IF EXISTS {SCOPE_CHANGES}_move",
-            self._move_trigger_sql(
-                "CREATE TRIGGER",
-                # SQLite's own spelling: IS DISTINCT FROM came with 3.39.
-                " WHEN "
-                + _changed_values("status", "scope", "kind", *MEMBERSHIP_TIMES, distinct="IS NOT"),
-            ),
-        ]
 
     counts_membership_changes = True
 
-    def membership_change_migration(self) -> list[MigrationStep]:
-        # Inserts, deletes and moves already count as changes (a full reload). An update
-        # of a column that decides whether a search selects an item, or of a time a
-        # search compares with its instants, counts as a move: the members are read
-        # again, the terms and vectors stay. Access counts do not count.
-        return [
-            _scope_moves_column,
-            self._move_trigger_sql("CREATE TRIGGER IF NOT EXISTS", ""),
-        ]
-
-    def json_is_number(self, path: Sequence[str]) -> tuple[str, list[Any]]:
-        _, typed, params = _sqlite_lookup(path)
-        return f"({typed} IN ('integer', 'real'))", params
-
     def json_extract(self, path: Sequence[str]) -> tuple[str, list[Any]]:
-        expr, _, params = _sqlite_lookup(path)
-        return expr, params
+        return json_paths.sqlite_json_extract(path)
 
     def json_compare(self, path: Sequence[str], op: str, operand: Any) -> tuple[str, list[Any]]:
-        expr, typed, params = _sqlite_lookup(path)
-        if isinstance(operand, (dict, list)):
-            literal = json.dumps(operand, ensure_ascii=False, separators=(",", ":"))
-            if op == "$eq":
-                return f"({expr} = json(?) AND {typed} IN ('object', 'array'))", [
-                    *params,
-                    literal,
-                    *params,
-                ]
-            return f"(({expr} IS NOT json(?)) OR {typed} NOT IN ('object', 'array'))", [
-                *params,
-                literal,
-                *params,
-            ]
-        if isinstance(operand, bool):
-            # JSON true/false come out of json_extract as 1/0; check the JSON type too.
-            kind = "true" if operand else "false"
-            if op == "$eq":
-                return f"({typed} = ?)", [*params, kind]
-            return f"({typed} IS NOT ?)", [*params, kind]
-        if operand is None:
-            if op == "$eq":
-                return f"({typed} = 'null')", params
-            return f"({typed} IS NOT 'null')", params
-        sql_op = _COMPARATORS[op]
-        operand = _sqlite_number(operand)
-        if op in ("$eq", "$ne"):
-            # Strings only equal strings, numbers only numbers, as in JSON.
-            type_ok = "('text')" if isinstance(operand, str) else "('integer', 'real')"
-            if op == "$eq":
-                return f"({expr} = ? AND {typed} IN {type_ok})", [*params, operand, *params]
-            return f"({expr} IS NOT ? OR {typed} NOT IN {type_ok} OR {typed} IS NULL)", [
-                *params,
-                operand,
-                *params,
-                *params,
-            ]
-        if isinstance(operand, str):
-            return f"({typed} = 'text' AND {expr} {sql_op} ?)", [*params, *params, operand]
-        return f"({typed} IN ('integer', 'real') AND {expr} {sql_op} ?)", [
-            *params,
-            *params,
-            operand,
-        ]
+        return json_paths.sqlite_json_compare(path, op, operand)
 
-
-_INT64 = (-(2**63), 2**63 - 1)
-
-
-def _sqlite_number(operand: Any) -> Any:
-    """``operand`` as SQLite can bind it: an integer beyond 64 bits as the nearest float
-    (as SQLite's JSON functions read such a number in a value), beyond floats as an
-    infinity; anything else as it is."""
-    if isinstance(operand, bool) or not isinstance(operand, int):
-        return operand
-    if _INT64[0] <= operand <= _INT64[1]:
-        return operand
-    try:
-        return float(operand)
-    except OverflowError:
-        return math.inf if operand > 0 else -math.inf
+    def json_is_number(self, path: Sequence[str]) -> tuple[str, list[Any]]:
+        return json_paths.sqlite_json_is_number(path)
 
 
 @functools.lru_cache(maxsize=16)
 def _vector_format(dims: int) -> str:
     return "[" + ",".join(["%.9g"] * dims) + "]"
-
-
-_COMPARATORS = {"$eq": "=", "$ne": "<>", "$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
 
 
 # Advisory locks of item writes: the first key of the two-key form, and the buckets ids
@@ -1006,9 +501,7 @@ class PostgresDialect(Dialect):
     """PostgreSQL: JSONB values, TIMESTAMPTZ times, pgvector vectors."""
 
     name = "postgres"
-    json_type = "JSONB"
     ts_type = "TIMESTAMPTZ"
-    serial_key = "BIGSERIAL PRIMARY KEY"
 
     def json_param(self, value: Any) -> Any:
         from psycopg.types.json import Jsonb
@@ -1051,23 +544,11 @@ class PostgresDialect(Dialect):
     def expiry_sql(self) -> str:
         return "CAST(? AS TIMESTAMPTZ) + ttl_minutes * INTERVAL '1 minute'"
 
-    def migration_lock_sql(self) -> str | None:
-        return "SELECT pg_advisory_xact_lock(hashtext('langmem_tiers.migrations'))"
-
     def sync_serial_sql(self, table: str, column: str) -> str | None:
         return (
             f"SELECT setval(pg_get_serial_sequence('{table}', '{column}'),"
             f" GREATEST((SELECT max({column}) FROM {table}), 1))"
         )
-
-    def byte_order_migration(self) -> list[MigrationStep]:
-        # The vector table is created after the numbered migrations (it needs the
-        # embedder's dimensions), so it may not exist yet; vector_migrations declares "C".
-        return [
-            f'ALTER TABLE {ITEMS} ALTER COLUMN prefix TYPE TEXT COLLATE "C"',
-            f"DO $$ BEGIN IF to_regclass('{VECTORS}') IS NOT NULL THEN"
-            f' ALTER TABLE {VECTORS} ALTER COLUMN prefix TYPE TEXT COLLATE "C"; END IF; END $$',
-        ]
 
     def defer_foreign_keys_sql(self) -> list[str]:
         # Foreign keys are created NOT DEFERRABLE: make those on the items deferrable
@@ -1087,22 +568,6 @@ class PostgresDialect(Dialect):
         return (
             "SELECT count(*) FROM information_schema.columns"
             " WHERE table_schema = current_schema() AND table_name = ? AND column_name = ?"
-        )
-
-    def summaries_view_sql(self) -> str:
-        ids = "i.value -> 'source_message_ids'"
-        return _SUMMARIES_VIEW.format(
-            session=(
-                "CASE WHEN jsonb_typeof(i.value -> 'session_id') = 'string'"
-                " THEN i.value ->> 'session_id' END"
-            ),
-            summary="i.value ->> 'content'",
-            concepts="i.value -> 'key_concepts'",
-            first_id=f"{ids} ->> 0",
-            last_id=f"{ids} ->> (-1)",
-            count=f"CASE WHEN jsonb_typeof({ids}) = 'array' THEN jsonb_array_length({ids}) END",
-            first_at="i.value ->> 'first_message_at'",
-            last_at="i.value ->> 'last_message_at'",
         )
 
     def in_list(
@@ -1160,7 +625,7 @@ class PostgresDialect(Dialect):
     def update_items_sql(self, columns: Sequence[str]) -> str | None:
         # A statement a row cost the server a statement's work each (a decay of a scope
         # changes every memory in it).
-        arrays = ", ".join(f"?::{_UPDATE_COLUMN_TYPES[c]}[]" for c in columns)
+        arrays = ", ".join(f"?::{UPDATE_COLUMN_TYPES[c]}[]" for c in columns)
         sets = ", ".join(f"{c} = u.{c}" for c in columns)
         return (
             f"UPDATE {ITEMS} i SET {sets} FROM unnest({arrays}, ?::text[])"
@@ -1179,25 +644,11 @@ class PostgresDialect(Dialect):
     def estimated_rows_sql(self, table: str) -> str:
         return f"SELECT reltuples::bigint FROM pg_class WHERE oid = to_regclass('{table}')"
 
-    def forget_access_sql(self) -> list[str]:
-        # Per statement, from its transition table: one join a delete, not a row's trigger.
-        return [
-            f"CREATE OR REPLACE FUNCTION {ITEM_ACCESS}_forget() RETURNS trigger"
-            " LANGUAGE plpgsql SET search_path FROM CURRENT AS $$ BEGIN"
-            f" DELETE FROM {ITEM_ACCESS} a USING gone g WHERE a.id = g.id; RETURN NULL; END $$",
-            f"DROP TRIGGER IF EXISTS {ITEM_ACCESS}_forget ON {ITEMS}",
-            f"CREATE TRIGGER {ITEM_ACCESS}_forget AFTER DELETE ON {ITEMS}"
-            " REFERENCING OLD TABLE AS gone FOR EACH STATEMENT"
-            f" EXECUTE FUNCTION {ITEM_ACCESS}_forget()",
-        ]
-
     def not_indexed(self, expr: str) -> str:
         return expr
 
     def filter_only(self, expr: str) -> str:
         return f"({expr} || '')"
-
-    packed_separator_sql = "chr(31)"
 
     def packed_sql(self, expr: str) -> str:
         return f"string_agg({expr}, chr(31))"
@@ -1210,163 +661,18 @@ class PostgresDialect(Dialect):
 
     counts_scope_changes = True
 
-    def scope_change_upgrade_migration(self) -> list[MigrationStep]:
-        # The same counts as SQLite's triggers (see SqliteDialect.scope_change_migration).
-        # Inserts and deletes count per statement, from the statement's transition table:
-        # a batch of 500 new items (one COPY) costs one upsert per namespace, not one per
-        # row, and the namespaces' counters are locked in byte order. Transition tables
-        # cannot go with a column list, and an update without one would count access counts
-        # and statuses too (every search and every flush of access counts): updates count
-        # per row, when the statement sets a column the cached data depends on.
-        bump = (
-            f"INSERT INTO {SCOPE_CHANGES} AS s (prefix, changes) {{rows}}"
-            " ON CONFLICT (prefix) DO UPDATE SET changes = s.changes + excluded.changes;"
-        )
-        statement = bump.format(
-            rows="SELECT prefix, count(*) FROM changed_rows GROUP BY prefix ORDER BY prefix"
-        )
-        row = bump.format(
-            rows="SELECT p, 1 FROM (SELECT DISTINCT unnest(ARRAY[OLD.prefix, NEW.prefix]) AS p) x"
-            ' ORDER BY p COLLATE "C"'
-        )
-        return [
-            f"CREATE TABLE IF NOT EXISTS {SCOPE_CHANGES}"
-            ' (prefix TEXT COLLATE "C" PRIMARY KEY, changes BIGINT NOT NULL)',
-            f"CREATE OR REPLACE FUNCTION {SCOPE_CHANGES}_statement() RETURNS trigger"
-            f" LANGUAGE plpgsql AS $$ BEGIN {statement} RETURN NULL; END $$",
-            f"CREATE OR REPLACE FUNCTION {SCOPE_CHANGES}_row() RETURNS trigger"
-            f" LANGUAGE plpgsql AS $$ BEGIN {row} RETURN NULL; END $$",
-            f"DROP TRIGGER IF EXISTS {SCOPE_CHANGES}_insert ON {ITEMS}",
-            f"CREATE TRIGGER {SCOPE_CHANGES}_insert AFTER INSERT ON {ITEMS}"
-            " REFERENCING NEW TABLE AS changed_rows FOR EACH STATEMENT"
-            f" EXECUTE FUNCTION {SCOPE_CHANGES}_statement()",
-            f"DROP TRIGGER IF EXISTS {SCOPE_CHANGES}_delete ON {ITEMS}",
-            f"CREATE TRIGGER {SCOPE_CHANGES}_delete AFTER DELETE ON {ITEMS}"
-            " REFERENCING OLD TABLE AS changed_rows FOR EACH STATEMENT"
-            f" EXECUTE FUNCTION {SCOPE_CHANGES}_statement()",
-            f"DROP TRIGGER IF EXISTS {SCOPE_CHANGES}_update ON {ITEMS}",
-            f"CREATE TRIGGER {SCOPE_CHANGES}_update"
-            f" AFTER UPDATE OF id, prefix, value, doc_len ON {ITEMS}"
-            f" FOR EACH ROW EXECUTE FUNCTION {SCOPE_CHANGES}_row()",
-        ]
-
     logs_item_changes = True
-
-    def change_log_migration(self) -> list[MigrationStep]:
-        # The counting functions again, each count logged with its item. An insert or a
-        # delete of n items of a namespace counts n at once, the log rows numbered from
-        # the old count up; an update counts once per distinct (namespace, item) of its
-        # old and new row, as SQLite's trigger does. The log's own row trigger cuts it when
-        # a count reaches a multiple of CHANGES_KEPT (its condition, false for all other
-        # rows, queues nothing).
-        counted = self._count_changes_sql
-        row = counted("pairs").replace(
-            "WITH ",
-            "WITH pairs AS (SELECT DISTINCT p AS prefix, i AS id FROM"
-            " (VALUES (OLD.prefix, OLD.id), (NEW.prefix, NEW.id)) x (p, i)), ",
-            1,
-        )
-        return [
-            f'CREATE TABLE IF NOT EXISTS {ITEM_CHANGES} (prefix TEXT COLLATE "C" NOT NULL,'
-            " changes BIGINT NOT NULL, item_id TEXT NOT NULL, PRIMARY KEY (prefix, changes))",
-            f"CREATE OR REPLACE FUNCTION {ITEM_CHANGES}_cut() RETURNS trigger"
-            " LANGUAGE plpgsql SET search_path FROM CURRENT AS $$ BEGIN"
-            f" DELETE FROM {ITEM_CHANGES} WHERE prefix = NEW.prefix"
-            f" AND changes <= NEW.changes - {CHANGES_KEPT}; RETURN NULL; END $$",
-            f"DROP TRIGGER IF EXISTS {ITEM_CHANGES}_cut ON {ITEM_CHANGES}",
-            f"CREATE TRIGGER {ITEM_CHANGES}_cut AFTER INSERT ON {ITEM_CHANGES} FOR EACH ROW"
-            f" WHEN (NEW.changes % {CHANGES_KEPT} = 0) EXECUTE FUNCTION {ITEM_CHANGES}_cut()",
-            f"CREATE OR REPLACE FUNCTION {SCOPE_CHANGES}_statement() RETURNS trigger"
-            " LANGUAGE plpgsql SET search_path FROM CURRENT AS"
-            f" $$ BEGIN {counted('changed_rows')} RETURN NULL; END $$",
-            f"CREATE OR REPLACE FUNCTION {SCOPE_CHANGES}_row() RETURNS trigger"
-            " LANGUAGE plpgsql SET search_path FROM CURRENT AS"
-            f" $$ BEGIN {row} RETURN NULL; END $$",
-        ]
-
-    @staticmethod
-    def _count_changes_sql(changed: str) -> str:
-        # The counters of the namespaces of ``changed`` (rows of prefix and id) moved by
-        # their rows, each count logged with its item (see change_log_migration).
-        return (
-            f"WITH counted AS (SELECT prefix, count(*) AS n FROM {changed} GROUP BY prefix),"
-            f" bumped AS (INSERT INTO {SCOPE_CHANGES} AS s (prefix, changes)"
-            ' SELECT prefix, n FROM counted ORDER BY prefix COLLATE "C"'
-            " ON CONFLICT (prefix) DO UPDATE SET changes = s.changes + excluded.changes"
-            " RETURNING s.prefix, s.changes)"
-            f" INSERT INTO {ITEM_CHANGES} (prefix, changes, item_id)"
-            " SELECT r.prefix, b.changes + 1 - row_number() OVER"
-            f" (PARTITION BY r.prefix ORDER BY r.id), r.id FROM {changed} r"
-            " JOIN bumped b ON b.prefix = r.prefix;"
-        )
-
-    def update_count_per_statement_migration(self) -> list[MigrationStep]:
-        # The row trigger ran the counting statement once per updated row, each a new
-        # version of the namespace's counter row in the transaction, which the next one
-        # walks to: each row cost more than the one before, quadratic in a statement's
-        # rows. Counted from the statement's transition tables instead, once. A
-        # statement trigger takes no column list with them, so the rows counted are those
-        # whose cached columns differ: an access count, a TTL or a status alone counts
-        # nothing, as before; a put always sets updated_at, so it always counts.
-        differ = " OR ".join(f"o.{c} IS DISTINCT FROM n.{c}" for c in _COUNTED_ON_UPDATE)
-        pairs = (
-            "WITH pairs AS (SELECT o.prefix, o.id FROM old_rows o"
-            f" LEFT JOIN new_rows n ON n.id = o.id WHERE n.id IS NULL OR {differ}"
-            " UNION SELECT n.prefix, n.id FROM new_rows n"
-            f" LEFT JOIN old_rows o ON o.id = n.id WHERE o.id IS NULL OR {differ}), "
-        )
-        statement = self._count_changes_sql("pairs").replace("WITH ", pairs, 1)
-        return [
-            f"CREATE OR REPLACE FUNCTION {SCOPE_CHANGES}_updated() RETURNS trigger"
-            " LANGUAGE plpgsql SET search_path FROM CURRENT AS"
-            f" $$ BEGIN {statement} RETURN NULL; END $$",
-            f"DROP TRIGGER IF EXISTS {SCOPE_CHANGES}_update ON {ITEMS}",
-            f"CREATE TRIGGER {SCOPE_CHANGES}_update AFTER UPDATE ON {ITEMS}"
-            " REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT"
-            f" EXECUTE FUNCTION {SCOPE_CHANGES}_updated()",
-            f"DROP FUNCTION IF EXISTS {SCOPE_CHANGES}_row()",
-        ]
 
     def upsert_items_arrays_sql(self) -> str | None:
         # One statement: a statement per row cost a round trip's worth of work each.
-        arrays = ", ".join(f"?::{_ITEM_COLUMN_TYPES[c]}[]" for c in item_columns)
-        updates = ", ".join(f"{c} = excluded.{c}" for c in item_columns if c not in _KEEP_ON_UPDATE)
+        arrays = ", ".join(f"?::{ITEM_COLUMN_TYPES[c]}[]" for c in item_columns)
+        updates = ", ".join(f"{c} = excluded.{c}" for c in item_columns if c not in KEEP_ON_UPDATE)
         return (
             f"INSERT INTO {ITEMS} ({', '.join(item_columns)}) SELECT * FROM unnest({arrays})"
             f" ON CONFLICT (id) DO UPDATE SET {updates}"
         )
 
     counts_membership_changes = True
-
-    def membership_change_upgrade_migration(self) -> list[MigrationStep]:
-        # The same moves as SQLite's trigger counts, logged rather than counted in place:
-        # a row trigger updating a namespace's counter would take it inside statements
-        # that lock item rows first (a TTL refresh, status changes), while the writer
-        # takes counters before its rows, an order two transactions could meet from both
-        # ends. An insert locks no row anyone else holds. Writers, holding the counters,
-        # fold the log into them; a search sums both in its snapshot.
-        changed = _changed_values("status", "scope", "kind", *MEMBERSHIP_TIMES)
-        return [
-            _scope_moves_column,
-            f'CREATE TABLE IF NOT EXISTS {SCOPE_MOVES} (prefix TEXT COLLATE "C" NOT NULL)',
-            # What a writer's one statement does (lock_scope_changes_sql): the counters in
-            # byte order, then, holding them, the fold. Each statement of the function
-            # has its own snapshot, so a fold sees what the one before it left, and rows
-            # logged by transactions still open stay for a later one.
-            f"CREATE OR REPLACE FUNCTION {SCOPE_CHANGES}_take(wanted text[]) RETURNS void"
-            " LANGUAGE plpgsql SET search_path FROM CURRENT AS $$ BEGIN"
-            f" {self._take_counters_sql('wanted')};"
-            f" WITH folded AS (DELETE FROM {SCOPE_MOVES} WHERE prefix = ANY(wanted)"
-            f" RETURNING prefix) {self._add_folded_sql()}; END $$",
-            f"CREATE INDEX IF NOT EXISTS {SCOPE_MOVES}_prefix ON {SCOPE_MOVES} (prefix)",
-            f"CREATE OR REPLACE FUNCTION {SCOPE_MOVES}_row() RETURNS trigger"
-            " LANGUAGE plpgsql SET search_path FROM CURRENT AS $$ BEGIN"
-            f" INSERT INTO {SCOPE_MOVES} (prefix) VALUES (NEW.prefix); RETURN NULL; END $$",
-            f"DROP TRIGGER IF EXISTS {SCOPE_MOVES}_update ON {ITEMS}",
-            f"CREATE TRIGGER {SCOPE_MOVES}_update"
-            f" AFTER UPDATE OF status, scope, kind, {', '.join(MEMBERSHIP_TIMES)} ON {ITEMS}"
-            f" FOR EACH ROW WHEN ({changed}) EXECUTE FUNCTION {SCOPE_MOVES}_row()",
-        ]
 
     def next_time_sql(self, under: str, params: Sequence[Any], since: Any) -> tuple[str, list[Any]]:
         # One pass over the namespace's rows: a min() per time, each its own branch (as on
@@ -1377,17 +683,6 @@ class PostgresDialect(Dialect):
             f"(SELECT least({firsts}) FROM {ITEMS} i WHERE {under})",
             [*(since for _ in MEMBERSHIP_TIMES), *params],
         )
-
-    def membership_times_index_migration(self) -> list[MigrationStep]:
-        # Without the two last times, that pass read every row of the namespace from the
-        # table: where namespaces interleave, a page per item, in a namespace's first
-        # search.
-        live = ["prefix", "status", "id", "valid_from", "valid_until", "expires_at", "doc_len"]
-        live += ["scope", "kind", *(t for t in MEMBERSHIP_TIMES if t not in live)]
-        return [
-            f"DROP INDEX IF EXISTS {ITEMS}_live",
-            f"CREATE INDEX {ITEMS}_live ON {ITEMS} ({', '.join(live)})",
-        ]
 
     def folding_moves(self, update: str) -> str:
         # For statements that lock item rows and no counter (a TTL refresh): a counter
@@ -1445,72 +740,6 @@ class PostgresDialect(Dialect):
         # vector text to parse, the ways this read was compared with.
         return f"substring(vector_send({column}) FROM 5)"
 
-    def postings_index_migration(self) -> list[MigrationStep]:
-        return [f"CREATE INDEX IF NOT EXISTS {TERMS}_term ON {TERMS} (term, item_id) INCLUDE (tf)"]
-
-    def terms_cascade_migration(self) -> list[MigrationStep]:
-        # The key was checked row by row, half the cost of writing a put's terms, while
-        # the store writes an item's terms only after the item in the same transaction.
-        # What the key did on delete, a statement trigger does once per statement; its
-        # search path is the schema's, whatever the deleting session's is.
-        return [
-            "DO $$ DECLARE c record; BEGIN FOR c IN SELECT conname FROM pg_constraint"
-            f" WHERE conrelid = '{TERMS}'::regclass AND contype = 'f' LOOP"
-            f" EXECUTE format('ALTER TABLE {TERMS} DROP CONSTRAINT %I', c.conname);"
-            " END LOOP; END $$",
-            f"CREATE OR REPLACE FUNCTION {TERMS}_of_deleted_items() RETURNS trigger"
-            " LANGUAGE plpgsql SET search_path FROM CURRENT AS $$ BEGIN"
-            f" DELETE FROM {TERMS} t USING deleted d WHERE t.item_id = d.id;"
-            " RETURN NULL; END $$",
-            f"DROP TRIGGER IF EXISTS {TERMS}_of_deleted_items ON {ITEMS}",
-            f"CREATE TRIGGER {TERMS}_of_deleted_items AFTER DELETE ON {ITEMS}"
-            " REFERENCING OLD TABLE AS deleted FOR EACH STATEMENT"
-            f" EXECUTE FUNCTION {TERMS}_of_deleted_items()",
-        ]
-
-    def json_terms_view_migration(self) -> list[MigrationStep]:
-        return []  # the terms were a view already (terms_view_migration)
-
-    def terms_view_migration(self) -> list[MigrationStep]:
-        # Every term row cost a B-tree insert into the key and another into the term
-        # index, a dozen or more rows for each item put. The items keep their terms packed
-        # beside them, which is what searches that cache a namespace read; searches in SQL
-        # unpack them in the statement from the rows the set is read from. The view
-        # keeps the table's rows readable for plain SQL. The function is a plain SQL one,
-        # so the planner inlines it; OFFSET 0 splits the text once per item, not per term.
-        return [
-            f"DROP TRIGGER IF EXISTS {TERMS}_of_deleted_items ON {ITEMS}",
-            f"DROP FUNCTION IF EXISTS {TERMS}_of_deleted_items()",
-            f"DROP TABLE IF EXISTS {TERMS}",
-            f"CREATE OR REPLACE FUNCTION {TERM_ROWS}(packed TEXT)"
-            " RETURNS TABLE (term TEXT, tf INTEGER) LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$"
-            " SELECT s.a[2 * k - 1], s.a[2 * k]::integer"
-            " FROM (SELECT string_to_array(packed, chr(31)) AS a OFFSET 0) AS s,"
-            " generate_series(1, cardinality(s.a) / 2) AS k $$",
-            f"CREATE VIEW {TERMS} AS SELECT i.id AS item_id, t.term, t.tf FROM {ITEMS} i"
-            f" CROSS JOIN LATERAL {TERM_ROWS}(i.terms) AS t",
-            # A process still on an earlier release writes and deletes terms rows beside
-            # the packed column it also writes: those statements change nothing now, so
-            # its puts go on working until it is upgraded too.
-            f"CREATE OR REPLACE FUNCTION {TERMS}_rows_ignored() RETURNS trigger"
-            " LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$",
-            f"CREATE TRIGGER {TERMS}_rows_ignored INSTEAD OF INSERT OR UPDATE OR DELETE"
-            f" ON {TERMS} FOR EACH ROW EXECUTE FUNCTION {TERMS}_rows_ignored()",
-        ]
-
-    def terms_key_migration(self) -> list[MigrationStep]:
-        # One index with tf as an included column: the per-item range read stays
-        # index-only, and a write maintains one B-tree instead of two.
-        return [
-            # The id migration before this one defers the foreign keys; their pending
-            # checks are run now, since a table with pending trigger events cannot be altered.
-            "SET CONSTRAINTS ALL IMMEDIATE",
-            f"ALTER TABLE {TERMS} DROP CONSTRAINT IF EXISTS {TERMS}_pkey",
-            f"DROP INDEX IF EXISTS {TERMS}_item_term",
-            f"ALTER TABLE {TERMS} ADD CONSTRAINT {TERMS}_pkey PRIMARY KEY (item_id, term)"
-            " INCLUDE (tf)",
-        ]
-
     def lock_keys_sql(self, *, shared: bool = False) -> str | None:
         function = "pg_advisory_xact_lock_shared" if shared else "pg_advisory_xact_lock"
         return (
@@ -1560,36 +789,11 @@ class PostgresDialect(Dialect):
             " AS b FROM unnest(?::text[]) AS x ORDER BY 1) AS buckets"
         )
 
-    def vector_migrations(self, dims: int) -> list[str]:
-        return [
-            f"""CREATE TABLE {VECTORS} (
-                item_id TEXT NOT NULL REFERENCES {ITEMS} (id) ON DELETE CASCADE,
-                field TEXT NOT NULL,
-                prefix TEXT COLLATE "C" NOT NULL,
-                embedding vector({int(dims)}) NOT NULL,
-                PRIMARY KEY (item_id, field)
-            )""",
-            f"CREATE INDEX {VECTORS}_prefix ON {VECTORS} (prefix)",
-        ]
-
     def json_extract(self, path: Sequence[str]) -> tuple[str, list[Any]]:
-        return "(value #> ?::text[])", [list(path)]
-
-    def json_is_number(self, path: Sequence[str]) -> tuple[str, list[Any]]:
-        expr, params = self.json_extract(path)
-        return f"(jsonb_typeof({expr}) = 'number')", params
+        return json_paths.postgres_json_extract(path)
 
     def json_compare(self, path: Sequence[str], op: str, operand: Any) -> tuple[str, list[Any]]:
-        expr, params = self.json_extract(path)
-        literal = json.dumps(operand, ensure_ascii=False)
-        if op == "$eq":
-            return f"({expr} = ?::jsonb)", [*params, literal]
-        if op == "$ne":
-            return f"({expr} IS DISTINCT FROM ?::jsonb)", [*params, literal]
-        kind = "string" if isinstance(operand, str) else "number"
-        return f"(jsonb_typeof({expr}) = ? AND {expr} {_COMPARATORS[op]} ?::jsonb)", [
-            *params,
-            kind,
-            *params,
-            literal,
-        ]
+        return json_paths.postgres_json_compare(path, op, operand)
+
+    def json_is_number(self, path: Sequence[str]) -> tuple[str, list[Any]]:
+        return json_paths.postgres_json_is_number(path)
