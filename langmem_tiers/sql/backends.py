@@ -29,12 +29,11 @@ import weakref
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
-from typing import Any, ClassVar, NamedTuple, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from langchain_core.embeddings import Embeddings
 
-from langmem_tiers.errors import BackendError, ConfigurationError
-from langmem_tiers.sql.dialect import Dialect, PostgresDialect, SqliteDialect
+from langmem_tiers.errors import ConfigurationError
 from langmem_tiers.sql.flow import (
     BULK_MIN_ROWS,
     BinaryValue,
@@ -53,16 +52,15 @@ from langmem_tiers.sql.flow import (
 __all__ = [
     "WAL_CHECKPOINT_PAGES",
     "AsyncPostgresIO",
-    "Backend",
     "ConnectionOwner",
     "PostgresIO",
     "SqliteFile",
     "SqliteIO",
     "SqliteReaders",
     "WriterTurns",
-    "backend_for",
     "is_local_qdrant",
     "is_pool",
+    "loaded_classes",
     "psycopg_query",
     "to_psycopg",
 ]
@@ -117,7 +115,7 @@ def _returned_rows(cursor: Any) -> bool:
     return result is not None and result.status == _TUPLES_OK
 
 
-def _loaded(module: str, *names: str) -> tuple[type, ...]:
+def loaded_classes(module: str, *names: str) -> tuple[type, ...]:
     """The classes ``names`` of ``module`` if it is imported (none otherwise): an object of
     an optional backend's class exists only once its module is, and ``import langmem_tiers``
     must not import it."""
@@ -127,56 +125,13 @@ def _loaded(module: str, *names: str) -> tuple[type, ...]:
 
 def is_pool(conn: Any) -> bool:
     """Whether ``conn`` is a psycopg_pool pool (a psycopg connection is not one)."""
-    return isinstance(conn, _loaded("psycopg_pool", "ConnectionPool", "AsyncConnectionPool"))
+    return isinstance(conn, loaded_classes("psycopg_pool", "ConnectionPool", "AsyncConnectionPool"))
 
 
 def is_local_qdrant(client: Any) -> bool:
     """Whether ``client`` is a ``QdrantClient`` in local mode (an in-process index)."""
-    local = _loaded("qdrant_client.local.qdrant_local", "QdrantLocal")
+    local = loaded_classes("qdrant_client.local.qdrant_local", "QdrantLocal")
     return isinstance(getattr(client, "_client", None), local)
-
-
-class Backend(NamedTuple):
-    """What a connection is: its dialect and the I/O that runs flows on it (one of the two
-    set: blocking, or awaitable for async psycopg connections and pools)."""
-
-    dialect: Dialect
-    sync_io: Any
-    async_io: Any
-
-
-def backend_for(
-    conn: Any, embeddings: Embeddings | None = None, qdrant: Any | None = None
-) -> Backend:
-    """The backend of ``conn``: an ``sqlite3.Connection``, or a psycopg connection or pool,
-    sync or async (``embeddings`` and ``qdrant`` go to its I/O).
-
-    Example:
-        >>> backend = backend_for(sqlite3.connect(":memory:", isolation_level=None))
-        >>> backend.dialect.name, backend.async_io is None
-        ('sqlite', True)
-    """
-    if isinstance(conn, sqlite3.Connection):
-        try:
-            return Backend(SqliteDialect(), SqliteIO(conn, embeddings, qdrant), None)
-        except sqlite3.Error as err:
-            raise BackendError(
-                f"the SQLite connection cannot be used for writing ({err}); open it on a "
-                "file whose directory is writable."
-            ) from err
-    asynchronous = _loaded("psycopg", "AsyncConnection") + _loaded(
-        "psycopg_pool", "AsyncConnectionPool"
-    )
-    if isinstance(conn, asynchronous):
-        return Backend(PostgresDialect(), None, AsyncPostgresIO(conn, embeddings, qdrant))
-    if isinstance(
-        conn, _loaded("psycopg", "Connection") + _loaded("psycopg_pool", "ConnectionPool")
-    ):
-        return Backend(PostgresDialect(), PostgresIO(conn, embeddings, qdrant), None)
-    raise ConfigurationError(
-        f"conn must be a sqlite3.Connection or a psycopg connection or pool, got "
-        f"{type(conn).__name__}; or open one from a URL (from_url)."
-    )
 
 
 def _copy_sql(request: InsertRows, *, binary: bool = False) -> str:

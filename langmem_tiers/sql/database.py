@@ -3,7 +3,7 @@
 :class:`Database` takes what the user gives (an ``sqlite3.Connection``, a psycopg
 connection or pool, sync or async), picks the dialect and the I/O, runs flows with the
 sync or async driver, maps driver errors to :class:`~langmem_tiers.errors.BackendError`,
-with the backend :func:`~langmem_tiers.sql.backends.backend_for` finds for the connection.
+with the backend :func:`backend_for` finds for the connection.
 :func:`open_connection` opens a connection from a URL.
 
 Example:
@@ -19,7 +19,7 @@ import re
 import select
 import sqlite3
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 from urllib.parse import urlsplit
 
 from langchain_core.embeddings import Embeddings
@@ -32,12 +32,20 @@ from langmem_tiers.errors import (
     LangmemTiersError,
     MissingDependencyError,
 )
-from langmem_tiers.sql.backends import SqliteFile, SqliteIO, backend_for
-from langmem_tiers.sql.dialect import Dialect
+from langmem_tiers.sql.backends import (
+    AsyncPostgresIO,
+    PostgresIO,
+    SqliteFile,
+    SqliteIO,
+    loaded_classes,
+)
+from langmem_tiers.sql.dialect import Dialect, PostgresDialect, SqliteDialect
 from langmem_tiers.sql.flow import Flow, arun, run
 
 __all__ = [
+    "Backend",
     "Database",
+    "backend_for",
     "open_async_connection",
     "open_connection",
     "parse_url",
@@ -45,6 +53,50 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+
+
+class Backend(NamedTuple):
+    """What a connection is: its dialect and the I/O that runs flows on it (one of the two
+    set: blocking, or awaitable for async psycopg connections and pools)."""
+
+    dialect: Dialect
+    sync_io: Any
+    async_io: Any
+
+
+def backend_for(
+    conn: Any, embeddings: Embeddings | None = None, qdrant: Any | None = None
+) -> Backend:
+    """The backend of ``conn``: an ``sqlite3.Connection``, or a psycopg connection or pool,
+    sync or async (``embeddings`` and ``qdrant`` go to its I/O).
+
+    Example:
+        >>> backend = backend_for(sqlite3.connect(":memory:", isolation_level=None))
+        >>> backend.dialect.name, backend.async_io is None
+        ('sqlite', True)
+    """
+    if isinstance(conn, sqlite3.Connection):
+        try:
+            return Backend(SqliteDialect(), SqliteIO(conn, embeddings, qdrant), None)
+        except sqlite3.Error as err:
+            raise BackendError(
+                f"the SQLite connection cannot be used for writing ({err}); open it on a "
+                "file whose directory is writable."
+            ) from err
+    asynchronous = loaded_classes("psycopg", "AsyncConnection") + loaded_classes(
+        "psycopg_pool", "AsyncConnectionPool"
+    )
+    if isinstance(conn, asynchronous):
+        return Backend(PostgresDialect(), None, AsyncPostgresIO(conn, embeddings, qdrant))
+    if isinstance(
+        conn,
+        loaded_classes("psycopg", "Connection") + loaded_classes("psycopg_pool", "ConnectionPool"),
+    ):
+        return Backend(PostgresDialect(), PostgresIO(conn, embeddings, qdrant), None)
+    raise ConfigurationError(
+        f"conn must be a sqlite3.Connection or a psycopg connection or pool, got "
+        f"{type(conn).__name__}; or open one from a URL (from_url)."
+    )
 
 
 class Database:

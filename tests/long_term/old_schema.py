@@ -19,10 +19,12 @@ from typing import Any
 import pytest
 
 from langmem_tiers.errors import MigrationError
+from langmem_tiers.long_term.store import writes
 from langmem_tiers.long_term.store.migrations import STORE_SCHEMA
 from langmem_tiers.long_term.store.writes import StoreWriter
 from langmem_tiers.server.key_migrations import API_KEYS_SCHEMA
 from langmem_tiers.short_term.migrations import SHORT_TERM
+from langmem_tiers.sql import dialect_base, postgres_dialect, tables
 from langmem_tiers.sql import migrations as schema
 from langmem_tiers.sql.dialect import TERMS, Dialect, PostgresDialect, SqliteDialect
 from langmem_tiers.sql.flow import Flow, Sql
@@ -144,6 +146,13 @@ def _with_terms_rows(write_flow: Callable[..., Flow[Any]]) -> Callable[..., Flow
         return own
 
     return written
+
+
+def write_without_packed_terms(patch: pytest.MonkeyPatch) -> None:
+    """Make stores write items without their packed terms, as before that column."""
+    columns = tuple(c for c in tables.item_columns if c != "terms")
+    for module in (dialect_base, postgres_dialect, writes):
+        patch.setattr(module, "item_columns", columns)
 
 
 def write_terms_table(patch: pytest.MonkeyPatch) -> None:

@@ -9,13 +9,17 @@ from typing import Any
 import pytest
 
 from langmem_tiers import TieredMemoryStore
-from langmem_tiers.long_term.store import writes as writes_module
-from langmem_tiers.sql import dialect as dialect_module
 from langmem_tiers.sql.dialect import TERMS, PostgresDialect, SqliteDialect
 from langmem_tiers.sql.flow import Sql, Transaction
 
 from .fakes import default_index
-from .old_schema import ITEM_ACCESS, TERMS_KEYED, as_release, write_terms_table
+from .old_schema import (
+    ITEM_ACCESS,
+    TERMS_KEYED,
+    as_release,
+    write_terms_table,
+    write_without_packed_terms,
+)
 
 NS = ("u1", "semantic")
 TEXTS = [
@@ -63,9 +67,7 @@ def test_terms_survive_the_upgrade_and_searches_agree(
         old.setattr(SqliteDialect, "counts_scope_changes", False)
         old.setattr(PostgresDialect, "counts_scope_changes", False)
         # The writer of that time: no packed terms beside the item.
-        columns = tuple(c for c in dialect_module.item_columns if c != "terms")
-        old.setattr(dialect_module, "item_columns", columns)
-        old.setattr(writes_module, "item_columns", columns)
+        write_without_packed_terms(old)
         write_terms_table(old)
         with TieredMemoryStore.from_url(url, index=default_index(fields=("content",))) as store:
             for i, text in enumerate(TEXTS):

@@ -15,12 +15,16 @@ import pytest
 
 from langmem_tiers import TieredMemoryStore
 from langmem_tiers.config import Settings
-from langmem_tiers.long_term.store import writes as writes_module
-from langmem_tiers.sql import dialect as dialect_module
 from langmem_tiers.sql.dialect import PostgresDialect, SqliteDialect
 
 from .fakes import default_index
-from .old_schema import ITEM_ACCESS, TERMS_KEYED, as_release, write_terms_table
+from .old_schema import (
+    ITEM_ACCESS,
+    TERMS_KEYED,
+    as_release,
+    write_terms_table,
+    write_without_packed_terms,
+)
 
 NS = ("u1", "semantic")
 TEXTS = [f"note {n}: apple orchard visit number {n} with friends" for n in range(10)]
@@ -61,9 +65,7 @@ def test_a_database_from_before_the_cache_answers_after_the_upgrade_and_a_put(
             old.setattr(dialect, "counts_scope_changes", False)
             old.setattr(dialect, "counts_membership_changes", False)
             old.setattr(dialect, "logs_item_changes", False)
-        columns = tuple(c for c in dialect_module.item_columns if c != "terms")
-        old.setattr(dialect_module, "item_columns", columns)
-        old.setattr(writes_module, "item_columns", columns)
+        write_without_packed_terms(old)
         write_terms_table(old)
         with _open(url) as before:
             for n, text in enumerate(TEXTS):
