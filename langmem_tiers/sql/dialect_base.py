@@ -89,13 +89,13 @@ class Dialect:
         raise NotImplementedError
 
     # -- schema ----------------------------------------------------------------------
-    #: The database keeps :data:`SCOPE_CHANGES` (see :meth:`scope_change_migration`), so a
-    #: search may cache a namespace's terms and vectors in process.
+    #: The database keeps :data:`SCOPE_CHANGES` (see ``long_term/store/search/migrations.py``),
+    #: so a search may cache a namespace's terms and vectors in process.
     counts_scope_changes = False
 
     #: :data:`SCOPE_CHANGES` also counts, per namespace, the updates that may change which
-    #: items a search selects (``moves``; see :meth:`membership_change_migration`), so a
-    #: search may reuse the members an earlier one read.
+    #: items a search selects (``moves``), so a search may reuse the members an earlier one
+    #: read.
     counts_membership_changes = False
 
     def next_time_sql(self, under: str, params: Sequence[Any], since: Any) -> tuple[str, list[Any]]:
@@ -128,7 +128,7 @@ class Dialect:
         )
 
     #: The database logs the item of every change it counts (:data:`ITEM_CHANGES`; see
-    #: :meth:`change_log_migration`), so a cache behind reads the changed items alone.
+    #: the ``scope_changes`` component), so a cache behind reads the changed items alone.
     logs_item_changes = False
 
     def lock_scope_changes_sql(self) -> str | None:
@@ -351,8 +351,8 @@ class Dialect:
     def scope_postings_sql(self, term_set: str) -> str:
         """The terms (``t``) of the items of CTE ``c`` whose term is ``IN term_set`` (a
         list of values or a subquery), as ``(item_id, term, tf, doc_len)``: each item's
-        packed terms unpacked (see :meth:`json_terms_view_migration`), the count read only
-        for the terms asked for."""
+        packed terms unpacked (the terms table became a view of them, ``legacy=28``), the
+        count read only for the terms asked for."""
         return (
             f"SELECT c.id, t.value, CAST(json_extract({packed_array('c.terms')},"
             " '$[' || (t.key + 1) || ']') AS INTEGER), c.doc_len"

@@ -134,8 +134,8 @@ class PostgresDialect(Dialect):
         return f"SELECT unnest(?::{sql_type}[])", [list(values)]
 
     def bytewise(self, expr: str) -> str:
-        # The prefix columns are "C" already (byte_order_migration); saying it here keeps the
-        # comparison right on any column and lets the planner use those columns' indexes.
+        # The prefix columns are "C" already (the migration with legacy=12); saying it here
+        # keeps the comparison right on any column and lets the planner use their indexes.
         return f'{expr} COLLATE "C"'
 
     def under_namespace_sql(self, column: str, prefix: str) -> tuple[str, list[str]]:

@@ -46,7 +46,7 @@ PACKED_SEPARATOR = "\x1f"
 TERM_ROWS = "lmt_term_rows"
 VECTORS = "lmt_vectors"
 #: Each item's access count and last access, apart from its row (see
-#: the store's migration 31); read through :data:`ACCESS_COUNT_SQL` and
+#: the store's migration with legacy=31); read through :data:`ACCESS_COUNT_SQL` and
 #: :data:`LAST_ACCESSED_SQL`.
 ITEM_ACCESS = "lmt_item_access"
 #: The access count of the item of alias ``i`` (0 for one never returned by a search).
