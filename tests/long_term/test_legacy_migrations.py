@@ -8,6 +8,7 @@ numbers 1..n applied in order, each recorded as a row (version, applied_at).
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -19,7 +20,7 @@ from langmem_tiers.errors import MigrationError
 from langmem_tiers.long_term.store.migrations import STORE_SCHEMA
 from langmem_tiers.server.key_migrations import API_KEYS_SCHEMA
 from langmem_tiers.short_term.migrations import SHORT_TERM
-from langmem_tiers.sql.database import Database, open_connection
+from langmem_tiers.sql.database import Database, aclose, open_async_connection, open_connection
 from langmem_tiers.sql.flow import Flow, Sql, Transaction
 from langmem_tiers.sql.item_ids import ID_MAP
 from langmem_tiers.sql.migrations import (
@@ -229,3 +230,46 @@ def test_a_new_database_is_refused_by_an_earlier_release_and_by_an_older_compone
     with pytest.raises(MigrationError, match="'short_term' schema is at version 4, newer"):
         db.run(_tx(migrate_flow(db.dialect, [older])))
     conn.close()
+
+
+@contextmanager
+def _opened(url: str) -> Iterator[Database]:
+    if url.startswith("sqlite:///"):
+        with _sqlite(url[len("sqlite:///") :]) as db:
+            yield db
+    else:
+        with _postgres(url) as db:
+            yield db
+
+
+def _schema_at(url: str) -> set[tuple[Any, ...]]:
+    with _opened(url) as db:
+        return _schema(db)
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+async def test_the_async_setup_upgrades_a_release_as_the_sync_one_does(
+    backend: str, tmp_path: Any, request: pytest.FixtureRequest
+) -> None:
+    if backend == "postgres":
+        schemas = request.getfixturevalue("postgres_schemas")
+        urls = [schemas(), schemas()]
+    else:
+        urls = [f"sqlite:///{tmp_path}/sync.db", f"sqlite:///{tmp_path}/async.db"]
+    with _opened(urls[0]) as db:
+        db.run(_tx(legacy_migrate_flow(db.dialect, 20)))
+        _migrate_as_users_do(db)
+        expected = db.run(versions_flow(db.dialect))
+    conn = await open_async_connection(urls[1], pool_size=1)
+    try:
+        db = Database(conn)
+        await db.arun(_tx(legacy_migrate_flow(db.dialect, 20)))
+        for components in (STORE_SCHEMA, [SHORT_TERM], [API_KEYS_SCHEMA]):
+            await db.arun(_tx(migrate_flow(db.dialect, components)))
+        assert await db.arun(versions_flow(db.dialect)) == expected
+    finally:
+        await aclose(conn)
+    sync_schema, async_schema = await asyncio.gather(
+        asyncio.to_thread(_schema_at, urls[0]), asyncio.to_thread(_schema_at, urls[1])
+    )
+    assert async_schema == sync_schema
