@@ -39,10 +39,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from langmem_tiers.errors import MigrationError
-from langmem_tiers.sql.dialect import Dialect
+from langmem_tiers.sql.dialect import Dialect, PostgresDialect
 from langmem_tiers.sql.flow import Flow, Sql
 
 __all__ = [
@@ -53,6 +53,7 @@ __all__ = [
     "Migration",
     "add_column_flow",
     "migrate_flow",
+    "per_engine",
     "versions_flow",
 ]
 
@@ -62,6 +63,8 @@ SCHEMA_VERSIONS = "lmt_schema_versions"
 LEGACY_MIGRATIONS = "lmt_migrations"
 #: How many migrations that list had: its last number.
 LEGACY_VERSIONS = 33
+
+T = TypeVar("T")
 
 Step = str | Callable[[Dialect], Flow[Any]]
 """One step of a migration: a statement, or a flow for what SQL alone cannot do."""
@@ -88,7 +91,19 @@ class Component:
 
     def migrations(self, dialect: Dialect) -> tuple[Migration, ...]:
         """The migrations of ``dialect``'s engine."""
-        return self.postgres if dialect.name == "postgres" else self.sqlite
+        return per_engine(dialect, sqlite=self.sqlite, postgres=self.postgres)
+
+
+def per_engine(dialect: Dialect, *, sqlite: T, postgres: T) -> T:
+    """Of what is declared once per engine, ``dialect``'s: the one place a schema
+    declaration is chosen by engine (queries ask the dialect itself).
+
+    Example:
+        >>> from langmem_tiers.sql.dialect import PostgresDialect
+        >>> per_engine(PostgresDialect(), sqlite="BLOB", postgres="vector")
+        'vector'
+    """
+    return postgres if dialect.name == PostgresDialect.name else sqlite
 
 
 def add_column_flow(dialect: Dialect, table: str, column: str, definition: str) -> Flow[None]:
@@ -111,6 +126,11 @@ def versions_flow(dialect: Dialect) -> Flow[dict[str, int]]:
     return {str(name): int(version) for name, version in rows}
 
 
+# Concurrent setups of one PostgreSQL database wait for each other (SQLite's write
+# transaction is serial already).
+_POSTGRES_LOCK = "SELECT pg_advisory_xact_lock(hashtext('langmem_tiers.migrations'))"
+
+
 class _Pending(NamedTuple):
     order: tuple[float, int, int]
     component: str
@@ -124,8 +144,9 @@ def migrate_flow(dialect: Dialect, components: Sequence[Component]) -> Flow[None
     Run it inside one transaction; on PostgreSQL an advisory lock makes concurrent setups
     wait for each other instead of racing.
     """
-    if dialect.name == "postgres":
-        yield Sql("SELECT pg_advisory_xact_lock(hashtext('langmem_tiers.migrations'))")
+    lock = per_engine(dialect, sqlite=None, postgres=_POSTGRES_LOCK)
+    if lock is not None:
+        yield Sql(lock)
     legacy = yield from _legacy_level_flow(dialect)
     applied = yield from versions_flow(dialect)
     pending: list[_Pending] = []

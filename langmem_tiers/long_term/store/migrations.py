@@ -21,7 +21,7 @@ from langmem_tiers.long_term.store.search.migrations import SCOPE_CHANGES
 from langmem_tiers.sql.dialect import Dialect
 from langmem_tiers.sql.flow import Flow
 from langmem_tiers.sql.item_ids import rekey_items_flow
-from langmem_tiers.sql.migrations import Component, Migration, add_column_flow
+from langmem_tiers.sql.migrations import Component, Migration, add_column_flow, per_engine
 
 __all__ = [
     "ENTITIES",
@@ -625,8 +625,19 @@ def vector_table_sql(dialect: Dialect, dims: int) -> list[str]:
         >>> vector_table_sql(SqliteDialect(), 8)[1]
         'CREATE INDEX lmt_vectors_prefix ON lmt_vectors (prefix)'
     """
-    if dialect.name == "postgres":
-        return [
+    return per_engine(
+        dialect,
+        sqlite=[
+            """CREATE TABLE lmt_vectors (
+                item_id TEXT NOT NULL REFERENCES lmt_items (id) ON DELETE CASCADE,
+                field TEXT NOT NULL,
+                prefix TEXT NOT NULL,
+                embedding BLOB NOT NULL,
+                PRIMARY KEY (item_id, field)
+            )""",
+            "CREATE INDEX lmt_vectors_prefix ON lmt_vectors (prefix)",
+        ],
+        postgres=[
             f"""CREATE TABLE lmt_vectors (
                 item_id TEXT NOT NULL REFERENCES lmt_items (id) ON DELETE CASCADE,
                 field TEXT NOT NULL,
@@ -635,14 +646,5 @@ def vector_table_sql(dialect: Dialect, dims: int) -> list[str]:
                 PRIMARY KEY (item_id, field)
             )""",
             "CREATE INDEX lmt_vectors_prefix ON lmt_vectors (prefix)",
-        ]
-    return [
-        """CREATE TABLE lmt_vectors (
-                item_id TEXT NOT NULL REFERENCES lmt_items (id) ON DELETE CASCADE,
-                field TEXT NOT NULL,
-                prefix TEXT NOT NULL,
-                embedding BLOB NOT NULL,
-                PRIMARY KEY (item_id, field)
-            )""",
-        "CREATE INDEX lmt_vectors_prefix ON lmt_vectors (prefix)",
-    ]
+        ],
+    )
