@@ -35,6 +35,7 @@ from langmem_tiers.portability.format import (
     header,
     iso,
 )
+from langmem_tiers.short_term.migrations import SHORT_TERM
 from langmem_tiers.sql.dialect import (
     ENTITIES,
     ENTITY_MENTIONS,
@@ -47,7 +48,8 @@ from langmem_tiers.sql.dialect import (
     VERSIONS,
     Dialect,
 )
-from langmem_tiers.sql.flow import Flow, QdrantCall, Sql
+from langmem_tiers.sql.flow import Flow, QdrantCall, Sql, Transaction
+from langmem_tiers.sql.migrations import migrate_flow
 
 __all__ = [
     "PAGE",
@@ -360,6 +362,9 @@ def export_plan(core: Any, scopes: Sequence[str] | None, *, vectors: bool = Fals
 
 
 def _scopes_records(d: Dialect, scopes: Sequence[str] | None) -> Flow[list[dict[str, Any]]]:
+    # The sessions are the message log's, a component of their own: a database that never
+    # had one gets its (empty) tables, so that every export reads the same tables.
+    yield Transaction(migrate_flow(d, [SHORT_TERM]))
     labels = yield from scopes_flow(d, scopes)
     # Not a record of the file: the plan's own answer, taken off by the drivers.
     return [{"type": "_scopes", "scopes": labels}]

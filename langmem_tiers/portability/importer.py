@@ -63,6 +63,7 @@ from langmem_tiers.portability.format import (
     check_header,
     iso,
 )
+from langmem_tiers.short_term.migrations import SHORT_TERM
 from langmem_tiers.sql.dialect import (
     ENTITIES,
     ENTITY_MENTIONS,
@@ -76,6 +77,7 @@ from langmem_tiers.sql.dialect import (
     Dialect,
 )
 from langmem_tiers.sql.flow import Flow, InsertRows, Sql, Transaction
+from langmem_tiers.sql.migrations import migrate_flow
 
 __all__ = ["ImportResult", "aimport_records", "import_flow", "import_records"]
 
@@ -624,6 +626,8 @@ def import_flow(core: Any, records: Iterable[dict[str, Any]], embedder: str) -> 
     reuse = bool(head.get("embeddings")) and made_by == {"name": embedder, "dims": core.dims}
     counts: Counter[str] = Counter()
     scopes = 0
+    # The sessions go into the message log's tables, a component of their own.
+    yield Transaction(migrate_flow(core.dialect, [SHORT_TERM]))
     for number, record in numbered:
         if record["type"] != "scope":
             raise ValidationError(

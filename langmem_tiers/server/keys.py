@@ -26,12 +26,15 @@ import hashlib
 import hmac
 import re
 import secrets
+import weakref
 from datetime import datetime, timedelta, timezone
 from typing import Any, NamedTuple, TypeVar
 
 from langmem_tiers.errors import InvalidNamespaceError, NotFoundError, ValidationError
 from langmem_tiers.long_term.store.records import validate_namespace
 from langmem_tiers.long_term.store.scope import namespace_for
+from langmem_tiers.server.key_migrations import API_KEYS_SCHEMA
+from langmem_tiers.sql import migrations as schema
 from langmem_tiers.sql.database import Database
 from langmem_tiers.sql.dialect import API_KEYS, Dialect
 from langmem_tiers.sql.flow import Flow, Sql, Transaction
@@ -52,6 +55,8 @@ _MAX_SCOPE_CHARS = 512
 _TOUCH_EVERY = timedelta(minutes=1)
 # Compared against when the id is unknown, so both paths cost one hash and one comparison.
 _DUMMY_HASH = hashlib.sha256(b"langmem-tiers: no such key").hexdigest()
+# Databases whose keys table is known to be set up (by this process).
+_SET_UP: weakref.WeakSet[Database] = weakref.WeakSet()
 
 
 class ApiKey(NamedTuple):
@@ -239,7 +244,7 @@ class ApiKeys:
 
     Args:
         db: the store's :class:`~langmem_tiers.sql.database.Database`
-            (``store.db``); its schema must be set up (``store.setup()``).
+            (``store.db``); the keys' table is set up at its first use here.
     """
 
     def __init__(self, db: Database) -> None:
@@ -254,11 +259,24 @@ class ApiKeys:
     def _now() -> datetime:
         return datetime.now(timezone.utc)
 
+    def _run(self, flow: Flow[T]) -> T:
+        # The keys' table is the server's own component: set up at a database's first use.
+        if self.db not in _SET_UP:
+            self.db.run(_transaction(schema.migrate_flow(self.dialect, [API_KEYS_SCHEMA])))
+            _SET_UP.add(self.db)
+        return self.db.run(flow)
+
+    async def _arun(self, flow: Flow[T]) -> T:
+        if self.db not in _SET_UP:
+            await self.db.arun(_transaction(schema.migrate_flow(self.dialect, [API_KEYS_SCHEMA])))
+            _SET_UP.add(self.db)
+        return await self.db.arun(flow)
+
     def create(
         self, *, scope: str | None = None, admin: bool = False, name: str | None = None
     ) -> CreatedKey:
         """A new key for ``scope`` (or an admin key); the key is in the answer only."""
-        return self.db.run(
+        return self._run(
             create_key_flow(self.dialect, scope=scope, admin=admin, name=name, now=self._now())
         )
 
@@ -266,7 +284,7 @@ class ApiKeys:
         self, *, scope: str | None = None, admin: bool = False, name: str | None = None
     ) -> CreatedKey:
         """Async twin of :meth:`create`."""
-        return await self.db.arun(
+        return await self._arun(
             create_key_flow(self.dialect, scope=scope, admin=admin, name=name, now=self._now())
         )
 
@@ -277,26 +295,26 @@ class ApiKeys:
         which on SQLite would take the write lock per request); the last-use time is
         written at most once a minute per key.
         """
-        return self.db.run(verify_key_flow(self.dialect, key, now=self._now()))
+        return self._run(verify_key_flow(self.dialect, key, now=self._now()))
 
     async def averify(self, key: str) -> ApiKey | None:
         """Async twin of :meth:`verify`."""
-        return await self.db.arun(verify_key_flow(self.dialect, key, now=self._now()))
+        return await self._arun(verify_key_flow(self.dialect, key, now=self._now()))
 
     def list_keys(self, *, scope: str | None = None) -> list[ApiKey]:
         """Every key's record (or a scope's), oldest first."""
-        return self.db.run(list_keys_flow(self.dialect, scope=scope))
+        return self._run(list_keys_flow(self.dialect, scope=scope))
 
     async def alist_keys(self, *, scope: str | None = None) -> list[ApiKey]:
         """Async twin of :meth:`list_keys`."""
-        return await self.db.arun(list_keys_flow(self.dialect, scope=scope))
+        return await self._arun(list_keys_flow(self.dialect, scope=scope))
 
     def revoke(self, key_id: str) -> ApiKey:
         """Revoke a key by its id; it stops working at once."""
-        return self.db.run(_transaction(revoke_key_flow(self.dialect, key_id, now=self._now())))
+        return self._run(_transaction(revoke_key_flow(self.dialect, key_id, now=self._now())))
 
     async def arevoke(self, key_id: str) -> ApiKey:
         """Async twin of :meth:`revoke`."""
-        return await self.db.arun(
+        return await self._arun(
             _transaction(revoke_key_flow(self.dialect, key_id, now=self._now()))
         )

@@ -463,7 +463,10 @@ class HealthOut(_Out):
 
     status: Literal["ok", "unavailable"]
     database: str
+    #: How many migrations the database has applied, over every component.
     schema_version: int | None = None
+    #: The version of each component of the schema (see ``sql/migrations.py``).
+    schema_versions: dict[str, int] | None = None
 
 
 class AgentOut(_Out):

@@ -70,8 +70,9 @@ from langmem_tiers.server.models import (
     UtcTime,
     WriteResultOut,
 )
-from langmem_tiers.sql.dialect import MIGRATIONS
-from langmem_tiers.sql.flow import Flow, Sql
+from langmem_tiers.sql.dialect import Dialect
+from langmem_tiers.sql.flow import Flow
+from langmem_tiers.sql.migrations import versions_flow
 
 __all__ = ["build_router"]
 
@@ -146,9 +147,8 @@ MAX_ENTITY_PAGE = 1000
 MAX_OFFSET = 100_000
 
 
-def _health_flow() -> Flow[int]:
-    rows = yield Sql(f"SELECT max(version) FROM {MIGRATIONS}")
-    return int(rows[0][0] or 0)
+def _health_flow(dialect: Dialect) -> Flow[dict[str, int]]:
+    return (yield from versions_flow(dialect))
 
 
 def build_router() -> APIRouter:
@@ -372,13 +372,18 @@ def build_router() -> APIRouter:
                 {"status": "unavailable", "database": "not started"}, status_code=503
             )
         try:
-            version = await state.store.db.arun(_health_flow())
+            versions = await state.store.db.arun(_health_flow(state.store.db.dialect))
         except (LangmemTiersError, OSError) as err:
             logger.error("health check: the database failed: %s", err)
             return JSONResponse(
                 {"status": "unavailable", "database": "unreachable"}, status_code=503
             )
-        return {"status": "ok", "database": state.store.db.dialect.name, "schema_version": version}
+        return {
+            "status": "ok",
+            "database": state.store.db.dialect.name,
+            "schema_version": sum(versions.values()),
+            "schema_versions": versions,
+        }
 
     @router.get(
         "/agents",

@@ -49,11 +49,13 @@ from langmem_tiers.short_term.log import (
     UserSessions,
     lease_is_free,
 )
+from langmem_tiers.short_term.migrations import SHORT_TERM
 from langmem_tiers.short_term.records import (
     MessageRecord,
     format_message_id,
     parse_message_id,
 )
+from langmem_tiers.sql import migrations as schema
 from langmem_tiers.sql.database import Database, open_connection
 from langmem_tiers.sql.dialect import (
     STM_LEASES,
@@ -62,7 +64,6 @@ from langmem_tiers.sql.dialect import (
     Dialect,
 )
 from langmem_tiers.sql.flow import Flow, Sql, Transaction
-from langmem_tiers.sql.migrations import migrate_flow
 
 __all__ = ["SqlMessageLog", "open_message_log"]
 
@@ -213,7 +214,7 @@ def _in_transaction(flow: Flow[Any]) -> Flow[Any]:
 
 
 def _migrations(dialect: Dialect) -> Flow[None]:
-    yield from migrate_flow(dialect)
+    yield from schema.migrate_flow(dialect, [SHORT_TERM])
 
 
 def _batch_flow(d: Dialect, ops: Sequence[LogOp], windows: _Windows) -> Flow[list[Any]]:

@@ -1,2 +1,2 @@
 """SQL plumbing shared by the store, the message log and the HTTP API's keys: the database
-wrapper, the SQLite and PostgreSQL dialects with their migrations, and the I/O drivers."""
+wrapper, the SQLite and PostgreSQL dialects, the migration runner, and the I/O drivers."""

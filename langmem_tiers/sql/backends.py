@@ -23,6 +23,7 @@ import asyncio
 import functools
 import sqlite3
 import struct
+import sys
 import threading
 import weakref
 from abc import ABC, abstractmethod
@@ -57,7 +58,9 @@ __all__ = [
     "SqliteIO",
     "SqliteReaders",
     "WriterTurns",
+    "is_local_qdrant",
     "is_pool",
+    "loaded_classes",
     "psycopg_query",
     "to_psycopg",
 ]
@@ -112,9 +115,23 @@ def _returned_rows(cursor: Any) -> bool:
     return result is not None and result.status == _TUPLES_OK
 
 
+def loaded_classes(module: str, *names: str) -> tuple[type, ...]:
+    """The classes ``names`` of ``module`` if it is imported (none otherwise): an object of
+    an optional backend's class exists only once its module is, and ``import langmem_tiers``
+    must not import it."""
+    found = sys.modules.get(module)
+    return tuple(getattr(found, name) for name in names) if found is not None else ()
+
+
 def is_pool(conn: Any) -> bool:
     """Whether ``conn`` is a psycopg_pool pool (a psycopg connection is not one)."""
-    return type(conn).__module__.startswith("psycopg_pool")
+    return isinstance(conn, loaded_classes("psycopg_pool", "ConnectionPool", "AsyncConnectionPool"))
+
+
+def is_local_qdrant(client: Any) -> bool:
+    """Whether ``client`` is a ``QdrantClient`` in local mode (an in-process index)."""
+    local = loaded_classes("qdrant_client.local.qdrant_local", "QdrantLocal")
+    return isinstance(getattr(client, "_client", None), local)
 
 
 def _copy_sql(request: InsertRows, *, binary: bool = False) -> str:
@@ -250,7 +267,7 @@ _LOCKS_GUARD = threading.Lock()
 
 def _call_qdrant(client: Any, request: QdrantCall) -> Any:
     method = getattr(client, request.method)
-    if type(getattr(client, "_client", None)).__name__ != "QdrantLocal":
+    if not is_local_qdrant(client):
         return method(**request.kwargs)
     with _LOCKS_GUARD:
         lock = _LOCAL_QDRANT_LOCKS.setdefault(client, threading.Lock())

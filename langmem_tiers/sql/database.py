@@ -3,14 +3,13 @@
 :class:`Database` takes what the user gives (an ``sqlite3.Connection``, a psycopg
 connection or pool, sync or async), picks the dialect and the I/O, runs flows with the
 sync or async driver, maps driver errors to :class:`~langmem_tiers.errors.BackendError`,
-and applies the schema migrations. :func:`open_connection` opens a connection from a URL.
+with the backend :func:`backend_for` finds for the connection.
+:func:`open_connection` opens a connection from a URL.
 
 Example:
     >>> db = Database(open_connection("sqlite:///:memory:"))
-    >>> from langmem_tiers.sql.migrations import current_version_flow, migrate_flow
-    >>> db.run(migrate_flow(db.dialect))
-    >>> db.run(current_version_flow(db.dialect)) >= 1
-    True
+    >>> db.dialect.name, db.is_async
+    ('sqlite', False)
 """
 
 from __future__ import annotations
@@ -20,7 +19,7 @@ import re
 import select
 import sqlite3
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 from urllib.parse import urlsplit
 
 from langchain_core.embeddings import Embeddings
@@ -33,12 +32,20 @@ from langmem_tiers.errors import (
     LangmemTiersError,
     MissingDependencyError,
 )
-from langmem_tiers.sql.backends import AsyncPostgresIO, PostgresIO, SqliteFile, SqliteIO
+from langmem_tiers.sql.backends import (
+    AsyncPostgresIO,
+    PostgresIO,
+    SqliteFile,
+    SqliteIO,
+    loaded_classes,
+)
 from langmem_tiers.sql.dialect import Dialect, PostgresDialect, SqliteDialect
 from langmem_tiers.sql.flow import Flow, arun, arun_blocking, run
 
 __all__ = [
+    "Backend",
     "Database",
+    "backend_for",
     "open_async_connection",
     "open_connection",
     "parse_url",
@@ -46,6 +53,50 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+
+
+class Backend(NamedTuple):
+    """What a connection is: its dialect and the I/O that runs flows on it (one of the two
+    set: blocking, or awaitable for async psycopg connections and pools)."""
+
+    dialect: Dialect
+    sync_io: Any
+    async_io: Any
+
+
+def backend_for(
+    conn: Any, embeddings: Embeddings | None = None, qdrant: Any | None = None
+) -> Backend:
+    """The backend of ``conn``: an ``sqlite3.Connection``, or a psycopg connection or pool,
+    sync or async (``embeddings`` and ``qdrant`` go to its I/O).
+
+    Example:
+        >>> backend = backend_for(sqlite3.connect(":memory:", isolation_level=None))
+        >>> backend.dialect.name, backend.async_io is None
+        ('sqlite', True)
+    """
+    if isinstance(conn, sqlite3.Connection):
+        try:
+            return Backend(SqliteDialect(), SqliteIO(conn, embeddings, qdrant), None)
+        except sqlite3.Error as err:
+            raise BackendError(
+                f"the SQLite connection cannot be used for writing ({err}); open it on a "
+                "file whose directory is writable."
+            ) from err
+    asynchronous = loaded_classes("psycopg", "AsyncConnection") + loaded_classes(
+        "psycopg_pool", "AsyncConnectionPool"
+    )
+    if isinstance(conn, asynchronous):
+        return Backend(PostgresDialect(), None, AsyncPostgresIO(conn, embeddings, qdrant))
+    if isinstance(
+        conn,
+        loaded_classes("psycopg", "Connection") + loaded_classes("psycopg_pool", "ConnectionPool"),
+    ):
+        return Backend(PostgresDialect(), PostgresIO(conn, embeddings, qdrant), None)
+    raise ConfigurationError(
+        f"conn must be a sqlite3.Connection or a psycopg connection or pool, got "
+        f"{type(conn).__name__}; or open one from a URL (from_url)."
+    )
 
 
 class Database:
@@ -56,30 +107,10 @@ class Database:
     ) -> None:
         self.conn = conn
         self._loop: asyncio.AbstractEventLoop | None = None
-        self.dialect: Dialect
-        self.sync_io: Any = None
-        self.async_io: Any = None
-        if isinstance(conn, sqlite3.Connection):
-            self.dialect = SqliteDialect()
-            try:
-                self.sync_io = SqliteIO(conn, embeddings, qdrant)
-            except sqlite3.Error as err:
-                raise BackendError(
-                    f"the SQLite connection cannot be used for writing ({err}); open it on a "
-                    "file whose directory is writable."
-                ) from err
-            return
-        if type(conn).__module__.startswith(("psycopg", "psycopg_pool")):
-            self.dialect = PostgresDialect()
-            if type(conn).__name__.startswith("Async"):
-                self.async_io = AsyncPostgresIO(conn, embeddings, qdrant)
-            else:
-                self.sync_io = PostgresIO(conn, embeddings, qdrant)
-            return
-        raise ConfigurationError(
-            f"conn must be a sqlite3.Connection or a psycopg connection or pool, got "
-            f"{type(conn).__name__}; or open one from a URL (from_url)."
-        )
+        backend = backend_for(conn, embeddings, qdrant)
+        self.dialect: Dialect = backend.dialect
+        self.sync_io: Any = backend.sync_io
+        self.async_io: Any = backend.async_io
 
     @property
     def is_async(self) -> bool:

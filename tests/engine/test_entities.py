@@ -10,8 +10,14 @@ from typing import Any
 import pytest
 
 from langmem_tiers.errors import ValidationError
-from langmem_tiers.sql.dialect import ENTITIES, ENTITY_MENTIONS, SqliteDialect
-from langmem_tiers.sql.migrations import migrations
+from langmem_tiers.long_term.store.migrations import ENTITIES as ENTITIES_SCHEMA
+from langmem_tiers.sql.dialect import (
+    ENTITIES,
+    ENTITY_MENTIONS,
+    Dialect,
+    PostgresDialect,
+    SqliteDialect,
+)
 from langmem_tiers.tiers.entities import Mention, find_entities, same_entity
 
 
@@ -36,8 +42,10 @@ def test_short_forms_are_one_entity_and_different_names_are_not() -> None:
     assert not same_entity("Ann", "Annabelle-Marie")
 
 
-def test_the_entity_tables_are_the_last_migration_and_only_add_tables() -> None:
-    last = migrations(SqliteDialect())[-1]
+@pytest.mark.parametrize("dialect", [SqliteDialect(), PostgresDialect()])
+def test_the_entity_tables_are_a_component_that_only_adds_tables(dialect: Dialect) -> None:
+    (only,) = ENTITIES_SCHEMA.migrations(dialect)
+    last = only.steps
     assert all(isinstance(step, str) for step in last)
     assert all(step.lstrip().startswith(("CREATE TABLE", "CREATE INDEX")) for step in last)
     assert any(ENTITIES in step for step in last)

@@ -24,12 +24,13 @@ from hypothesis import strategies as st
 from langmem_tiers import TieredMemoryStore
 from langmem_tiers.config import Settings
 from langmem_tiers.long_term.engine.engine import MemoryEngine
+from langmem_tiers.long_term.store.migrations import STORE, STORE_SCHEMA
+from langmem_tiers.long_term.store.migrations import _rekey_items as rekey_step
 from langmem_tiers.long_term.store.scope import namespace_for
 from langmem_tiers.long_term.store.store import DEFAULT_QDRANT_COLLECTION
-from langmem_tiers.sql import migrations as schema
 from langmem_tiers.sql.flow import Flow, Sql, Transaction
 from langmem_tiers.sql.item_ids import ID_MAP, item_id, rekey_items_flow
-from langmem_tiers.sql.migrations import migrations as all_migrations
+from langmem_tiers.sql.migrations import SCHEMA_VERSIONS
 
 from .fakes import DIMS, WordEmbeddings
 
@@ -155,12 +156,27 @@ def _table_exists(store: TieredMemoryStore, table: str) -> Flow[bool]:
     return bool(rows[0][0])
 
 
-def _rekey_version(store: TieredMemoryStore) -> int:
-    """The schema version the id migration brings a database to."""
-    migrations = all_migrations(store.db.dialect)
-    found = [n for n, steps in enumerate(migrations, start=1) if schema._rekey_items in steps]
+def _rekey_number(store: TieredMemoryStore) -> int:
+    """The old number of the id migration (in the one list of releases before components)."""
+    found = [m.legacy for m in STORE.migrations(store.db.dialect) if rekey_step in m.steps]
     assert len(found) == 1
+    assert found[0] is not None
     return found[0]
+
+
+def _forget_from(store: TieredMemoryStore, number: int) -> Flow[None]:
+    """Forget every migration numbered ``number`` or later, whatever its component."""
+    for component in STORE_SCHEMA:
+        versions = [
+            version
+            for version, m in enumerate(component.migrations(store.db.dialect), start=1)
+            if m.legacy is not None and m.legacy >= number
+        ]
+        if versions:
+            yield Sql(
+                f"DELETE FROM {SCHEMA_VERSIONS} WHERE component = ? AND version >= ?",
+                [component.name, versions[0]],
+            )
 
 
 def _downgrade(store: TieredMemoryStore) -> dict[str, str]:
@@ -177,7 +193,7 @@ def _downgrade(store: TieredMemoryStore) -> dict[str, str]:
         yield Sql("ALTER TABLE lmt_terms_rows RENAME TO lmt_terms")
         renames = yield from rekey_items_flow(store.db.dialect, first_scheme_id)
         yield Sql(f"DROP TABLE {ID_MAP}")
-        yield Sql("DELETE FROM lmt_migrations WHERE version >= ?", [_rekey_version(store)])
+        yield from _forget_from(store, _rekey_number(store))
         yield Sql("DROP VIEW IF EXISTS long_term_memories")  # a later migration's
         return renames
 

@@ -4,7 +4,6 @@ kept in the items' rows keeps them through the upgrade."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -13,10 +12,10 @@ import pytest
 
 from langmem_tiers import TieredMemoryStore
 from langmem_tiers.long_term.store.records import item_id
-from langmem_tiers.sql import migrations as schema
-from langmem_tiers.sql.dialect import ITEM_ACCESS, Dialect
+from langmem_tiers.sql.dialect import ITEM_ACCESS
 
 from .fakes import default_index
+from .old_schema import as_release
 from .sql_helpers import backend_url, store_rows
 
 NS = ("u1", "semantic")
@@ -83,14 +82,9 @@ def test_counts_kept_in_the_items_rows_survive_the_upgrade(
     request: pytest.FixtureRequest,
 ) -> None:
     url = backend_url(backend, tmp_path, request)
-    full: Callable[[Dialect], list[Any]] = schema.migrations
     at = datetime(2026, 5, 1, 12, 0, tzinfo=timezone.utc)
     with monkeypatch.context() as old:
-        old.setattr(
-            schema,
-            "migrations",
-            lambda d: (steps := full(d))[: steps.index(d.item_access_migration())],
-        )
+        as_release(old, 30)  # the release before the access counts' table (31)
         with _open(url) as store:
             for key, text in TEXTS.items():
                 store.put(NS, key, {"content": text})

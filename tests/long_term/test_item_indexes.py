@@ -8,7 +8,6 @@ reads those indexes served answer as before.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -25,19 +24,17 @@ from langmem_tiers.long_term.store.records import item_id
 from langmem_tiers.long_term.store.scope import namespace_for
 from langmem_tiers.long_term.store.search import bm25
 from langmem_tiers.long_term.store.vectors import normalize_rows
-from langmem_tiers.sql import migrations as schema
 from langmem_tiers.sql.dialect import (
     ITEMS,
     MEMBERSHIP_TIMES,
     TERMS,
     VECTORS,
-    Dialect,
     PostgresDialect,
     SqliteDialect,
 )
 
 from .fakes import KeywordEmbeddings, default_index
-from .old_schema import with_access_table, write_terms_table
+from .old_schema import ITEM_ACCESS, as_release, write_terms_table
 from .sql_helpers import backend_url, store_rows
 
 NS = ("u1", "semantic")
@@ -119,17 +116,9 @@ def test_the_live_index_holds_every_membership_time_after_an_upgrade(
     """The next time a namespace's members change at is read from the live index alone,
     on a new database and on one made before the index held every time."""
     url = backend_url(backend, tmp_path, request)
-    full: Callable[[Dialect], list[Any]] = schema.migrations
     with monkeypatch.context() as old:
-        old.setattr(
-            schema,
-            "migrations",
-            # Before the membership times' index (two steps before the access counts'
-            # table: then the update counts).
-            lambda d: with_access_table(
-                (steps := full(d))[: steps.index(d.item_access_migration()) - 2], d
-            ),
-        )
+        # Before the membership times' index (29; then the update counts, 30).
+        as_release(old, 28, also=[ITEM_ACCESS])
         with TieredMemoryStore.from_url(url, index=default_index(fields=("content",))) as store:
             for key, text in TEXTS.items():
                 store.put(NS, key, {"content": text})
@@ -181,12 +170,6 @@ def test_next_time_is_the_earliest_membership_time_after_an_instant(
         assert next_time(since - timedelta(hours=1)) == d.ts_value(created[0][0])
 
 
-def _before_index_drop(steps: list[Any]) -> list[Any]:
-    """The migrations a database had before the unused item indexes were dropped."""
-    drop = f"DROP INDEX IF EXISTS {ITEMS}_prefix_updated"
-    return steps[: next(n for n, step in enumerate(steps) if drop in step)]
-
-
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
 def test_the_index_migration_upgrades_in_place(
     backend: str,
@@ -195,11 +178,9 @@ def test_the_index_migration_upgrades_in_place(
     request: pytest.FixtureRequest,
 ) -> None:
     url = backend_url(backend, tmp_path, request)
-    full: Callable[[Dialect], list[Any]] = schema.migrations
     with monkeypatch.context() as old:
-        old.setattr(
-            schema, "migrations", lambda d: with_access_table(_before_index_drop(full(d)), d)
-        )
+        # Before the unused item indexes were dropped (20).
+        as_release(old, 19, also=[ITEM_ACCESS])
         # Nor did PostgreSQL count changes then (a later migration); SQLite did.
         old.setattr(PostgresDialect, "counts_scope_changes", False)
         old.setattr(SqliteDialect, "counts_membership_changes", False)

@@ -29,13 +29,11 @@ from langmem_tiers.errors import ConfigurationError
 from langmem_tiers.long_term.store.search import scope_cache, scope_data, scope_seeds
 from langmem_tiers.long_term.store.search.scope_cache import ScopeCache
 from langmem_tiers.long_term.store.search.scope_data import ScopeData
-from langmem_tiers.sql import migrations as schema
 from langmem_tiers.sql.dialect import (
     CHANGES_KEPT,
     ITEM_CHANGES,
     PACKED_SEPARATOR,
     VECTORS,
-    Dialect,
     PostgresDialect,
     SqliteDialect,
 )
@@ -43,7 +41,7 @@ from langmem_tiers.sql.flow import Latch
 from langmem_tiers.sql.item_ids import item_id
 
 from .fakes import KeywordEmbeddings, default_index
-from .old_schema import with_access_table, write_terms_table
+from .old_schema import ITEM_ACCESS, PACKED_TERMS, as_release, write_terms_table
 
 UTC = timezone.utc
 NS = ("u1", "semantic")
@@ -521,22 +519,12 @@ def test_a_bad_cache_bound_is_refused(value: Any) -> None:
         Settings.from_env(scope_cache_items=value, environ={}, dotenv=None)
 
 
-def _before_counter_upgrade(steps: list[Any], dialect: Dialect) -> list[Any]:
-    """The migrations of a database made before PostgreSQL counted changes."""
-    packed = next(n for n, step in enumerate(steps) if schema._packed_terms in step)
-    return steps[: packed + 1]
-
-
 def test_a_database_from_before_the_counter_upgrades_in_place(
     db: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    full = schema.migrations
     with monkeypatch.context() as old:
-        old.setattr(
-            schema,
-            "migrations",
-            lambda d: with_access_table(_before_counter_upgrade(full(d), d), d),
-        )
+        # A database made before PostgreSQL counted changes.
+        as_release(old, PACKED_TERMS, also=[ITEM_ACCESS])
         # PostgreSQL had no counter then; SQLite had its own already.
         old.setattr(PostgresDialect, "counts_scope_changes", False)
         # Nor did either count membership changes.

@@ -3,21 +3,23 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from langmem_tiers import TieredMemoryStore
-from langmem_tiers.long_term.store import writes as writes_module
-from langmem_tiers.sql import dialect as dialect_module
-from langmem_tiers.sql import migrations as schema
-from langmem_tiers.sql.dialect import TERMS, Dialect, PostgresDialect, SqliteDialect
+from langmem_tiers.sql.dialect import TERMS, PostgresDialect, SqliteDialect
 from langmem_tiers.sql.flow import Sql, Transaction
 
 from .fakes import default_index
-from .old_schema import with_access_table, write_terms_table
+from .old_schema import (
+    ITEM_ACCESS,
+    TERMS_KEYED,
+    as_release,
+    write_terms_table,
+    write_without_packed_terms,
+)
 
 NS = ("u1", "semantic")
 TEXTS = [
@@ -27,11 +29,6 @@ TEXTS = [
     "green tea or black coffee in the morning",
     "apple and banana are my favourite fruit",
 ]
-
-
-def _before_terms_key(steps: list[Any], dialect: Dialect) -> list[Any]:
-    """The migrations a database had before the terms table was re-keyed."""
-    return steps[: steps.index(dialect.terms_key_migration())]
 
 
 def _query(store: Any, sql: str) -> list[tuple[Any, ...]]:
@@ -63,20 +60,14 @@ def test_terms_survive_the_upgrade_and_searches_agree(
         if backend == "postgres"
         else f"sqlite:///{tmp_path}/memory.db"
     )
-    full: Callable[[Dialect], list[Any]] = schema.migrations
     with monkeypatch.context() as old:
-        old.setattr(
-            schema,
-            "migrations",
-            lambda d: with_access_table(_before_terms_key(full(d), d), d),
-        )
+        # The release before the terms table was re-keyed.
+        as_release(old, TERMS_KEYED - 1, also=[ITEM_ACCESS])
         # No change counters yet on either backend (PostgreSQL got them later still).
         old.setattr(SqliteDialect, "counts_scope_changes", False)
         old.setattr(PostgresDialect, "counts_scope_changes", False)
         # The writer of that time: no packed terms beside the item.
-        columns = tuple(c for c in dialect_module.item_columns if c != "terms")
-        old.setattr(dialect_module, "item_columns", columns)
-        old.setattr(writes_module, "item_columns", columns)
+        write_without_packed_terms(old)
         write_terms_table(old)
         with TieredMemoryStore.from_url(url, index=default_index(fields=("content",))) as store:
             for i, text in enumerate(TEXTS):

@@ -8,7 +8,6 @@ log, no postings by namespace.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,21 +15,19 @@ import pytest
 
 from langmem_tiers import TieredMemoryStore
 from langmem_tiers.config import Settings
-from langmem_tiers.long_term.store import writes as writes_module
-from langmem_tiers.sql import dialect as dialect_module
-from langmem_tiers.sql import migrations as schema
-from langmem_tiers.sql.dialect import Dialect, PostgresDialect, SqliteDialect
+from langmem_tiers.sql.dialect import PostgresDialect, SqliteDialect
 
 from .fakes import default_index
-from .old_schema import with_access_table, write_terms_table
+from .old_schema import (
+    ITEM_ACCESS,
+    TERMS_KEYED,
+    as_release,
+    write_terms_table,
+    write_without_packed_terms,
+)
 
 NS = ("u1", "semantic")
 TEXTS = [f"note {n}: apple orchard visit number {n} with friends" for n in range(10)]
-
-
-def _before_change_counters(steps: list[Any], dialect: Dialect) -> list[Any]:
-    """The migrations of the release before the namespace cache (and its counters)."""
-    return steps[: steps.index(dialect.terms_key_migration()) + 1]
 
 
 def _open(url: str, *, cache: bool = True) -> Any:
@@ -61,20 +58,14 @@ def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 def test_a_database_from_before_the_cache_answers_after_the_upgrade_and_a_put(
     url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    full: Callable[[Dialect], list[Any]] = schema.migrations
     with monkeypatch.context() as old:
-        old.setattr(
-            schema,
-            "migrations",
-            lambda d: with_access_table(_before_change_counters(full(d), d), d),
-        )
+        # The release before the namespace cache (and its counters).
+        as_release(old, TERMS_KEYED, also=[ITEM_ACCESS])
         for dialect in (SqliteDialect, PostgresDialect):
             old.setattr(dialect, "counts_scope_changes", False)
             old.setattr(dialect, "counts_membership_changes", False)
             old.setattr(dialect, "logs_item_changes", False)
-        columns = tuple(c for c in dialect_module.item_columns if c != "terms")
-        old.setattr(dialect_module, "item_columns", columns)
-        old.setattr(writes_module, "item_columns", columns)
+        write_without_packed_terms(old)
         write_terms_table(old)
         with _open(url) as before:
             for n, text in enumerate(TEXTS):

@@ -92,6 +92,13 @@ def test_killed_erasures_leave_the_scope_as_before_or_erased(
     erased = _scope_records(source, "dana")
     assert {r["type"] for r in erased} == {"scope", "event", "end"}
     assert {r["event_type"] for r in erased if r["type"] == "event"} == {"memory.erased"}
+    # The statements of an erasure of a copy as the kills below meet it: imported, with no
+    # API keys (an export leaves them out, so the copy has no keys' table to erase from).
+    probe = new_url()
+    with TieredMemoryStore.from_url(probe) as store:
+        import_records(store, exported)
+    assert _run(crash_workers.erase_child, probe, "dana", 10**9, str(counted)) == 0
+    assert _scope_records(probe, "dana") == erased
     for kill_at in _kill_points(int(counted.read_text()), new_url.points):  # type: ignore[attr-defined]
         target = new_url()
         with TieredMemoryStore.from_url(target) as store:

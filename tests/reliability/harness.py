@@ -46,6 +46,7 @@ from langgraph.store.base import IndexConfig, PutOp, SearchItem
 
 from langmem_tiers.config import Settings
 from langmem_tiers.long_term.store.events import replay_snapshots
+from langmem_tiers.long_term.store.migrations import STORE_SCHEMA
 from langmem_tiers.long_term.store.scope import namespace_for
 from langmem_tiers.long_term.store.store import TieredMemoryStore
 from langmem_tiers.short_term.context import ContextBuilder
@@ -57,7 +58,7 @@ from langmem_tiers.short_term.records import MessageRecord, parse_message_id
 from langmem_tiers.short_term.sql_log import SqlMessageLog
 from langmem_tiers.sql import backends
 from langmem_tiers.sql.flow import Flow, Sql
-from langmem_tiers.sql.migrations import current_version_flow, migrations
+from langmem_tiers.sql.migrations import versions_flow
 
 __all__ = [
     "BACKENDS",
@@ -459,13 +460,14 @@ def _check_jsonl_files(directory: Path) -> None:
 
 
 def _check_migrations(store: TieredMemoryStore) -> None:
-    expected = len(migrations(store.db.dialect))
-    before = store.db.run(current_version_flow(store.db.dialect))
-    assert before == expected, f"schema at version {before} after a crash, expected {expected}"
+    d = store.db.dialect
+    expected = {c.name: len(c.migrations(d)) for c in STORE_SCHEMA}
+    before = {k: v for k, v in store.db.run(versions_flow(d)).items() if k in expected}
+    assert before == expected, f"schema at versions {before} after a crash, expected {expected}"
     store.setup()
     store.setup()
-    after = store.db.run(current_version_flow(store.db.dialect))
-    assert after == expected, f"setup() after a crash moved the schema to version {after}"
+    after = {k: v for k, v in store.db.run(versions_flow(d)).items() if k in expected}
+    assert after == expected, f"setup() after a crash moved the schema to versions {after}"
 
 
 def _check_messages(state: _State, acks: Acks, *, exact: bool) -> None:

@@ -12,12 +12,12 @@ from langchain_core.messages import AIMessage, HumanMessage
 
 from langmem_tiers.errors import InvalidNamespaceError
 from langmem_tiers.short_term.history import TieredChatMessageHistory
+from langmem_tiers.short_term.migrations import SHORT_TERM
 from langmem_tiers.short_term.records import MessageDraft, draft_from_message
 from langmem_tiers.short_term.sql_log import SqlMessageLog
-from langmem_tiers.sql import migrations as schema
 from langmem_tiers.sql.database import Database
 from langmem_tiers.sql.dialect import STM_MESSAGES, STM_SESSIONS, SqliteDialect
-from langmem_tiers.sql.migrations import migrate_flow
+from langmem_tiers.sql.migrations import Component, migrate_flow
 
 from .conftest import LogFactory, TwinOf
 
@@ -89,15 +89,15 @@ def test_a_message_table_from_before_user_ids_is_upgraded(
 ) -> None:
     conn = sqlite3.connect(tmp_path / "old.db", check_same_thread=False, isolation_level=None)
     db = Database(conn)
-    every = schema.migrations(SqliteDialect())
+    every = SHORT_TERM.sqlite
     adds_user_id = next(
         i
-        for i, steps in enumerate(every)
-        if any(isinstance(s, str) and "ADD COLUMN user_id" in s for s in steps)
+        for i, m in enumerate(every)
+        if any(isinstance(s, str) and "ADD COLUMN user_id" in s for s in m.steps)
     )
-    with monkeypatch.context() as patch:  # the schema as it was before that migration
-        patch.setattr(schema, "migrations", lambda dialect: every[:adds_user_id])
-        db.run(migrate_flow(SqliteDialect()))
+    # The component as it was before that migration.
+    before = Component(SHORT_TERM.name, sqlite=every[:adds_user_id], postgres=())
+    db.run(migrate_flow(SqliteDialect(), [before]))
     columns = "session_id, seq, role, content, required_tier_level, created_at, extra"
     conn.execute(f"INSERT INTO {STM_SESSIONS} (session_id, last_seq) VALUES ('s1', 1)")
     conn.execute(

@@ -40,6 +40,7 @@ from langmem_tiers.config import Settings
 from langmem_tiers.errors import DimensionMismatchError, InvalidNamespaceError, ValidationError
 from langmem_tiers.long_term.store.access import AccessBuffer
 from langmem_tiers.long_term.store.embedding import embed_flow, embed_matrix_flow
+from langmem_tiers.long_term.store.migrations import STORE_SCHEMA, vector_table_sql
 from langmem_tiers.long_term.store.records import (
     as_namespace,
     item_id,
@@ -68,9 +69,9 @@ from langmem_tiers.long_term.store.writes import (
     WriteNote,
     prepare_put,
 )
+from langmem_tiers.sql import migrations as schema
 from langmem_tiers.sql.dialect import ITEMS, META, Dialect
 from langmem_tiers.sql.flow import Flow, Sql, Transaction
-from langmem_tiers.sql.migrations import migrate_flow
 
 __all__ = ["ENGINE_COLUMNS", "RankedItem", "StoreCore", "WriteNote"]
 
@@ -115,7 +116,7 @@ class StoreCore:
 
     def _migrate_flow(self) -> Flow[None]:
         d = self.dialect
-        yield from migrate_flow(d)
+        yield from schema.migrate_flow(d, STORE_SCHEMA)
         # The vector table depends on the embedder's dimensions, so it is not a numbered
         # migration: its dims are recorded, and a different embedder is refused.
         stored = yield Sql(f"SELECT value FROM {META} WHERE name = 'dims'")
@@ -127,7 +128,7 @@ class StoreCore:
                 )
             return
         if self.index.in_database:
-            for statement in d.vector_migrations(self.dims):
+            for statement in vector_table_sql(d, self.dims):
                 yield Sql(statement)
         yield Sql(f"INSERT INTO {META} (name, value) VALUES ('dims', ?)", [str(self.dims)])
 

@@ -203,9 +203,13 @@ def _erase(
         f"UPDATE {EVENTS} SET {_TOMBSTONE_SET} WHERE {under} AND type <> ?",
         [_tombstone_metadata(d), *under_params, ERASED_EVENT],
     )
-    session_rows = yield Sql(
-        f"SELECT DISTINCT session_id FROM {STM_MESSAGES} WHERE user_id = ?", [scope_id]
-    )
+    # The message log's and the server's tables are their components': a database that
+    # never had a message log or a key has none to erase from.
+    session_rows = []
+    if (yield from _has_table(d, STM_MESSAGES)):
+        session_rows = yield Sql(
+            f"SELECT DISTINCT session_id FROM {STM_MESSAGES} WHERE user_id = ?", [scope_id]
+        )
     sessions = sorted(str(r[0]) for r in session_rows)
     messages = 0
     if sessions:
@@ -217,11 +221,17 @@ def _erase(
         found = yield Sql(f"SELECT count(*) FROM {STM_MESSAGES} WHERE {in_s}", params)
         messages = int(found[0][0])
         yield Sql(f"DELETE FROM {STM_MESSAGES} WHERE {in_s}", params)
-    keys = yield Sql(f"SELECT count(*) FROM {API_KEYS} WHERE scope = ?", [scope_id])
-    yield Sql(f"DELETE FROM {API_KEYS} WHERE scope = ?", [scope_id])
-    return ErasureResult(
-        scope_id, len(ids), int(counted[0][0]), len(sessions), messages, int(keys[0][0])
-    )
+    keys = 0
+    if (yield from _has_table(d, API_KEYS)):
+        found = yield Sql(f"SELECT count(*) FROM {API_KEYS} WHERE scope = ?", [scope_id])
+        keys = int(found[0][0])
+        yield Sql(f"DELETE FROM {API_KEYS} WHERE scope = ?", [scope_id])
+    return ErasureResult(scope_id, len(ids), int(counted[0][0]), len(sessions), messages, keys)
+
+
+def _has_table(d: Dialect, table: str) -> Flow[bool]:
+    rows = yield Sql(d.table_exists_sql(), [table])
+    return bool(rows[0][0])
 
 
 def _delete_ids(d: Dialect, table: str, column: str, ids: Sequence[str]) -> Flow[None]:

@@ -74,6 +74,7 @@ from langmem_tiers.long_term.store.vectors import (
     SqliteVectorIndex,
     VectorIndex,
 )
+from langmem_tiers.sql.backends import is_local_qdrant
 from langmem_tiers.sql.database import (
     Database,
     aclose,
@@ -166,7 +167,7 @@ class TieredMemoryStore(BaseStore):
         vector_index: VectorIndex
         if self._qdrant is not None:
             check_name(qdrant_collection, "qdrant_collection")
-            local = type(getattr(self._qdrant, "_client", None)).__name__ == "QdrantLocal"
+            local = is_local_qdrant(self._qdrant)
             vector_index = QdrantIndex(dialect, qdrant_collection, payload_indexes=not local)
         elif isinstance(dialect, PostgresDialect):
             vector_index = PgVectorIndex(dialect)

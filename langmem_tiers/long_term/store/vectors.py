@@ -25,6 +25,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from langmem_tiers.long_term.store.migrations import vector_table_sql
 from langmem_tiers.sql.dialect import ITEMS, VECTORS, Dialect
 from langmem_tiers.sql.flow import Flow, InsertRows, QdrantCall, Sql
 from langmem_tiers.sql.item_ids import ID_MAP
@@ -188,7 +189,7 @@ class VectorIndex:
         return None
 
     def setup_flow(self, dims: int) -> Flow[None]:
-        for statement in self.dialect.vector_migrations(dims):
+        for statement in vector_table_sql(self.dialect, dims):
             yield Sql(statement)
 
     def write_flow(self, rows: Sequence[VectorRow], item_ids: Sequence[str]) -> Flow[None]:

@@ -9,7 +9,7 @@ status or validity, as arrays (items are rows; a term's postings are rows and
 frequencies), and each search restricts them to the members the database selected for it.
 
 Freshness: the database counts the changes of every namespace (``lmt_scope_changes``, kept
-by triggers on the items table, see ``Dialect.scope_change_migration``). The members and
+by triggers on the items table, see ``search/migrations.py``). The members and
 the sum of the counters under the prefix are read in one statement, inside the search's
 transaction; counters only grow, so any insert or delete of an item under the prefix, or a
 change of its id, namespace, value or length (by this process, another process, or
@@ -19,7 +19,7 @@ length). Access counts and the other usage columns do not move the counter: they
 with the result rows, never cached.
 
 Changes: every count is logged with its item (``lmt_item_changes``, see
-``Dialect.change_log_migration``), numbered by the count it brought its namespace to. An
+``search/migrations.py``), numbered by the count it brought its namespace to. An
 entry keeps each namespace's count; when the sum moved, one statement reads the log above
 those counts and the items it names, and the entry takes them in
 (:meth:`ScopeData.changed`). Where the log was cut below an entry's counts (it keeps the
