@@ -233,11 +233,11 @@ class Operations:
         return result
 
     def write_steps(
-        self, writes: Sequence[PutOp], strategy: ConflictStrategy | None
+        self, writes: Sequence[PutOp], strategy: ConflictStrategy | None, *, raw: bool = False
     ) -> Steps[list[WriteResult]]:
         if strategy is not None:
             strategy = check.strategy(strategy, self.settings.conflict_strategy)
-        return (yield from write_steps(self, writes, strategy))
+        return (yield from write_steps(self, writes, strategy, raw=raw))
 
     def update_semantic_steps(
         self,

@@ -56,6 +56,7 @@ from langmem_tiers.long_term.store.connect import (
     resolve_index,
 )
 from langmem_tiers.long_term.store.core import RankedItem, StoreCore
+from langmem_tiers.long_term.store.memory_puts import MemorySplit, PutPipeline, split_memory_puts
 from langmem_tiers.long_term.store.records import as_namespace, validate_namespace
 from langmem_tiers.long_term.store.retriever import TieredMemoryRetriever
 from langmem_tiers.long_term.store.search.fusion import dense_weight_for
@@ -81,6 +82,7 @@ from langmem_tiers.sql.database import (
     open_connection,
 )
 from langmem_tiers.sql.dialect import PostgresDialect
+from langmem_tiers.sql.flow import Flow
 
 __all__ = ["AsyncStoreOpener", "RankedItem", "TieredMemoryStore"]
 
@@ -131,6 +133,7 @@ class TieredMemoryStore(BaseStore):
         "db",
         "embeddings",
         "index_config",
+        "put_pipeline",
         "settings",
         "ttl_config",
     )
@@ -181,6 +184,9 @@ class TieredMemoryStore(BaseStore):
             dense_weight=dense_weight_for(embed),
             cosine_curve=cosine_curve_for(embed),
         )
+        # The write pipeline raw puts of memories go through (see ``memory_puts``): None
+        # until a MemoryEngine is built on this store, which installs itself.
+        self.put_pipeline: PutPipeline | None = None
         self._queue = OpQueue(self.abatch)
         self._sweeper = TTLSweeper(self.sweep_ttl, self.asweep_ttl, self.db.on_own_loop)
 
@@ -627,12 +633,49 @@ class TieredMemoryStore(BaseStore):
 
     # -- the BaseStore seam ----------------------------------------------------------------
     def batch(self, ops: Iterable[Op]) -> list[Result]:
-        """Execute ops in one transaction (reads see the state before the batch's writes)."""
-        return self.db.run(self.core.batch_flow(ops))
+        """Execute ops in one transaction (reads see the state before the batch's writes).
+
+        With a :attr:`put_pipeline`, puts of memory namespaces go through it after the
+        rest of the batch (see ``memory_puts``): the batch is then not one transaction.
+        """
+        ops = list(ops)
+        split = self._split(ops)
+        if split is None:
+            return self.db.run(self.core.batch_flow(ops))
+        results = self._placed(len(ops), split.rest, self.db.run(self._rest_flow(split.rest)))
+        assert self.put_pipeline is not None
+        self.put_pipeline.put_many(split.memory)
+        return results
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """Async twin of :meth:`batch`."""
-        return await self.db.arun(self.core.batch_flow(list(ops)))
+        ops = list(ops)
+        split = self._split(ops)
+        if split is None:
+            return await self.db.arun(self.core.batch_flow(ops))
+        done = await self.db.arun(self._rest_flow(split.rest))
+        results = self._placed(len(ops), split.rest, done)
+        assert self.put_pipeline is not None
+        await self.put_pipeline.aput_many(split.memory)
+        return results
+
+    def _split(self, ops: list[Op]) -> MemorySplit | None:
+        if self.put_pipeline is None:
+            return None
+        return split_memory_puts(ops, max_chars=self.settings.max_content_chars)
+
+    def _rest_flow(self, rest: list[tuple[int, Op]]) -> Flow[list[Result]]:
+        if not rest:
+            return []
+        return (yield from self.core.batch_flow([op for _, op in rest]))
+
+    @staticmethod
+    def _placed(n: int, rest: list[tuple[int, Op]], done: list[Result]) -> list[Result]:
+        """The results of the batch's other ops at their places (a put's is None)."""
+        results: list[Result] = [None] * n
+        for (i, _), result in zip(rest, done, strict=True):
+            results[i] = result
+        return results
 
 
 class AsyncStoreOpener(AbstractAsyncContextManager["TieredMemoryStore"]):
