@@ -33,6 +33,7 @@ from langmem_tiers.cli import main
 from langmem_tiers.config import Settings
 from langmem_tiers.long_term.engine.engine import MemoryEngine
 from langmem_tiers.server import ApiKeys, create_app
+from langmem_tiers.sql.flow import Sql
 
 with warnings.catch_warnings():
     # LangMem's dependency trustcall imports Send from its pre-1.0 place.
@@ -222,6 +223,39 @@ async def test_langmem_manage_tool_supersedes_a_contradicted_fact(
     assert [(m.key, m.content, m.version) for m in current] == [(new_id, later, 2)]
     hits = store.search(namespace_for("u1", "semantic"), query=QUERY)
     assert [h.key for h in hits] == [new_id]
+
+
+def _ttl_minutes(store: TieredMemoryStore, namespace: tuple[str, ...], key: str) -> Any:
+    def flow() -> Any:
+        rows = yield Sql(
+            "SELECT ttl_minutes FROM lmt_items WHERE prefix = ? AND key = ?",
+            [".".join(namespace), key],
+        )
+        return rows[0][0] if rows else "gone"
+
+    return store.db.run(flow())
+
+
+async def test_a_raw_put_keeps_its_ttl_through_the_pipeline(
+    store: TieredMemoryStore, twin_of: TwinOf
+) -> None:
+    """The put's TTL (the store's default when it gives none) is the memory's."""
+    MemoryEngine(store)
+    store.ttl_config = {"default_ttl": 30}
+    twin = twin_of(store)
+    facts = namespace_for("u1", "semantic")
+    await twin.put(namespace_for("u1", "episodic"), "e", {"content": "Jo went sailing."})
+    await twin.put(namespace_for("u1", "procedural"), "p", {"content": "Answer briefly."}, ttl=90)
+    await twin.put(facts, "a", {"content": OLD}, ttl=60)
+    await twin.put(facts, "b", {"content": NEW}, ttl=None)
+    assert _ttl_minutes(store, namespace_for("u1", "episodic"), "e") == 30
+    assert _ttl_minutes(store, namespace_for("u1", "procedural"), "p") == 90
+    assert (_ttl_minutes(store, facts, "a"), _ttl_minutes(store, facts, "b")) == (60, None)
+    await twin.put(facts, "b", {"content": "The deadline moved to March 12."}, ttl=15)
+    assert _ttl_minutes(store, facts, "b") == 15  # the new version's
+    old = await twin.get(facts, "a")
+    assert old is not None
+    assert old.value["status"] == "superseded"
 
 
 async def test_a_batch_keeps_its_order_around_the_pipeline(

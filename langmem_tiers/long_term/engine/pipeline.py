@@ -67,6 +67,7 @@ from langmem_tiers.long_term.store.records import (
     validate_namespace,
     validate_value,
 )
+from langmem_tiers.long_term.store.writes import validate_ttl
 
 if TYPE_CHECKING:
     from langmem_tiers.long_term.engine.operations import Operations
@@ -81,12 +82,14 @@ _RETRIES = 10
 
 class PreparedWrite(NamedTuple):
     """A validated write: its namespace, key and the record of its value; ``new_key``:
-    the key was made for this write (a random UUID), so no memory holds it yet."""
+    the key was made for this write (a random UUID), so no memory holds it yet; ``ttl``:
+    the minutes the memory at the key lives (None: it does not expire)."""
 
     namespace: tuple[str, ...]
     key: str
     record: ItemRecord
     new_key: bool = False
+    ttl: float | None = None
 
 
 def prepare_writes(
@@ -121,7 +124,11 @@ def prepare_writes(
             record = validate_value(
                 op.namespace, key, related, max_chars=ops.settings.max_content_chars
             )
-        out.append(PreparedWrite(tuple(op.namespace), key, record, new_keys or op.key is None))
+        out.append(
+            PreparedWrite(
+                tuple(op.namespace), key, record, new_keys or op.key is None, validate_ttl(op.ttl)
+            )
+        )
     return out
 
 
@@ -201,7 +208,7 @@ def _episodic_steps(
         yield Db(
             ops.core.batch_flow(
                 [
-                    PutOp(p.namespace, p.key, p.record.value)
+                    PutOp(p.namespace, p.key, p.record.value, ttl=p.ttl)
                     for p in (*fresh.values(), *changed.values())
                 ],
                 notes={i: WriteNote(CREATED) for i in fresh},
@@ -228,7 +235,8 @@ def _semantic_at_key_steps(
             return WriteResult("duplicate", existing, reason="stored already at this key")
         if raw and existing.status != "active":
             # Only current memories get versions; a store's put still writes its key.
-            yield Db(ops.core.batch_flow([PutOp(write.namespace, write.key, record.value)]))
+            put = PutOp(write.namespace, write.key, record.value, ttl=write.ttl)
+            yield Db(ops.core.batch_flow([put]))
             found = yield from _existing_steps(ops, [record.id])
             return WriteResult("updated", found[record.id], reason="written again at its key")
         texts = index_texts(ops.core, write.namespace, write.key, record.value)
@@ -242,6 +250,7 @@ def _semantic_at_key_steps(
                 reason="written again at its key",
                 vectors=vectors,
                 at=ops.now(),
+                ttl=write.ttl,
             )
         )
         return WriteResult("updated", memory)
@@ -314,6 +323,7 @@ def semantic_steps(
                     merged_text=merged_text,
                     vectors=write_vectors,
                     at=ops.now(),
+                    ttl=write.ttl,
                     check=None
                     if exempt
                     else NearCheck(
@@ -347,6 +357,7 @@ def _procedural_steps(ops: Operations, write: PreparedWrite) -> Steps[WriteResul
             dict(record.value),
             vectors,
             where=("i.id = ?", [record.id]),
+            ttl=write.ttl,
         )
     )
     return WriteResult("reinforced" if reinforced else "created", memory)

@@ -82,7 +82,6 @@ from langmem_tiers.sql.database import (
     open_connection,
 )
 from langmem_tiers.sql.dialect import PostgresDialect
-from langmem_tiers.sql.flow import Flow
 
 __all__ = ["AsyncStoreOpener", "RankedItem", "TieredMemoryStore"]
 
@@ -114,6 +113,10 @@ class TieredMemoryStore(BaseStore):
             ``ttl``), ``refresh_on_read`` (whether a read that does not say restarts the TTL; False
             when left out, as with LangGraph's ``SqliteStore``) and ``sweep_interval_minutes``
             (for :meth:`start_ttl_sweeper`).
+
+    ``put_pipeline`` is what puts of memory namespaces go through (``memory_puts.py``):
+    ``None`` (LangGraph's upsert) until a ``MemoryEngine`` is built on the store, which
+    installs itself.
 
     Example:
         >>> with TieredMemoryStore.from_conn_string(":memory:", ttl={"default_ttl": 60}) as s:
@@ -639,35 +642,29 @@ class TieredMemoryStore(BaseStore):
         rest of the batch (see ``memory_puts``): the batch is then not one transaction.
         """
         ops = list(ops)
-        split = self._split(ops)
-        if split is None:
+        pipeline = self.put_pipeline
+        split = self._split(ops) if pipeline is not None else None
+        if pipeline is None or split is None:
             return self.db.run(self.core.batch_flow(ops))
-        results = self._placed(len(ops), split.rest, self.db.run(self._rest_flow(split.rest)))
-        assert self.put_pipeline is not None
-        self.put_pipeline.put_many(split.memory)
-        return results
+        rest = [op for _, op in split.rest]
+        done = self.db.run(self.core.batch_flow(rest)) if rest else []
+        pipeline.put_many(split.memory)
+        return self._placed(len(ops), split.rest, done)
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """Async twin of :meth:`batch`."""
         ops = list(ops)
-        split = self._split(ops)
-        if split is None:
+        pipeline = self.put_pipeline
+        split = self._split(ops) if pipeline is not None else None
+        if pipeline is None or split is None:
             return await self.db.arun(self.core.batch_flow(ops))
-        done = await self.db.arun(self._rest_flow(split.rest))
-        results = self._placed(len(ops), split.rest, done)
-        assert self.put_pipeline is not None
-        await self.put_pipeline.aput_many(split.memory)
-        return results
+        rest = [op for _, op in split.rest]
+        done = await self.db.arun(self.core.batch_flow(rest)) if rest else []
+        await pipeline.aput_many(split.memory)
+        return self._placed(len(ops), split.rest, done)
 
     def _split(self, ops: list[Op]) -> MemorySplit | None:
-        if self.put_pipeline is None:
-            return None
         return split_memory_puts(ops, max_chars=self.settings.max_content_chars)
-
-    def _rest_flow(self, rest: list[tuple[int, Op]]) -> Flow[list[Result]]:
-        if not rest:
-            return []
-        return (yield from self.core.batch_flow([op for _, op in rest]))
 
     @staticmethod
     def _placed(n: int, rest: list[tuple[int, Op]], done: list[Result]) -> list[Result]:
