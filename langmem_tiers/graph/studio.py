@@ -48,6 +48,7 @@ from langmem_tiers.config import Settings
 from langmem_tiers.conversation.session import ChatMemory
 from langmem_tiers.graph.chat import ChatMode, build_tiered_chat_graph
 from langmem_tiers.graph.consolidation_graph import build_consolidation_graph
+from langmem_tiers.long_term.engine.engine import MemoryEngine
 from langmem_tiers.long_term.store.store import TieredMemoryStore
 from langmem_tiers.short_term.log import MessageLog
 from langmem_tiers.short_term.presets import get_preset
@@ -94,6 +95,9 @@ def _store(settings: Settings) -> TieredMemoryStore:
             store = _STACK.enter_context(
                 TieredMemoryStore.from_url(settings.url, settings=settings)
             )
+            # Studio's memory view and the SDK's store calls write through the pipeline
+            # from the start, as the graphs' own writes do.
+            MemoryEngine(store, settings=settings)
             _STORES[settings.url] = store
         return store
 

@@ -28,6 +28,7 @@ from benchmarks import __main__ as bench_cli  # noqa: E402
 from benchmarks import (  # noqa: E402
     middleware_vs_summarization,
     paired,
+    raw_puts,
     report,
     stm_speed,
     store_speed,
@@ -107,11 +108,23 @@ def test_synthetic_corpus_clusters_queries_with_their_scope() -> None:
 
 @pytest.mark.parametrize(
     "module",
-    ["fakes", "paired", "report", "stm_speed", "token_savings", "middleware_vs_summarization"],
+    [
+        *("fakes", "paired", "raw_puts", "report", "stm_speed", "token_savings"),
+        "middleware_vs_summarization",
+    ],
 )
 def test_docstring_examples_run(module: str) -> None:
     failures, _ = doctest.testmod(importlib.import_module(f"benchmarks.{module}"))
     assert failures == 0
+
+
+def test_raw_puts_times_both_sides_and_supersedes_through_the_pipeline(tmp_path: Path) -> None:
+    out = tmp_path / "raw.json"
+    result = raw_puts.main(["--puts", "26", "--out", str(out)])
+    assert json.loads(out.read_text()) == result
+    assert result["puts"] == 26
+    assert set(result) >= {"plain", "pipeline", "median_ratio"}
+    assert result["superseded"] > 0  # later facts about an attribute replaced earlier ones
 
 
 # -- paired old/new ----------------------------------------------------------------------------

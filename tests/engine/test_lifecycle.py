@@ -192,12 +192,14 @@ async def test_inactive_memories_never_shorten_a_search(make_store, twin_of) -> 
 
     embeddings = WordEmbeddings(synonyms={"bebop": "jazz"})
     store = make_store(embeddings=embeddings, candidate_multiplier=1)
-    twin = twin_of(MemoryEngine(store))
     ns = namespace_for("alice", "semantic")
+    # Rows as given, before an engine is built: its pipeline would take the five near
+    # identical nights for one.
     for i in range(40):
         store.put(ns, f"old{i}", {"content": "jazz concert", "status": "superseded"})
     for i in range(5):
         store.put(ns, f"new{i}", {"content": f"bebop night {i}"})
+    twin = twin_of(MemoryEngine(store))
     hits = await twin.retrieve("alice", "jazz concert", limit=5)
     assert sorted(h.key for h in hits) == [f"new{i}" for i in range(5)]
     plain = await twin_of(store).search(ns, query="jazz concert", limit=5)

@@ -11,12 +11,15 @@ the offline tierer, model and embeddings.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import warnings
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.store.base import GetOp, PutOp, SearchOp
 
 from langmem_tiers import (
     OfflineChatModel,
@@ -30,6 +33,14 @@ from langmem_tiers.cli import main
 from langmem_tiers.config import Settings
 from langmem_tiers.long_term.engine.engine import MemoryEngine
 from langmem_tiers.server import ApiKeys, create_app
+from langmem_tiers.sql.flow import Sql
+
+with warnings.catch_warnings():
+    # LangMem's dependency trustcall imports Send from its pre-1.0 place.
+    warnings.filterwarnings("ignore", category=DeprecationWarning, module="trustcall")
+    from langmem import create_manage_memory_tool  # type: ignore[import-untyped]  # no py.typed
+
+TwinOf = Callable[[Any], Any]
 
 OLD = "The deadline is March 3."
 NEW = "The deadline moved to March 10."
@@ -156,8 +167,147 @@ async def test_history_adapter(store: TieredMemoryStore, tmp_path: Path, mode: s
     assert_superseded(store, "u1", "deadline=March 3", "deadline=March 10")
 
 
-def test_a_raw_put_keeps_langgraphs_upsert(store: TieredMemoryStore) -> None:
-    """``BaseStore.put`` is not the pipeline: it upserts by key, with its event."""
+async def test_a_raw_put_goes_through_the_pipeline(
+    store: TieredMemoryStore, twin_of: TwinOf
+) -> None:
+    """Once an engine is built on the store, ``BaseStore.put`` of a memory is its write:
+    a contradicted fact is superseded, a new value at a key is a version, a value said
+    again at its key changes nothing, and a delete still deletes."""
+    engine = MemoryEngine(store)
+    assert store.put_pipeline is engine
+    twin = twin_of(store)
+    namespace = namespace_for("u1", "semantic")
+    await twin.put(namespace, "a", {"content": OLD})
+    await twin.put(namespace, "b", {"content": NEW})
+    assert_superseded(store, "u1", OLD, NEW)
+    old = await twin.get(namespace, "a")
+    assert old is not None
+    assert old.value["status"] == "superseded"
+    history = engine.evolution("u1", engine.memories("u1", statuses=None)[0].id)
+    assert [(v.content, v.valid_until is not None) for v in history] == [(OLD, True)]
+
+    later = "The deadline moved to March 12."
+    await twin.put(namespace, "b", {"content": later})
+    await twin.put(namespace, "b", {"content": later})  # said again: nothing new
+    current = engine.memories("u1", kinds="semantic")
+    assert [(m.key, m.content, m.version) for m in current] == [("b", later, 2)]
+    assert [v.content for v in engine.evolution("u1", current[0].id)] == [NEW, later]
+    types = [e.type for e in engine.timeline("u1")]
+    assert types == ["memory.created", "memory.created", "memory.superseded", "memory.updated"]
+
+    await twin.delete(namespace, "b")
+    assert await twin.get(namespace, "b") is None
+    assert engine.memories("u1", kinds="semantic") == []
+
+
+async def test_langmem_manage_tool_supersedes_a_contradicted_fact(
+    store: TieredMemoryStore, twin_of: TwinOf
+) -> None:
+    """LangMem's tool writes with ``store.put``: through the pipeline all the same."""
+    engine = MemoryEngine(store)
+    manage = twin_of(
+        create_manage_memory_tool(namespace=("{langgraph_user_id}", "semantic"), store=store)
+    )
+    config = {"configurable": {"langgraph_user_id": "u1"}}
+    said = [await manage.invoke({"content": text}, config=config) for text in (OLD, NEW)]
+    old_id, new_id = (text.removeprefix("created memory ") for text in said)
+    assert_superseded(store, "u1", OLD, NEW)
+    old = engine.memories("u1", statuses=("superseded",))
+    assert [m.key for m in old] == [old_id]
+    assert [v.valid_until is not None for v in engine.evolution("u1", old[0].id)] == [True]
+
+    later = "The deadline moved to March 12."
+    out = await manage.invoke({"action": "update", "id": new_id, "content": later}, config=config)
+    assert out == f"updated memory {new_id}"
+    current = engine.memories("u1", kinds="semantic")
+    assert [(m.key, m.content, m.version) for m in current] == [(new_id, later, 2)]
+    hits = store.search(namespace_for("u1", "semantic"), query=QUERY)
+    assert [h.key for h in hits] == [new_id]
+
+
+def _ttl_minutes(store: TieredMemoryStore, namespace: tuple[str, ...], key: str) -> Any:
+    def flow() -> Any:
+        rows = yield Sql(
+            "SELECT ttl_minutes FROM lmt_items WHERE prefix = ? AND key = ?",
+            [".".join(namespace), key],
+        )
+        return rows[0][0] if rows else "gone"
+
+    return store.db.run(flow())
+
+
+async def test_a_raw_put_keeps_its_ttl_through_the_pipeline(
+    store: TieredMemoryStore, twin_of: TwinOf
+) -> None:
+    """The put's TTL (the store's default when it gives none) is the memory's."""
+    MemoryEngine(store)
+    store.ttl_config = {"default_ttl": 30}
+    twin = twin_of(store)
+    facts = namespace_for("u1", "semantic")
+    await twin.put(namespace_for("u1", "episodic"), "e", {"content": "Jo went sailing."})
+    await twin.put(namespace_for("u1", "procedural"), "p", {"content": "Answer briefly."}, ttl=90)
+    await twin.put(facts, "a", {"content": OLD}, ttl=60)
+    await twin.put(facts, "b", {"content": NEW}, ttl=None)
+    assert _ttl_minutes(store, namespace_for("u1", "episodic"), "e") == 30
+    assert _ttl_minutes(store, namespace_for("u1", "procedural"), "p") == 90
+    assert (_ttl_minutes(store, facts, "a"), _ttl_minutes(store, facts, "b")) == (60, None)
+    await twin.put(facts, "b", {"content": "The deadline moved to March 12."}, ttl=15)
+    assert _ttl_minutes(store, facts, "b") == 15  # the new version's
+    old = await twin.get(facts, "a")
+    assert old is not None
+    assert old.value["status"] == "superseded"
+
+
+async def test_a_batch_keeps_its_order_around_the_pipeline(
+    store: TieredMemoryStore, twin_of: TwinOf
+) -> None:
+    """Reads see the state before the batch's writes, results come in order, and of two
+    puts of one key the last wins, whichever of them is the pipeline's."""
+    MemoryEngine(store)
+    twin = twin_of(store)
+    facts, docs = namespace_for("u1", "semantic"), ("docs",)
+    await twin.put(facts, "a", {"content": OLD})
+    results = await twin.batch(
+        [
+            PutOp(facts, "b", {"content": NEW}),
+            GetOp(facts, "a"),
+            PutOp(docs, "d", {"text": "a document"}),
+            PutOp(facts, "c", {"content": "Jo likes tea."}),
+            PutOp(facts, "c", None),
+            PutOp(facts, "e", None),
+            PutOp(facts, "e", {"content": "Jo plays chess."}),
+            SearchOp(facts, limit=10),
+        ]
+    )
+    assert [type(r).__name__ for r in results] == [
+        *("NoneType", "Item", "NoneType", "NoneType", "NoneType", "NoneType", "NoneType"),
+        "list",
+    ]
+    before = results[1].value  # read before the batch's NEW superseded it
+    assert (before["content"], "superseded_by" in before) == (OLD, False)
+    assert [i.key for i in results[-1]] == ["a"]
+    assert await twin.get(facts, "c") is None
+    assert (await twin.get(facts, "e")).value["content"] == "Jo plays chess."
+    assert (await twin.get(docs, "d")).value == {"text": "a document"}
+    assert_superseded(store, "u1", OLD, NEW)
+
+
+async def test_other_namespaces_keep_langgraphs_upsert(
+    store: TieredMemoryStore, twin_of: TwinOf
+) -> None:
+    """A namespace that is no memory kind is LangGraph's: the same value at two keys is
+    two items, exactly as given."""
+    MemoryEngine(store)
+    twin = twin_of(store)
+    for key in ("a", "b"):
+        await twin.put(("docs", "u1"), key, {"content": OLD})
+    await twin.put(("docs", "u1"), "b", {"content": NEW})
+    items = {i.key: i.value for i in await twin.search(("docs", "u1"))}
+    assert items == {"a": {"content": OLD}, "b": {"content": NEW}}
+
+
+def test_a_store_without_an_engine_keeps_langgraphs_upsert(store: TieredMemoryStore) -> None:
+    """No engine was built on this store: ``BaseStore.put`` upserts by key, with its event."""
     namespace = namespace_for("u1", "semantic")
     store.put(namespace, "a", {"content": OLD})
     store.put(namespace, "b", {"content": NEW})

@@ -5,16 +5,18 @@ three kinds of memory per scope (an agent or a user id):
 
 * **episodic**: immutable, time-stamped events (:meth:`MemoryEngine.add_episodic`),
   consolidated into semantic memories (:meth:`MemoryEngine.consolidate`);
-Every memory goes through one write pipeline (:meth:`MemoryEngine.write`, used by the
-product's own writers: the chat graph, short-term consolidation, ``ingest``, the HTTP API):
-validate, duplicate check, conflict check and strategy, version, event.
-
 * **semantic**: facts and summaries, checked for contradictions and duplicates before
   they are stored (:meth:`MemoryEngine.add_semantic`), versioned
   (:meth:`MemoryEngine.update_semantic`, :meth:`MemoryEngine.evolution`), with validity
   intervals;
 * **procedural**: key -> value preferences with reinforcement
   (:meth:`MemoryEngine.set_procedural`, :meth:`MemoryEngine.get_procedural`).
+
+Every memory goes through one write pipeline (:meth:`MemoryEngine.write`, used by the
+product's own writers: the chat graph, short-term consolidation, ``ingest``, the HTTP API):
+validate, duplicate check, conflict check and strategy, version, event. A raw
+``store.put`` of a memory namespace (LangMem's tools) goes through it too: the first engine
+built on a store installs itself as the store's ``put_pipeline`` (:meth:`MemoryEngine.put_many`).
 
 Memories decay and move through ``active``, ``superseded``, ``decayed``, ``deleted`` and
 ``compressed``; every change appends an event in its own transaction, so
@@ -138,6 +140,10 @@ class MemoryEngine:
         self._services = Services(
             store.db, self._ops.checker, self._ops.summarizer, self._ops.merger
         )
+        # The first engine built on a store takes its raw puts of memories (a later one,
+        # built for one job, does not displace it); ``store.put_pipeline`` can be set.
+        if store.put_pipeline is None:
+            store.put_pipeline = self
 
     @property
     def store(self) -> TieredMemoryStore:
@@ -289,6 +295,30 @@ class MemoryEngine:
     ) -> list[WriteResult]:
         """Async twin of :meth:`write_many`."""
         return await self._adrive(self._ops.write_steps(writes, strategy))
+
+    def put_many(self, puts: Sequence[PutOp]) -> list[WriteResult]:
+        """A store's raw puts of memories, through the pipeline (``store.put`` calls it).
+
+        As :meth:`write_many`, but with LangGraph's upsert by key: a new value at the key
+        of an episode, or of a memory no longer current, overwrites it there.
+
+        Example:
+            >>> from langmem_tiers import TieredMemoryStore, namespace_for
+            >>> with TieredMemoryStore.from_url("sqlite:///:memory:") as store:
+            ...     engine = MemoryEngine(store)
+            ...     ns = namespace_for("u1", "semantic")
+            ...     store.put(ns, "f1", {"content": "The deadline is March 3"})
+            ...     store.put(ns, "f2", {"content": "The deadline moved to March 10"})
+            ...     old = store.get(ns, "f1").value
+            ...     hits = store.search(ns, query="When is the deadline?")
+            >>> store.put_pipeline is engine, old["status"], [h.key for h in hits]
+            (True, 'superseded', ['f2'])
+        """
+        return self._drive(self._ops.write_steps(puts, None, raw=True))
+
+    async def aput_many(self, puts: Sequence[PutOp]) -> list[WriteResult]:
+        """Async twin of :meth:`put_many`."""
+        return await self._adrive(self._ops.write_steps(puts, None, raw=True))
 
     # -- semantic ------------------------------------------------------------------------
     def add_semantic(

@@ -233,11 +233,11 @@ class Operations:
         return result
 
     def write_steps(
-        self, writes: Sequence[PutOp], strategy: ConflictStrategy | None
+        self, writes: Sequence[PutOp], strategy: ConflictStrategy | None, *, raw: bool = False
     ) -> Steps[list[WriteResult]]:
         if strategy is not None:
             strategy = check.strategy(strategy, self.settings.conflict_strategy)
-        return (yield from write_steps(self, writes, strategy))
+        return (yield from write_steps(self, writes, strategy, raw=raw))
 
     def update_semantic_steps(
         self,
@@ -331,11 +331,13 @@ class Operations:
         vectors: dict[str, list[float]],
         *,
         where: tuple[str, list[Any]],
+        ttl: float | None = None,
     ) -> Flow[tuple[Memory, bool]]:
         """In one transaction: reinforce the active procedural memory ``where`` finds, or
-        store ``stored`` at ``key``; answers the memory and whether it was reinforced."""
+        store ``stored`` at ``key``; answers the memory and whether it was reinforced.
+        ``ttl``: minutes a memory stored or rewritten lives (None: it does not expire)."""
         result: tuple[Memory, bool] = yield Transaction(
-            self._find_and_reinforce_flow(label, namespace, key, stored, vectors, where)
+            self._find_and_reinforce_flow(label, namespace, key, stored, vectors, where, ttl)
         )
         return result
 
@@ -347,12 +349,13 @@ class Operations:
         stored: dict[str, Any],
         vectors: dict[str, list[float]],
         where: tuple[str, list[Any]],
+        ttl: float | None = None,
     ) -> Flow[tuple[Memory, bool]]:
         rows = yield from memories_flow(self.core.dialect, where[0], where[1], lock=True)
         found = [m for m in rows if m.kind == "procedural" and m.status == "active"]
         return (
             yield from self._reinforce_flow(
-                label, found[0] if found else None, namespace, key, stored, vectors
+                label, found[0] if found else None, namespace, key, stored, vectors, ttl
             )
         )
 
@@ -364,6 +367,7 @@ class Operations:
         new_key: str,
         stored: dict[str, Any],
         vectors: dict[str, list[float]],
+        ttl: float | None = None,
     ) -> Flow[tuple[Memory, bool]]:
         core, d = self.core, self.core.dialect
         at = self.now()
@@ -371,7 +375,10 @@ class Operations:
             new_id = item_id(namespace, new_key)
             note = WriteNote(CREATED, {}, {"reinforcement_count": 1, "last_used_at": at})
             yield from core.batch_flow(
-                [PutOp(namespace, new_key, stored)], notes={new_id: note}, vectors=vectors, now=at
+                [PutOp(namespace, new_key, stored, ttl=ttl)],
+                notes={new_id: note},
+                vectors=vectors,
+                now=at,
             )
             return (yield from scoped_memory_flow(d, label, new_id)), False
         count = found.reinforcement_count + 1
@@ -383,7 +390,7 @@ class Operations:
             yield from change_flow(d, [change], at=at, max_chars=self.settings.max_content_chars)
         else:
             yield from core.batch_flow(
-                [PutOp(found.namespace, found.key, updated)],
+                [PutOp(found.namespace, found.key, updated, ttl=ttl)],
                 notes={found.id: WriteNote(REINFORCED, meta, columns)},
                 vectors=vectors,
                 now=at,

@@ -19,9 +19,14 @@ same steps, each memory in one transaction:
    (semantic), or reinforces it (procedural); episodic memories are immutable;
 5. **event**: every change writes its event in the same transaction.
 
-A raw ``BaseStore.put`` stays LangGraph's upsert by key; this pipeline is what the
-product's own writers use (:meth:`MemoryEngine.write
-<langmem_tiers.long_term.engine.engine.MemoryEngine.write>`).
+The product's own writers call :meth:`MemoryEngine.write
+<langmem_tiers.long_term.engine.engine.MemoryEngine.write>`. A raw ``BaseStore.put`` of a
+memory namespace (LangMem's tools, an agent's ``store.put``) comes here too, once an engine
+is built on the store (``MemoryEngine.put_many``, see ``store/memory_puts.py``), with
+``raw=True``: it keeps LangGraph's upsert by key, so a new value at the key of an episode,
+or of a memory that is no longer current, overwrites it there (with its event) instead of
+being refused. The engine writes through ``StoreCore.batch_flow``, below the store's
+``batch``, so none of these steps reaches the store's pipeline again.
 """
 
 from __future__ import annotations
@@ -62,6 +67,7 @@ from langmem_tiers.long_term.store.records import (
     validate_namespace,
     validate_value,
 )
+from langmem_tiers.long_term.store.writes import validate_ttl
 
 if TYPE_CHECKING:
     from langmem_tiers.long_term.engine.operations import Operations
@@ -76,12 +82,14 @@ _RETRIES = 10
 
 class PreparedWrite(NamedTuple):
     """A validated write: its namespace, key and the record of its value; ``new_key``:
-    the key was made for this write (a random UUID), so no memory holds it yet."""
+    the key was made for this write (a random UUID), so no memory holds it yet; ``ttl``:
+    the minutes the memory at the key lives (None: it does not expire)."""
 
     namespace: tuple[str, ...]
     key: str
     record: ItemRecord
     new_key: bool = False
+    ttl: float | None = None
 
 
 def prepare_writes(
@@ -116,7 +124,11 @@ def prepare_writes(
             record = validate_value(
                 op.namespace, key, related, max_chars=ops.settings.max_content_chars
             )
-        out.append(PreparedWrite(tuple(op.namespace), key, record, new_keys or op.key is None))
+        out.append(
+            PreparedWrite(
+                tuple(op.namespace), key, record, new_keys or op.key is None, validate_ttl(op.ttl)
+            )
+        )
     return out
 
 
@@ -126,23 +138,25 @@ def write_steps(
     strategy: ConflictStrategy | None = None,
     *,
     new_keys: bool = False,
+    raw: bool = False,
 ) -> Steps[list[WriteResult]]:
     """Run writes through the pipeline; one :class:`WriteResult` per write, in order.
 
     Episodic writes of the batch share one transaction (they have no conflicts to
     check); each semantic and procedural write has its own. ``new_keys``: the caller
     made every key for these writes just now (random UUIDs), so an episode is not looked
-    for before it is stored (as it is when a retry may bring a key again).
+    for before it is stored (as it is when a retry may bring a key again). ``raw``: the
+    writes are a store's puts, whose key is written whatever it held (see the module).
     """
     prepared = prepare_writes(ops, writes, new_keys=new_keys)
     results: dict[int, WriteResult] = {}
     episodic = [(i, p) for i, p in enumerate(prepared) if p.record.kind == "episodic"]
     if episodic:
-        stored = yield from _episodic_steps(ops, [p for _, p in episodic])
+        stored = yield from _episodic_steps(ops, [p for _, p in episodic], raw=raw)
         results.update(zip((i for i, _ in episodic), stored, strict=True))
     for i, p in enumerate(prepared):
         if p.record.kind == "semantic":
-            results[i] = yield from _semantic_at_key_steps(ops, p, strategy)
+            results[i] = yield from _semantic_at_key_steps(ops, p, strategy, raw=raw)
         elif p.record.kind == "procedural":
             results[i] = yield from _procedural_steps(ops, p)
     yield from names_steps(ops, list(results.values()))
@@ -177,35 +191,54 @@ def _holds(existing: Memory, record: ItemRecord) -> bool:
     return all(existing.value.get(k) == v for k, v in record.value.items())
 
 
-def _episodic_steps(ops: Operations, writes: Sequence[PreparedWrite]) -> Steps[list[WriteResult]]:
-    """Immutable events: a key already stored is returned as it is (an idempotent retry)."""
+def _episodic_steps(
+    ops: Operations, writes: Sequence[PreparedWrite], *, raw: bool = False
+) -> Steps[list[WriteResult]]:
+    """Immutable events: a key already stored is returned as it is (an idempotent retry);
+    ``raw``: a new value at a stored key overwrites it, as a store's put does."""
     ids = [p.record.id for p in writes]
     before = yield from _existing_steps(ops, [p.record.id for p in writes if not p.new_key])
     fresh = {p.record.id: p for p in writes if p.record.id not in before}
-    if fresh:
+    changed = {
+        p.record.id: p
+        for p in writes
+        if raw and p.record.id in before and not _holds(before[p.record.id], p.record)
+    }
+    if fresh or changed:
         yield Db(
             ops.core.batch_flow(
-                [PutOp(p.namespace, p.key, p.record.value) for p in fresh.values()],
+                [
+                    PutOp(p.namespace, p.key, p.record.value, ttl=p.ttl)
+                    for p in (*fresh.values(), *changed.values())
+                ],
                 notes={i: WriteNote(CREATED) for i in fresh},
             )
         )
-    after = yield from _existing_steps(ops, list(fresh))
+    after = yield from _existing_steps(ops, [*fresh, *changed])
     return [
         WriteResult("created", after[i])
         if i in fresh
+        else WriteResult("updated", after[i], reason="written again at its key")
+        if i in changed
         else WriteResult("duplicate", before[i], reason="this episode is stored already")
         for i in ids
     ]
 
 
 def _semantic_at_key_steps(
-    ops: Operations, write: PreparedWrite, strategy: ConflictStrategy | None
+    ops: Operations, write: PreparedWrite, strategy: ConflictStrategy | None, *, raw: bool = False
 ) -> Steps[WriteResult]:
     record = write.record
     existing = (yield from _existing_steps(ops, [record.id])).get(record.id)
     if existing is not None:
         if _holds(existing, record):
             return WriteResult("duplicate", existing, reason="stored already at this key")
+        if raw and existing.status != "active":
+            # Only current memories get versions; a store's put still writes its key.
+            put = PutOp(write.namespace, write.key, record.value, ttl=write.ttl)
+            yield Db(ops.core.batch_flow([put]))
+            found = yield from _existing_steps(ops, [record.id])
+            return WriteResult("updated", found[record.id], reason="written again at its key")
         texts = index_texts(ops.core, write.namespace, write.key, record.value)
         vectors = yield from ops.embed_steps(texts)
         memory: Memory = yield Db(
@@ -217,6 +250,7 @@ def _semantic_at_key_steps(
                 reason="written again at its key",
                 vectors=vectors,
                 at=ops.now(),
+                ttl=write.ttl,
             )
         )
         return WriteResult("updated", memory)
@@ -289,6 +323,7 @@ def semantic_steps(
                     merged_text=merged_text,
                     vectors=write_vectors,
                     at=ops.now(),
+                    ttl=write.ttl,
                     check=None
                     if exempt
                     else NearCheck(
@@ -322,6 +357,7 @@ def _procedural_steps(ops: Operations, write: PreparedWrite) -> Steps[WriteResul
             dict(record.value),
             vectors,
             where=("i.id = ?", [record.id]),
+            ttl=write.ttl,
         )
     )
     return WriteResult("reinforced" if reinforced else "created", memory)

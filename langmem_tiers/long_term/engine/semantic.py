@@ -271,16 +271,27 @@ def write_semantic_flow(
     vectors: dict[str, list[float]],
     at: datetime,
     check: NearCheck | None = None,
+    ttl: float | None = None,
 ) -> Flow[WriteResult]:
     """Carry out a resolution in one transaction (StaleDecisionError when its basis changed).
 
     With ``check``, the transaction first locks the fact's subject and looks for near
     memories the decision did not see (two first facts about one subject would otherwise
-    both be written, each unaware of the other).
+    both be written, each unaware of the other). ``ttl``: minutes the new memory lives.
     """
     result: WriteResult = yield Transaction(
         _write_semantic(
-            core, scope_label, namespace, key, value, resolution, merged_text, vectors, at, check
+            core,
+            scope_label,
+            namespace,
+            key,
+            value,
+            resolution,
+            merged_text,
+            vectors,
+            at,
+            check,
+            ttl,
         )
     )
     return result
@@ -315,6 +326,7 @@ def _write_semantic(
     vectors: dict[str, list[float]],
     at: datetime,
     check: NearCheck | None,
+    ttl: float | None,
 ) -> Flow[WriteResult]:
     d, max_chars = core.dialect, core.settings.max_content_chars
     if check is not None:
@@ -366,7 +378,7 @@ def _write_semantic(
         elif action == "kept_both":
             fresh["conflicts_with"] = [_link(c) for c in contradicted]
         yield from core.batch_flow(
-            [PutOp(namespace, key, fresh)],
+            [PutOp(namespace, key, fresh, ttl=ttl)],
             notes={new_id: WriteNote(CREATED, metadata)},
             vectors=vectors,
             now=at,
@@ -439,10 +451,12 @@ def revise_flow(
     reason: str | None,
     vectors: dict[str, list[float]],
     at: datetime,
+    ttl: float | None = None,
 ) -> Flow[Memory]:
-    """A new version of an active semantic memory with a whole new value, in one transaction."""
+    """A new version of an active semantic memory with a whole new value, in one
+    transaction; ``ttl``: minutes it lives from now (None: it does not expire)."""
     memory: Memory = yield Transaction(
-        _revise(core, scope_label, memory_id, value, reason, vectors, at)
+        _revise(core, scope_label, memory_id, value, reason, vectors, at, ttl)
     )
     return memory
 
@@ -455,9 +469,10 @@ def _revise(
     reason: str | None,
     vectors: dict[str, list[float]],
     at: datetime,
+    ttl: float | None,
 ) -> Flow[Memory]:
     target = yield from _active_semantic_flow(core, scope_label, memory_id)
-    return (yield from _new_version_flow(core, target, value, reason, vectors, at))
+    return (yield from _new_version_flow(core, target, value, reason, vectors, at, ttl))
 
 
 def _active_semantic_flow(core: StoreCore, scope_label: str, memory_id: str) -> Flow[Memory]:
@@ -482,12 +497,13 @@ def _new_version_flow(
     reason: str | None,
     vectors: dict[str, list[float]],
     at: datetime,
+    ttl: float | None = None,
 ) -> Flow[Memory]:
     version = target.version + 1
     yield from close_versions_flow(core, [target.id], at)
     note = WriteNote(UPDATED, {"reason": reason, "version": version}, {"version": version})
     yield from core.batch_flow(
-        [PutOp(target.namespace, target.key, value)],
+        [PutOp(target.namespace, target.key, value, ttl=ttl)],
         notes={target.id: note},
         vectors=vectors,
         now=at,

@@ -56,6 +56,7 @@ from langmem_tiers.long_term.store.connect import (
     resolve_index,
 )
 from langmem_tiers.long_term.store.core import RankedItem, StoreCore
+from langmem_tiers.long_term.store.memory_puts import MemorySplit, PutPipeline, split_memory_puts
 from langmem_tiers.long_term.store.records import as_namespace, validate_namespace
 from langmem_tiers.long_term.store.retriever import TieredMemoryRetriever
 from langmem_tiers.long_term.store.search.fusion import dense_weight_for
@@ -114,6 +115,10 @@ class TieredMemoryStore(BaseStore):
             when left out, as with LangGraph's ``SqliteStore``) and ``sweep_interval_minutes``
             (for :meth:`start_ttl_sweeper`).
 
+    ``put_pipeline`` is what puts of memory namespaces go through (``memory_puts.py``):
+    ``None`` (LangGraph's upsert) until a ``MemoryEngine`` is built on the store, which
+    installs itself.
+
     Example:
         >>> with TieredMemoryStore.from_conn_string(":memory:", ttl={"default_ttl": 60}) as s:
         ...     s.put(("docs",), "a", {"text": "kept for an hour"})
@@ -132,6 +137,7 @@ class TieredMemoryStore(BaseStore):
         "db",
         "embeddings",
         "index_config",
+        "put_pipeline",
         "settings",
         "ttl_config",
     )
@@ -182,6 +188,9 @@ class TieredMemoryStore(BaseStore):
             dense_weight=dense_weight_for(embed),
             cosine_curve=cosine_curve_for(embed),
         )
+        # The write pipeline raw puts of memories go through (see ``memory_puts``): None
+        # until a MemoryEngine is built on this store, which installs itself.
+        self.put_pipeline: PutPipeline | None = None
         self._queue = OpQueue(self.abatch)
         self._sweeper = TTLSweeper(self.sweep_ttl, self.asweep_ttl, self.db.on_own_loop)
 
@@ -628,12 +637,43 @@ class TieredMemoryStore(BaseStore):
 
     # -- the BaseStore seam ----------------------------------------------------------------
     def batch(self, ops: Iterable[Op]) -> list[Result]:
-        """Execute ops in one transaction (reads see the state before the batch's writes)."""
-        return self.db.run(self.core.batch_flow(ops))
+        """Execute ops in one transaction (reads see the state before the batch's writes).
+
+        With a :attr:`put_pipeline`, puts of memory namespaces go through it after the
+        rest of the batch (see ``memory_puts``): the batch is then not one transaction.
+        """
+        ops = list(ops)
+        pipeline = self.put_pipeline
+        split = self._split(ops) if pipeline is not None else None
+        if pipeline is None or split is None:
+            return self.db.run(self.core.batch_flow(ops))
+        rest = [op for _, op in split.rest]
+        done = self.db.run(self.core.batch_flow(rest)) if rest else []
+        pipeline.put_many(split.memory)
+        return self._placed(len(ops), split.rest, done)
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """Async twin of :meth:`batch`."""
-        return await self.db.arun(self.core.batch_flow(list(ops)))
+        ops = list(ops)
+        pipeline = self.put_pipeline
+        split = self._split(ops) if pipeline is not None else None
+        if pipeline is None or split is None:
+            return await self.db.arun(self.core.batch_flow(ops))
+        rest = [op for _, op in split.rest]
+        done = await self.db.arun(self.core.batch_flow(rest)) if rest else []
+        await pipeline.aput_many(split.memory)
+        return self._placed(len(ops), split.rest, done)
+
+    def _split(self, ops: list[Op]) -> MemorySplit | None:
+        return split_memory_puts(ops, max_chars=self.settings.max_content_chars)
+
+    @staticmethod
+    def _placed(n: int, rest: list[tuple[int, Op]], done: list[Result]) -> list[Result]:
+        """The results of the batch's other ops at their places (a put's is None)."""
+        results: list[Result] = [None] * n
+        for (i, _), result in zip(rest, done, strict=True):
+            results[i] = result
+        return results
 
 
 class AsyncStoreOpener(AbstractAsyncContextManager["TieredMemoryStore"]):
