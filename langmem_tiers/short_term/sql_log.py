@@ -105,7 +105,8 @@ class SqlMessageLog(MessageLog):
             owner of the connection, so the log's and the store's transactions queue
             instead of interleaving), a ``Database``, or an ``sqlite3.Connection`` or
             psycopg connection/pool (sync or async).
-        setup: run the migrations now (idempotent).
+        setup: run the log's migrations now (idempotent); on an async connection, at the
+            first call (or :meth:`asetup`).
 
     Example:
         >>> from langmem_tiers import TieredMemoryStore
@@ -120,10 +121,21 @@ class SqlMessageLog(MessageLog):
         self._owned: Any = None
         self._windows: OrderedDict[str, _Window] = OrderedDict()
         self._windows_lock = threading.Lock()
-        if setup and not self.db.is_async and self.db not in _SET_UP:
-            # A history per request builds a log per request: migrate once per database.
+        self._setup = setup
+        if not self.db.is_async:
+            self._ready()
+
+    def _ready(self) -> None:
+        # A history per request builds a log per request: migrate once per database.
+        if self._setup and self.db not in _SET_UP:
             self.db.run(_in_transaction(_migrations(self.db.dialect)))
             _SET_UP.add(self.db)
+
+    async def _aready(self) -> None:
+        # On an async connection the tables are set up at the first call (the message
+        # log's component is its own: a store's setup does not make them).
+        if self._setup and self.db not in _SET_UP:
+            await self.asetup()
 
     @classmethod
     def from_url(cls, url: str | None = None) -> SqlMessageLog:
@@ -146,6 +158,7 @@ class SqlMessageLog(MessageLog):
 
     def batch(self, ops: Sequence[LogOp]) -> list[Any]:
         """Run ``ops`` in order, in one transaction."""
+        self._ready()
         windows = self._known(ops)
         results: list[Any] = self.db.run(
             _in_transaction(_batch_flow(self.db.dialect, ops, windows))
@@ -155,6 +168,7 @@ class SqlMessageLog(MessageLog):
 
     async def abatch(self, ops: Sequence[LogOp]) -> list[Any]:
         """Async twin of :meth:`batch`."""
+        await self._aready()
         windows = self._known(ops)
         results: list[Any] = await self.db.arun(
             _in_transaction(_batch_flow(self.db.dialect, ops, windows))
@@ -163,12 +177,14 @@ class SqlMessageLog(MessageLog):
         return results
 
     def _user_sessions(self, user_id: str, with_records: bool) -> UserSessions:
+        self._ready()
         found: UserSessions = self.db.run(
             _user_sessions_flow(self.db.dialect, user_id, with_records)
         )
         return found
 
     async def _auser_sessions(self, user_id: str, with_records: bool) -> UserSessions:
+        await self._aready()
         flow = _user_sessions_flow(self.db.dialect, user_id, with_records)
         found: UserSessions = await self.db.arun(flow)
         return found
