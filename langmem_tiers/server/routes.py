@@ -441,6 +441,13 @@ def build_router() -> APIRouter:
         name: Annotated[Text, Path(min_length=1, max_length=512)],
         request: Request,
         key: Principal,
+        as_of: Annotated[
+            UtcTime | None,
+            Query(
+                description="The entity as it was at this ISO-8601 instant: the memories of"
+                " then that named it."
+            ),
+        ] = None,
     ) -> Any:
         engine = _state(request).engine
         scope = scope_for(key, agent_id)
@@ -451,9 +458,12 @@ def build_router() -> APIRouter:
                 "name must not be blank; give the entity's name or one of its aliases.",
                 fields=[{"field": "name", "location": "path.name", "message": "blank"}],
             )
-        detail = await engine.aentity(scope, name)
+        detail = await engine.aentity(scope, name, as_of=as_of)
         if detail is None:
-            raise ApiError(404, "not_found", f"no entity named {name!r} in this agent's memory.")
+            then = "" if as_of is None else f" at {as_of.isoformat()}"
+            raise ApiError(
+                404, "not_found", f"no entity named {name!r} in this agent's memory{then}."
+            )
         return {
             "entity": _entity(detail.entity),
             "memories": [_memory(m) for m in detail.memories],

@@ -5,6 +5,8 @@ On every backend, through the sync and the async twins.
 
 from __future__ import annotations
 
+import asyncio
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -99,3 +101,44 @@ async def test_bad_input_names_the_field(twin: Any) -> None:
         await twin.entities("jo", limit=0)
     with pytest.raises(ValidationError, match="offset"):
         await twin.entities("jo", offset=-1)
+
+
+async def _last_event_at(twin: Any, scope: str) -> datetime:
+    at: datetime = (await twin.timeline(scope, limit=100_000))[-1].at
+    return at
+
+
+async def test_an_entity_as_of_an_instant_is_what_the_memories_of_then_said(twin: Any) -> None:
+    greeting = await twin.add_episodic("jo", "Hey Mel! I live in Berlin now.", actor="Caroline")
+    berlin = (await twin.add_semantic("jo", "I live in Berlin.")).memory
+    before_move = await _last_event_at(twin, "jo")
+    await asyncio.sleep(0.01)
+    later = await twin.add_episodic("jo", "Melanie said Berlin was grey and I moved to Munich.")
+    munich = (await twin.add_semantic("jo", "I moved to Munich last month.")).memory
+
+    # Now: both names joined, both mentions, no relation left with Berlin.
+    mel = await twin.entity("jo", "Mel")
+    assert (mel.entity.name, mel.entity.aliases, mel.entity.mentions) == ("Melanie", ("Mel",), 2)
+    assert [m.id for m in mel.memories] == [greeting.id, later.id]
+    assert (await twin.entity("jo", "Berlin")).relations == []
+
+    # Then: one mention, by the only name used so far; Berlin was where the user lived.
+    mel_then = await twin.entity("jo", "Melanie", as_of=before_move)
+    assert (mel_then.entity.name, mel_then.entity.aliases) == ("Mel", ())
+    assert mel_then.entity.mentions == 1
+    assert [m.id for m in mel_then.memories] == [greeting.id]
+    assert mel_then.entity.first_seen == mel_then.entity.last_seen == mel.entity.first_seen
+    assert mel.entity.last_seen > mel.entity.first_seen
+    assert await twin.entity("jo", "Mel", as_of=before_move.isoformat()) == mel_then
+    berlin_then = await twin.entity("jo", "Berlin", as_of=before_move)
+    assert [m.id for m in berlin_then.memories] == [greeting.id, berlin.id]
+    assert [(r.subject, r.relation, r.object) for r in berlin_then.relations] == [
+        ("user", "lives_in", "Berlin")
+    ]
+    assert berlin_then.relations[0].valid_until == munich.valid_from  # as known now
+    # Named only later, or before the scope's first event: no entity then.
+    assert await twin.entity("jo", "Munich", as_of=before_move) is None
+    assert await twin.entity("jo", "Berlin", as_of=before_move - timedelta(days=1)) is None
+    assert (await twin.entity("jo", "Munich")).memories[-1].id == munich.id
+    with pytest.raises(ValidationError, match="as_of"):
+        await twin.entity("jo", "Berlin", as_of="not a time")

@@ -769,6 +769,36 @@ def test_relations_now_and_as_of_before_a_move(api: Api) -> None:
     assert [r["object"] for r in other] == ["Paris"]
 
 
+def test_an_entity_as_of_an_instant_has_the_memories_of_then(api: Api) -> None:
+    c = api.client
+    berlin, munich, before_move = _moved_from_berlin_to_munich(api)
+
+    now = _ok(c.get(f"{V1}/agents/agent-a/entities/Munich", headers=api.a))
+    assert [m["id"] for m in now["memories"]] == [munich["id"]]
+    then = _ok(
+        c.get(f"{V1}/agents/agent-a/entities/Berlin", params={"as_of": before_move}, headers=api.a)
+    )
+    assert [m["id"] for m in then["memories"]] == [berlin["id"]]
+    assert then["memories"][0]["status"] == "active"  # as it was then
+    assert then["entity"]["mentions"] == 1
+    body = _error(
+        c.get(f"{V1}/agents/agent-a/entities/Munich", params={"as_of": before_move}, headers=api.a),
+        404,
+        "not_found",
+    )
+    assert "Munich" in body["message"]
+    _error(
+        c.get(f"{V1}/agents/agent-a/entities/Berlin", params={"as_of": "soon"}, headers=api.a),
+        422,
+        "invalid_request",
+    )
+    _error(
+        c.get(f"{V1}/agents/agent-a/entities/Berlin", params={"as_of": before_move}, headers=api.b),
+        403,
+        "forbidden",
+    )
+
+
 def test_relations_of_another_agent_are_refused_and_bad_times_named(api: Api) -> None:
     c = api.client
     _semantic(api, api.a, "I live in Berlin.")

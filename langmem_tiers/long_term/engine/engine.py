@@ -482,17 +482,34 @@ class MemoryEngine:
         """Async twin of :meth:`entities`."""
         return await self._adrive(self._ops.entities_steps(scope, limit, offset))
 
-    def entity(self, scope: str, name: str) -> EntityDetail | None:
+    def entity(self, scope: str, name: str, *, as_of: Time | None = None) -> EntityDetail | None:
         """The entity ``name`` (or one of its aliases) names, with the memories naming it
         and the relations of those memories that hold now with it as subject or object.
 
-        None when the scope's memories name no such entity.
-        """
-        return self._drive(self._ops.entity_steps(scope, name))
+        ``as_of`` (a datetime or ISO-8601 text): the entity as it was at that instant: the
+        memories of then (as :meth:`replay` has them) that name it, its names, mention count
+        and times from those alone, and the relations that held then (each with its
+        ``valid_until`` as known now).
 
-    async def aentity(self, scope: str, name: str) -> EntityDetail | None:
+        None when the scope's memories name no such entity (at ``as_of``: named none yet).
+
+        Example:
+            >>> from langmem_tiers import TieredMemoryStore
+            >>> with TieredMemoryStore.from_url("sqlite:///:memory:") as store:
+            ...     engine = MemoryEngine(store)
+            ...     _ = engine.add_semantic("jo", "My sister Anna lives in Porto.")
+            ...     now = engine.entity("jo", "anna")
+            ...     before = engine.entity("jo", "Anna", as_of="2001-01-01T00:00:00+00:00")
+            >>> now.entity.name, len(now.memories), before
+            ('Anna', 1, None)
+        """
+        return self._drive(self._ops.entity_steps(scope, name, as_of))
+
+    async def aentity(
+        self, scope: str, name: str, *, as_of: Time | None = None
+    ) -> EntityDetail | None:
         """Async twin of :meth:`entity`."""
-        return await self._adrive(self._ops.entity_steps(scope, name))
+        return await self._adrive(self._ops.entity_steps(scope, name, as_of))
 
     def relations(
         self, scope: str, *, subject: str | None = None, as_of: Time | None = None

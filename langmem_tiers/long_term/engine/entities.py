@@ -10,7 +10,7 @@ episode are mentions too.
 
 :func:`entities_flow` lists a scope's entities (most mentioned first) and
 :func:`entity_flow` reads one by name or alias, with the memories that mention it, oldest
-first, and the relations they state of it that hold now.
+first, and the relations they state of it that hold now, or as all of it was at an instant.
 """
 
 from __future__ import annotations
@@ -18,13 +18,14 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
 from langmem_tiers.long_term.engine.lifecycle import memories_flow
 from langmem_tiers.long_term.engine.models import Memory
 from langmem_tiers.long_term.engine.relations import Relation, relations_of
+from langmem_tiers.long_term.engine.replay import state_at_flow
 from langmem_tiers.sql.dialect import ENTITIES, ENTITY_MENTIONS, Dialect
 from langmem_tiers.sql.flow import Flow, Sql, Transaction
 from langmem_tiers.tiers.entities import Mention, find_entities, same_entity
@@ -237,26 +238,85 @@ def entities_flow(dialect: Dialect, scope: str, *, limit: int, offset: int) -> F
     return [_entity(dialect, row) for row in rows]
 
 
-def entity_flow(dialect: Dialect, scope: str, name: str) -> Flow[EntityDetail | None]:
-    """The entity ``name`` (or an alias of it) names in the scope, with its memories."""
+def entity_flow(
+    dialect: Dialect, scope: str, name: str, *, at: datetime | None = None
+) -> Flow[EntityDetail | None]:
+    """The entity ``name`` (or an alias of it) names in the scope, with its memories.
+
+    ``at``: the entity as it was at that instant: the memories of the scope then (as replay
+    has them) that mention it, its names, count and times from those alone, and the
+    relations they state that held then (None when nothing named it yet).
+    """
     known = yield from _candidates_flow(dialect, scope, [name])
     exact = [e for e in known if e.name.casefold() == name.casefold()]
     entity = exact[0] if exact else _match(known, name)
     if entity is None:
         return None
     rows = yield Sql(
-        f"SELECT memory_id FROM {ENTITY_MENTIONS} WHERE entity_id = ? ORDER BY at, memory_id",
+        f"SELECT memory_id, at FROM {ENTITY_MENTIONS} WHERE entity_id = ? ORDER BY at, memory_id",
         [entity.id],
     )
     ids = [str(r[0]) for r in rows]
+    if at is not None:
+        return (yield from _entity_then(dialect, scope, entity, rows, at))
     if not ids:
         return EntityDetail(entity, [])
     in_ids, params = dialect.in_list("i.id", ids)
     memories = yield from memories_flow(dialect, f"{in_ids} AND i.scope = ?", [*params, scope])
+    return EntityDetail(entity, memories, _relations_naming(entity, memories, dialect.now()))
+
+
+def _relations_naming(entity: Entity, memories: Iterable[Memory], at: datetime) -> list[Relation]:
     names = [entity.name, *entity.aliases]
-    relations = [
+    return [
         r
-        for r in relations_of(memories, dialect.now())
+        for r in relations_of(memories, at)
         if any(same_entity(n, r.subject) or same_entity(n, r.object) for n in names)
     ]
-    return EntityDetail(entity, memories, relations)
+
+
+def _entity_then(
+    dialect: Dialect,
+    scope: str,
+    entity: Entity,
+    mentions: Sequence[Sequence[Any]],
+    at: datetime,
+) -> Flow[EntityDetail | None]:
+    """:func:`entity_flow` at ``at``: what the scope's memories of then say of ``entity``."""
+    state = yield from state_at_flow(dialect, scope, at)
+    by_id = {m.id: m for m in state or ()}
+    named = [(by_id[str(r[0])], dialect.ts_value(r[1])) for r in mentions if str(r[0]) in by_id]
+    if not named:
+        return None
+    # Its names as those memories wrote them: an alias first used later is not one yet.
+    names = [entity.name, *entity.aliases]
+    then: Entity | None = None
+    for memory, _ in named:
+        for mention in memory_mentions(memory):
+            if not any(same_entity(n, mention.name) for n in names):
+                continue
+            then = (
+                Entity(entity.id, scope, mention.name, mention.kind, (), 0, None, None)
+                if then is None
+                else _joined(then, mention)
+            )
+    if then is None:  # named by a caller's entities only, as the record has it
+        then = entity
+    times = [t for _, t in named if t is not None]
+    then = replace(
+        then,
+        mentions=len(named),
+        first_seen=min(times, default=None),
+        last_seen=max(times, default=None),
+    )
+    memories = [m for m, _ in named]
+    relations = _relations_naming(then, memories, at)
+    if relations:
+        # The interval as the memory has it now (see relations_flow).
+        in_ids, params = dialect.in_list("i.id", sorted({r.memory_id for r in relations}))
+        live = yield from memories_flow(dialect, f"{in_ids} AND i.scope = ?", [*params, scope])
+        until = {m.id: m.valid_until for m in live}
+        relations = [
+            replace(r, valid_until=until.get(r.memory_id, r.valid_until)) for r in relations
+        ]
+    return EntityDetail(then, memories, relations)

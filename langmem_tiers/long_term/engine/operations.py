@@ -463,10 +463,13 @@ class Operations:
         )
         return found
 
-    def entity_steps(self, scope: str, name: str) -> Steps[EntityDetail | None]:
+    def entity_steps(
+        self, scope: str, name: str, as_of: datetime | str | None = None
+    ) -> Steps[EntityDetail | None]:
         label = check.label(scope)
         wanted = check.text("name", name).strip()
-        found: EntityDetail | None = yield Db(entity_flow(self.core.dialect, label, wanted))
+        at = None if as_of is None else check.time("as_of", as_of)
+        found: EntityDetail | None = yield Db(entity_flow(self.core.dialect, label, wanted, at=at))
         return found
 
     def relations_steps(
