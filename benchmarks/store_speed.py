@@ -303,6 +303,19 @@ def _peer_run(args: argparse.Namespace) -> dict[str, Any]:
 # -- the workload ---------------------------------------------------------------------------
 
 
+def _io_classes(*names: str) -> list[type]:
+    """The I/O classes of these names, wherever this revision of the package keeps them
+    (``sql/backends.py``, and ``sql/postgres_io.py`` where PostgreSQL's I/O has a module)."""
+    found: list[type] = []
+    for module in ("langmem_tiers.sql.backends", "langmem_tiers.sql.postgres_io"):
+        try:
+            loaded = importlib.import_module(module)
+        except ImportError:
+            continue
+        found += [getattr(loaded, n) for n in names if isinstance(getattr(loaded, n, None), type)]
+    return list(dict.fromkeys(found))
+
+
 @dataclass
 class Workload:
     """The memories, their vectors and the queries one size's runs share."""
@@ -407,18 +420,12 @@ class StatementProfile:
 
     @contextmanager
     def active(self) -> Iterator[StatementProfile]:
-        from langmem_tiers.sql import backends
-
         targets: list[tuple[type, str, str]] = []
-        for class_name in ("SqliteIO", "_PgConnIO"):
-            cls = getattr(backends, class_name, None)
-            if cls is not None:
-                targets += [(cls, "sql", "sql"), (cls, "sql_many", "sql_many")]
-                if "insert_rows" in cls.__dict__:
-                    targets.append((cls, "insert_rows", "insert_rows"))
-        shared = getattr(backends, "_SharedIO", None)
-        if shared is not None:
-            targets.append((shared, "qdrant", "qdrant"))
+        for cls in _io_classes("SqliteIO", "_PgConnIO"):
+            targets += [(cls, "sql", "sql"), (cls, "sql_many", "sql_many")]
+            if "insert_rows" in cls.__dict__:
+                targets.append((cls, "insert_rows", "insert_rows"))
+        targets += [(cls, "qdrant", "qdrant") for cls in _io_classes("SharedIO", "_SharedIO")]
         saved = [(cls, name, cls.__dict__[name]) for cls, name, _ in targets]
         try:
             for cls, name, kind in targets:

@@ -32,15 +32,10 @@ from langmem_tiers.errors import (
     LangmemTiersError,
     MissingDependencyError,
 )
-from langmem_tiers.sql.backends import (
-    AsyncPostgresIO,
-    PostgresIO,
-    SqliteFile,
-    SqliteIO,
-    loaded_classes,
-)
+from langmem_tiers.sql.backends import SqliteFile, SqliteIO, loaded_classes
 from langmem_tiers.sql.dialect import Dialect, PostgresDialect, SqliteDialect
 from langmem_tiers.sql.flow import Flow, arun, arun_blocking, run
+from langmem_tiers.sql.postgres_io import AsyncPostgresIO, PostgresIO
 
 __all__ = [
     "Backend",

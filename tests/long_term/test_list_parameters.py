@@ -9,8 +9,8 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from langmem_tiers.sql.backends import AsyncPostgresIO, PostgresIO, psycopg_query, to_psycopg
 from langmem_tiers.sql.flow import Sql
+from langmem_tiers.sql.postgres_io import AsyncPostgresIO, PostgresIO, psycopg_query, to_psycopg
 
 
 def test_list_parameters_take_binary_placeholders_and_the_rest_stay_text() -> None:

@@ -17,7 +17,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from langmem_tiers.sql.backends import AsyncPostgresIO, PostgresIO, SqliteIO
+from langmem_tiers.sql.backends import SqliteIO
 from langmem_tiers.sql.flow import (
     BULK_MIN_ROWS,
     Flow,
@@ -29,6 +29,7 @@ from langmem_tiers.sql.flow import (
     arun,
     run,
 )
+from langmem_tiers.sql.postgres_io import AsyncPostgresIO, PostgresIO
 
 SCHEMA = "CREATE TABLE t (id TEXT PRIMARY KEY, n INT NOT NULL)"
 

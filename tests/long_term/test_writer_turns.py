@@ -16,9 +16,9 @@ from langmem_tiers import TieredMemoryStore
 from langmem_tiers.long_term.engine.engine import MemoryEngine
 from langmem_tiers.long_term.store.records import join_namespace
 from langmem_tiers.long_term.store.scope import namespace_for
-from langmem_tiers.sql.backends import WriterTurns
 from langmem_tiers.sql.dialect import PostgresDialect
 from langmem_tiers.sql.flow import Flow, Sql, TakeCounters, Transaction
+from langmem_tiers.sql.postgres_io import WriterTurns
 
 
 async def _holding(turns: WriterTurns, names: list[str], log: list[str], tag: str) -> None:
