@@ -45,7 +45,7 @@ from benchmarks.locomo_retrieval import (
     evaluate,
     prepare,
 )
-from benchmarks.store_speed import vacuum_analyze_schema
+from benchmarks.postgres import vacuum_analyze_schema
 from langmem_tiers import TieredMemoryStore
 from langmem_tiers.embeddings import OfflineEmbeddings
 

@@ -40,7 +40,8 @@ from typing import Any
 import numpy as np
 
 from benchmarks.fakes import SeededEmbeddings, SyntheticCorpus
-from benchmarks.store_speed import BATCH, DEFAULT_POSTGRES_URL, LIMIT, Workload, open_system
+from benchmarks.postgres import DEFAULT_POSTGRES_URL
+from benchmarks.store_speed import BATCH, LIMIT, Workload, open_system
 
 __all__ = ["BASE_PACKAGE", "extract_base", "main", "paired_summary"]
 

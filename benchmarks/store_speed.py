@@ -58,38 +58,38 @@ import argparse
 import gc
 import importlib
 import json
-import os
 import re
-import subprocess
 import sys
 import tempfile
 import threading
 import time
-import uuid
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import numpy as np
 from langgraph.store.base import BaseStore, PutOp, SearchOp
 
 from benchmarks.fakes import SeededEmbeddings, SyntheticCorpus
+from benchmarks.postgres import (
+    DEFAULT_POSTGRES_URL,
+    postgres_problem,
+    temporary_schema,
+    vacuum_analyze_schema,
+)
 from benchmarks.report import machine_info, timing_summary, write_results
+from benchmarks.store_peer import default_peer_venv, peer_python, run_in_peer
+from benchmarks.store_targets import evaluate_targets, plot_p95
 
 __all__ = [
-    "DEFAULT_POSTGRES_URL",
     "SYSTEMS",
     "Workload",
     "main",
-    "postgres_problem",
-    "temporary_schema",
 ]
 
-DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
 RESULTS = Path(__file__).resolve().parent / "results"
 DIMS = 256
 SCOPES = 100
@@ -118,167 +118,9 @@ SYSTEMS: dict[str, str] = {
 _POSTGRES_SYSTEMS = {"ours-postgres", "ours-postgres-qdrant", "langgraph-postgres"}
 #: Systems run in a subprocess under another Python (see :func:`peer_python`).
 _SUBPROCESS_SYSTEMS = {"langgraph-sqlite"}
-#: The Python the SqliteStore peer's environment is made from: Debian's can load
-#: SQLite extensions.
-SYSTEM_PYTHON = "/usr/bin/python3"
-PEER_PACKAGES = ("langgraph-checkpoint-sqlite", "sqlite-vec", "numpy")
 
 
-# -- PostgreSQL schemas ---------------------------------------------------------------------
-
-
-def postgres_problem(url: str) -> str | None:
-    """Why PostgreSQL with pgvector cannot be used at ``url``, or None when it can."""
-    try:
-        import psycopg
-    except ImportError:
-        return "psycopg is not installed (pip install -e '.[bench]')"
-    try:
-        with psycopg.connect(url, connect_timeout=3, autocommit=True) as conn:
-            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-    except Exception as err:  # any failure means: not usable here
-        return f"{type(err).__name__}: {str(err).strip().splitlines()[0]}"
-    return None
-
-
-def _with_search_path(url: str, schema: str) -> str:
-    parts = urlsplit(url)
-    query = [(k, v) for k, v in parse_qsl(parts.query) if k != "options"]
-    query.append(("options", f"-c search_path={schema},public"))
-    return urlunsplit(parts._replace(query=urlencode(query, quote_via=quote)))
-
-
-def vacuum_analyze_schema(url: str) -> None:
-    """VACUUM ANALYZE the tables of the first schema on ``url``'s search path: what
-    autovacuum does after a bulk load (statistics, and the visibility map that lets index-only
-    scans skip the table), done at once so every system is measured settled."""
-    import psycopg
-
-    with psycopg.connect(url, autocommit=True) as conn:
-        tables = conn.execute(
-            "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
-        ).fetchall()
-        for (table,) in tables:
-            conn.execute(f'VACUUM ANALYZE "{table}"')
-
-
-@contextmanager
-def temporary_schema(url: str) -> Iterator[str]:
-    """A URL whose ``search_path`` is a new schema ``bench_<uuid>``, dropped on exit.
-
-    Example::
-
-        with temporary_schema("postgresql://postgres@127.0.0.1:5432/test") as schema_url:
-            ...  # tables created through schema_url live in the new schema
-    """
-    import psycopg
-
-    schema = f"bench_{uuid.uuid4().hex[:16]}"
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(f'CREATE SCHEMA "{schema}"')
-    try:
-        yield _with_search_path(url, schema)
-    finally:
-        with psycopg.connect(url, autocommit=True) as conn:
-            conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
-
-
-# -- the SqliteStore peer's Python ------------------------------------------------------------
-
-
-def default_peer_venv() -> Path:
-    """Where the SqliteStore peer's virtual environment is kept between runs."""
-    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(cache) / "langmem-tiers-bench" / "sqlite-store-peer"
-
-
-def _can_load_extensions(python: str) -> str | None:
-    """Why ``python`` cannot run SqliteStore with sqlite-vec, or None when it can."""
-    probe = (
-        "import sqlite3, sqlite_vec, langgraph.store.sqlite, numpy\n"
-        "c = sqlite3.connect(':memory:')\n"
-        "c.enable_load_extension(True)\n"
-        "sqlite_vec.load(c)\n"
-    )
-    try:
-        done = subprocess.run(
-            [python, "-c", probe], capture_output=True, text=True, timeout=120, check=False
-        )
-    except (OSError, subprocess.TimeoutExpired) as err:
-        return f"{python} does not run: {err}"
-    if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        return f"{python} cannot load sqlite-vec: {last}"
-    return None
-
-
-def peer_python(venv: Path, *, install: bool) -> tuple[str | None, str | None]:
-    """The SqliteStore peer's Python (made when missing and ``install``), or why there is none.
-
-    Returns ``(python, None)`` or ``(None, reason)``.
-    """
-    python = venv / "bin" / "python"
-    if python.exists():
-        problem = _can_load_extensions(str(python))
-        return (str(python), None) if problem is None else (None, problem)
-    if not install:
-        return None, (
-            f"the SqliteStore peer needs a virtual environment at {venv} (made from "
-            f"{SYSTEM_PYTHON}, whose sqlite3 loads extensions) and installing it was not "
-            "allowed (--quick or --peer-install never); run once without --quick"
-        )
-    if not Path(SYSTEM_PYTHON).exists():
-        return None, f"{SYSTEM_PYTHON} is missing: no Python here can load sqlite-vec"
-    steps = [
-        [SYSTEM_PYTHON, "-m", "venv", str(venv)],
-        [str(python), "-m", "pip", "install", "--quiet", *PEER_PACKAGES],
-    ]
-    for step in steps:
-        try:
-            done = subprocess.run(step, capture_output=True, text=True, timeout=900, check=False)
-        except (OSError, subprocess.TimeoutExpired) as err:
-            return None, f"making the peer environment failed ({' '.join(step[:3])}): {err}"
-        if done.returncode != 0:
-            last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-            hint = " (apt-get install python3-venv)" if "venv" in step[2] else ""
-            return None, f"making the peer environment failed{hint}: {last}"
-    problem = _can_load_extensions(str(python))
-    return (str(python), None) if problem is None else (None, problem)
-
-
-def run_in_peer(
-    python: str, name: str, size: int, args: argparse.Namespace, *, log: Callable[[str], None]
-) -> dict[str, Any]:
-    """Run :func:`run_one` for ``name`` at ``size`` under ``python`` and return its result."""
-    root = Path(__file__).resolve().parents[1]
-    with tempfile.TemporaryDirectory(prefix="langmem-bench-peer-") as directory:
-        out = Path(directory) / "run.json"
-        command = [
-            python,
-            "-m",
-            "benchmarks.store_speed",
-            "--peer-run",
-            name,
-            "--sizes",
-            str(size),
-            "--queries",
-            str(args.queries),
-            "--gets",
-            str(args.gets),
-            "--seed",
-            str(args.seed),
-            "--out",
-            str(out),
-        ]
-        env = {**os.environ, "PYTHONPATH": str(root)}
-        done = subprocess.run(command, cwd=root, env=env, text=True, capture_output=True)
-        for line in done.stdout.splitlines():
-            log(line)
-        if done.returncode != 0:
-            last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-            raise RuntimeError(f"the peer process failed: {last}")
-        result: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
-        return result
+# -- the SqliteStore peer's side ---------------------------------------------------------
 
 
 def _peer_run(args: argparse.Namespace) -> dict[str, Any]:
@@ -790,108 +632,6 @@ def _searches_of_a_new_process(store: BaseStore, workload: Workload) -> list[flo
     return seconds
 
 
-# -- targets and the plot --------------------------------------------------------------------
-
-
-def _find(runs: Sequence[dict[str, Any]], system: str, size: int) -> dict[str, Any] | None:
-    return next((r for r in runs if r["system"] == system and r["size"] == size), None)
-
-
-def evaluate_targets(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each target with its measured value and whether it was met (reported, never asserted)."""
-    targets: list[dict[str, Any]] = []
-    sizes = sorted({r["size"] for r in runs})
-    for size in sizes:
-        ours, peer = _find(runs, "ours-postgres", size), _find(runs, "langgraph-postgres", size)
-        if ours and peer:
-            ratio = ours["put"]["items_per_s"] / peer["put"]["items_per_s"]
-            targets.append(
-                {
-                    "target": f"put on PostgreSQL >= 10x PostgresStore's throughput ({size:,})",
-                    "measured": f"{ratio:.2f}x ({ours['put']['items_per_s']:,.0f} vs "
-                    f"{peer['put']['items_per_s']:,.0f} items/s)",
-                    "met": ratio >= 10,
-                }
-            )
-            ours_p95, peer_p95 = ours["search"]["p95_ms"], peer["search"]["p95_ms"]
-            targets.append(
-                {
-                    "target": f"search p95 on PostgreSQL <= PostgresStore's ({size:,})",
-                    "measured": f"{ours_p95:.1f} ms vs {peer_p95:.1f} ms",
-                    "met": ours_p95 <= peer_p95,
-                }
-            )
-    for size in sizes:
-        ours, peer = _find(runs, "ours-sqlite", size), _find(runs, "langgraph-sqlite", size)
-        if ours and peer:
-            ratio = ours["put"]["items_per_s"] / peer["put"]["items_per_s"]
-            targets.append(
-                {
-                    "target": f"put on SQLite >= SqliteStore's throughput ({size:,})",
-                    "measured": f"{ratio:.2f}x ({ours['put']['items_per_s']:,.0f} vs "
-                    f"{peer['put']['items_per_s']:,.0f} items/s)",
-                    "met": ratio >= 1,
-                }
-            )
-            ours_p95, peer_p95 = ours["search"]["p95_ms"], peer["search"]["p95_ms"]
-            targets.append(
-                {
-                    "target": f"search p95 on SQLite (hybrid) <= SqliteStore's ({size:,})",
-                    "measured": f"{ours_p95:.1f} ms vs {peer_p95:.1f} ms",
-                    "met": ours_p95 <= peer_p95,
-                }
-            )
-    ours_runs = [r for r in runs if r["system"].startswith("ours-")]
-    if ours_runs:
-        worst = min(ours_runs, key=lambda r: r["search"]["full_10_share"])
-        targets.append(
-            {
-                "target": "every filtered search returns the full 10 (this project, all backends)",
-                "measured": f"lowest full-10 share {worst['search']['full_10_share']:.3f} "
-                f"({worst['system']} at {worst['size']:,})",
-                "met": worst["search"]["full_10_share"] >= 1.0,
-            }
-        )
-    embedded = [r for r in runs if r["system"] == "ours-sqlite"]
-    if embedded:
-        largest = max(embedded, key=lambda r: r["size"])
-        note = "" if largest["size"] >= 100_000 else " (100k not run: largest size shown)"
-        targets.append(
-            {
-                "target": "embedded default filtered search p95 <= 20 ms at 100k",
-                "measured": f"{largest['search']['p95_ms']:.1f} ms at {largest['size']:,}{note}",
-                "met": largest["search"]["p95_ms"] <= 20 if largest["size"] >= 100_000 else None,
-            }
-        )
-    return targets
-
-
-def plot_p95(runs: Sequence[dict[str, Any]], path: Path) -> None:
-    """Search p95 against the number of memories, one line per system (PNG)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 4.5), dpi=120)
-    for system, label in SYSTEMS.items():
-        points = sorted((r["size"], r["search"]["p95_ms"]) for r in runs if r["system"] == system)
-        if points:
-            xs, ys = zip(*points, strict=True)
-            ax.plot(xs, ys, marker="o", label=label)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("memories in the store (100 scopes)")
-    ax.set_ylabel("filtered search p95 (ms, log scale)")
-    ax.set_title("Top-10 search within one scope")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path)
-    plt.close(fig)
-
-
 # -- command line ----------------------------------------------------------------------------
 
 
@@ -1028,7 +768,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     }
     write_results(results, args.out)
     if runs:
-        plot_p95(runs, args.plot)
+        plot_p95(runs, args.plot, SYSTEMS)
     for target in results["targets"]:
         print(f"  target: {target['target']}: {target['measured']} (met: {target['met']})")
     return results
