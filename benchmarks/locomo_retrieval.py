@@ -424,18 +424,23 @@ def methods(embedders: Sequence[str], quick: bool) -> list[tuple[str, ScoreFn]]:
     return out
 
 
-def _row(name: str, res: dict[str, Any]) -> str:
+#: The LoCoMo categories in the order of the tables' columns.
+TABLE_CATEGORIES = ("multi-hop", "temporal", "open-domain", "single-hop")
+
+
+def table_cells(res: dict[str, Any], metrics: Sequence[str], *, missing: str = "-") -> str:
+    """A results row's cells: ``metrics`` over every question, R@10 by category, then the
+    held-out R@10 (``missing`` when nothing was held out)."""
     a, h = res["all"], res["held_out"]
     cats = a["R@10_by_category"]
-    cat = " ".join(
-        f"{cats.get(n, float('nan')):.3f}"
-        for n in ("multi-hop", "temporal", "open-domain", "single-hop")
-    )
-    held = f"{h['R@10']:.3f}" if h else "  -  "
-    return (
-        f"| {name} | {a['R@5']:.3f} | {a['R@10']:.3f} | {a['R@20']:.3f} | {a['MRR']:.3f} "
-        f"| {cat.replace(' ', ' | ')} | {held} |"
-    )
+    cells = [f"{a[m]:.3f}" for m in metrics]
+    cells += [f"{cats.get(n, float('nan')):.3f}" for n in TABLE_CATEGORIES]
+    cells.append(f"{h['R@10']:.3f}" if h else missing)
+    return " | ".join(cells)
+
+
+def _row(name: str, res: dict[str, Any]) -> str:
+    return f"| {name} | {table_cells(res, ('R@5', 'R@10', 'R@20', 'MRR'), missing='  -  ')} |"
 
 
 TABLE_HEADER = (

@@ -44,6 +44,7 @@ from benchmarks.locomo_retrieval import (
     _minilm_vectors,
     evaluate,
     prepare,
+    table_cells,
 )
 from benchmarks.postgres import vacuum_analyze_schema
 from langmem_tiers import TieredMemoryStore
@@ -208,17 +209,8 @@ def run_langgraph(
 
 
 def _table_row(name: str, res: dict[str, Any]) -> str:
-    a, h = res["all"], res["held_out"]
-    cats = a["R@10_by_category"]
-    cat = " | ".join(
-        f"{cats.get(n, float('nan')):.3f}"
-        for n in ("multi-hop", "temporal", "open-domain", "single-hop")
-    )
-    held = f"{h['R@10']:.3f}" if h else "-"
-    return (
-        f"| {name} | {a['R@5']:.3f} | {a['R@10']:.3f} | {a['R@20']:.3f} | {a['any@10']:.3f} "
-        f"| {a['all@20']:.3f} | {a['MRR']:.3f} | {cat} | {held} |"
-    )
+    metrics = ("R@5", "R@10", "R@20", "any@10", "all@20", "MRR")
+    return f"| {name} | {table_cells(res, metrics)} |"
 
 
 HEADER = (

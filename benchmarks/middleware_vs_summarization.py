@@ -54,6 +54,7 @@ from benchmarks.locomo import (
     DEFAULT_DATA_PATH,
     Conversation,
     Turn,
+    evidence_reach,
     load_locomo,
     retrieval_questions,
 )
@@ -224,27 +225,16 @@ def run_conversation(
             stm_id[dia] = saved.get(str(state_id), "")
         shown = _shown_ids(model.last_prompt)
         stm = middleware.memory(store).memory(conversation.sample_id, "user")
-        evidence = in_prompt = by_search = 0
-        for question in questions:
-            found = {
-                str(hit.value.get("message_id"))
-                for hit in stm.search_archive(question.question, limit=SEARCH_K)
-            }
-            for dia in question.evidence:
-                evidence += 1
-                if stm_id[dia] in shown:
-                    in_prompt += 1
-                elif stm_id[dia] in found:
-                    by_search += 1
+        reach = evidence_reach(questions, stm_id, shown, stm, limit=SEARCH_K)
         kept_in_state = sum(1 for m in state["messages"] if m.type in ("human", "ai"))
     rows["tiered"] = _row(
         model,
         outcome["helper_calls"],
-        evidence,
-        in_prompt + by_search,
+        reach.evidence,
+        reach.reached,
         started,
-        in_prompt=in_prompt,
-        by_search=by_search,
+        in_prompt=reach.in_view,
+        by_search=reach.by_search,
         messages_in_state=kept_in_state,
     )
 
