@@ -170,6 +170,17 @@ def prepare(conversations: Sequence[Conversation]) -> list[ConvData]:
     return out
 
 
+def load_prepared(path: Path | None, *, quick: bool) -> list[ConvData]:
+    """LoCoMo's conversations at ``path`` (the first two when ``quick``), prepared."""
+    conversations = load_locomo(path)
+    return prepare(conversations[:2] if quick else conversations)
+
+
+def embedder_names(choice: str) -> list[str]:
+    """The embedders an ``--embedder`` choice runs (``both``: offline, then MiniLM)."""
+    return ["offline", "minilm"] if choice == "both" else [choice]
+
+
 # -- metrics -------------------------------------------------------------------------------
 
 
@@ -457,11 +468,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--out", type=Path, default=RESULTS / "locomo_retrieval.json")
     args = parser.parse_args(argv)
 
-    conversations = load_locomo(args.data)
-    if args.quick:
-        conversations = conversations[:2]
-    data = prepare(conversations)
-    embedders = ["offline", "minilm"] if args.embedder == "both" else [args.embedder]
+    data = load_prepared(args.data, quick=args.quick)
+    embedders = embedder_names(args.embedder)
     speed = None
     if "offline" in embedders:
         speed = _offline_vectors(data)

@@ -37,13 +37,13 @@ from langchain_core.embeddings import Embeddings
 from langgraph.store.base import BaseStore, PutOp
 from langgraph.store.memory import InMemoryStore
 
-from benchmarks.locomo import load_locomo
 from benchmarks.locomo_retrieval import (
     RESULTS,
     ConvData,
     _minilm_vectors,
+    embedder_names,
     evaluate,
-    prepare,
+    load_prepared,
     table_cells,
 )
 from benchmarks.postgres import vacuum_analyze_schema
@@ -237,14 +237,11 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--out", type=Path, default=RESULTS / "locomo_store.json")
     args = parser.parse_args(argv)
 
-    conversations = load_locomo(args.data)
-    if args.quick:
-        conversations = conversations[:2]
-    data = prepare(conversations)
+    data = load_prepared(args.data, quick=args.quick)
     if args.store_as == "event":
         for c in data:
             c.texts = [_event_text(turn) for turn in c.conv.turns]
-    embedders = ["offline", "minilm"] if args.embedder == "both" else [args.embedder]
+    embedders = embedder_names(args.embedder)
     results: dict[str, Any] = {}
     print(HEADER, flush=True)
     with tempfile.TemporaryDirectory() as tmp:
