@@ -220,7 +220,7 @@ HEADER = (
 )
 
 
-def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--embedder", choices=("offline", "minilm", "both"), default="offline")
     parser.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite")
@@ -235,7 +235,11 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--quick", action="store_true", help="2 conversations")
     parser.add_argument("--data", type=Path, default=None, help="path of locomo10.json")
     parser.add_argument("--out", type=Path, default=RESULTS / "locomo_store.json")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    args = _parser().parse_args(argv)
 
     data = load_prepared(args.data, quick=args.quick)
     if args.store_as == "event":

@@ -58,12 +58,10 @@ import argparse
 import gc
 import importlib
 import json
-import re
 import sys
 import tempfile
 import threading
 import time
-from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
@@ -81,6 +79,7 @@ from benchmarks.postgres import (
     vacuum_analyze_schema,
 )
 from benchmarks.report import machine_info, timing_summary, write_results
+from benchmarks.statement_profile import StatementProfile
 from benchmarks.store_peer import default_peer_venv, peer_python, run_in_peer
 from benchmarks.store_targets import evaluate_targets, plot_p95
 
@@ -201,87 +200,6 @@ class Workload:
         sims = self.vectors[items] @ self.query_vectors[query]
         order = np.argsort(-sims, kind="stable")[:k]
         return [int(items[i]) for i in order]
-
-
-# -- where the time goes (this project's store only) ---------------------------------------
-
-_SPACES = re.compile(r"\s+")
-_MARKS = re.compile(
-    r"(\?(\s*,\s*\?)+)|(\(CAST\(\? AS TEXT\), CAST\(\? AS DOUBLE PRECISION\)\)(, )?)+"
-)
-
-
-def _statement_label(text: str) -> str:
-    label = _MARKS.sub("?...", _SPACES.sub(" ", text).strip())
-    return label[:110]
-
-
-class StatementProfile:
-    """Sums the wall time of every SQL statement and Qdrant call the store's I/O runs.
-
-    Wraps the I/O classes of :mod:`langmem_tiers.sql.backends` while active (and
-    restores them), so it sees exactly what the store executes and nothing else.
-    """
-
-    def __init__(self) -> None:
-        self.phase = "setup"
-        self.seconds: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
-        self.calls: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-
-    def _wrap(self, kind: str, original: Callable[..., Any]) -> Callable[..., Any]:
-        profile = self
-
-        def timed(io: Any, request: Any) -> Any:
-            if kind == "qdrant":
-                label = f"qdrant {request.method}"
-            elif kind == "insert_rows":
-                label = f"insert_rows {request.table} ({', '.join(request.columns)})"
-            else:
-                label = f"{kind} {_statement_label(request.text)}"
-            start = time.perf_counter()
-            try:
-                return original(io, request)
-            finally:
-                profile.seconds[profile.phase][label] += time.perf_counter() - start
-                profile.calls[profile.phase][label] += 1
-
-        return timed
-
-    @contextmanager
-    def active(self) -> Iterator[StatementProfile]:
-        from langmem_tiers.sql import backends
-
-        targets: list[tuple[type, str, str]] = []
-        for class_name in ("SqliteIO", "_PgConnIO"):
-            cls = getattr(backends, class_name, None)
-            if cls is not None:
-                targets += [(cls, "sql", "sql"), (cls, "sql_many", "sql_many")]
-                if "insert_rows" in cls.__dict__:
-                    targets.append((cls, "insert_rows", "insert_rows"))
-        shared = getattr(backends, "_SharedIO", None)
-        if shared is not None:
-            targets.append((shared, "qdrant", "qdrant"))
-        saved = [(cls, name, cls.__dict__[name]) for cls, name, _ in targets]
-        try:
-            for cls, name, kind in targets:
-                setattr(cls, name, self._wrap(kind, cls.__dict__[name]))
-            yield self
-        finally:
-            for cls, name, original in saved:
-                setattr(cls, name, original)
-
-    def top(self, phase: str, wall_seconds: float, n: int = 6) -> list[dict[str, Any]]:
-        """The ``n`` statements that took longest in ``phase``, with their share of it."""
-        rows = sorted(self.seconds[phase].items(), key=lambda kv: -kv[1])[:n]
-        return [
-            {
-                "statement": label,
-                "seconds": round(seconds, 3),
-                "calls": self.calls[phase][label],
-                "share_of_phase": round(seconds / wall_seconds, 3) if wall_seconds else None,
-            }
-            for label, seconds in rows
-        ]
 
 
 # -- the systems ----------------------------------------------------------------------------
@@ -439,85 +357,28 @@ def run_one(
     with profiling, opened as (store, dense, settle):
         gc.collect()
         profile.phase = "put"
-        batch_seconds: list[float] = []
-        started = time.perf_counter()
-        for start in range(0, workload.size, BATCH):
-            ops = workload.put_ops(start, start + BATCH)
-            t0 = time.perf_counter()
-            store.batch(ops)
-            batch_seconds.append(time.perf_counter() - t0)
-        put_seconds = time.perf_counter() - started
+        batch_seconds, put_seconds = _put_all(store, workload)
         log(f"  {name} @ {workload.size}: put {workload.size / put_seconds:,.0f} items/s")
         profile.phase = "settle"
         settle()
 
         profile.phase = "warmup"
-        for scope, query in workload.queries[:10]:
-            store.search(workload.namespace(scope), query=query, limit=LIMIT)
-        for item in workload.get_items[:10]:
-            store.get(workload.namespace(int(workload.scope_of[item])), workload.key(item))
+        _warm_up(store, workload)
 
         profile.phase = "get"
-        get_seconds: list[float] = []
-        for item in workload.get_items:
-            namespace = workload.namespace(int(workload.scope_of[item]))
-            t0 = time.perf_counter()
-            got = store.get(namespace, workload.key(item))
-            get_seconds.append(time.perf_counter() - t0)
-            if got is None:
-                raise RuntimeError(f"{name}: get of {workload.key(item)} found nothing")
+        get_seconds = _gets(store, workload, name)
 
         profile.phase = "search"
-        search_seconds: list[float] = []
-        full = 0
-        recalls: list[float] = []
-        search_started = time.perf_counter()
-        for j, (scope, query) in enumerate(workload.queries):
-            namespace = workload.namespace(scope)
-            t0 = time.perf_counter()
-            hits = store.search(namespace, query=query, limit=LIMIT)
-            search_seconds.append(time.perf_counter() - t0)
-            expected = min(LIMIT, len(workload.members[scope]))
-            full += len(hits) >= expected
-            if not ours:
-                exact = [workload.key(i) for i in workload.exact_top(j, LIMIT)]
-                recalls.append(_recall([h.key for h in hits], exact))
-        search_wall = time.perf_counter() - search_started
-        log(
-            f"  {name} @ {workload.size}: search p95 "
-            f"{1000 * float(np.percentile(search_seconds, 95)):.1f} ms"
-        )
+        search_seconds, quality, search_wall = _searches(store, workload, by_cosine=not ours)
+        p95_ms = 1000 * float(np.percentile(search_seconds, 95))
+        log(f"  {name} @ {workload.size}: search p95 {p95_ms:.1f} ms")
 
-        dense_recall: dict[str, float] | None = None
-        if dense is not None:
-            from langmem_tiers.long_term.store.records import item_id
-
-            profile.phase = "dense-stage"
-            pool = LIMIT * int(store.settings.candidate_multiplier)  # type: ignore[attr-defined]
-            by_k: dict[int, list[float]] = {LIMIT: [], pool: []}
-            for j, (scope, _) in enumerate(workload.queries):
-                namespace = workload.namespace(scope)
-                vector = workload.query_vectors[j].tolist()
-                for k in by_k:
-                    exact_ids = [
-                        item_id(namespace, workload.key(i)) for i in workload.exact_top(j, k)
-                    ]
-                    by_k[k].append(_recall(dense(namespace, vector, k), exact_ids))
-            dense_recall = {f"recall_at_{k}": round(float(np.mean(v)), 4) for k, v in by_k.items()}
+        profile.phase = "dense-stage"
+        dense_recall = None if dense is None else _dense_recall(store, dense, workload)
 
         # Last: the memories it adds are no part of the searches above.
         profile.phase = "put-then-search"
-        single_puts: list[float] = []
-        after_put: list[float] = []
-        for r, (scope, query) in enumerate(workload.queries[:WRITE_ROUNDS]):
-            namespace = workload.namespace(scope)
-            text = workload.texts[int(workload.members[scope][r % len(workload.members[scope])])]
-            t0 = time.perf_counter()
-            store.put(namespace, f"new-{r:04d}", {"content": f"{text} {r}"})
-            t1 = time.perf_counter()
-            store.search(namespace, query=query, limit=LIMIT)
-            single_puts.append(t1 - t0)
-            after_put.append(time.perf_counter() - t1)
+        single_puts, after_put = _put_then_search(store, workload)
 
         profile.phase = "search-beside-writes"
         beside, writer_rate = _search_beside_writes(store, workload)
@@ -537,8 +398,7 @@ def run_one(
         "get": timing_summary(get_seconds),
         "search": {
             **timing_summary(search_seconds),
-            "full_10_share": round(full / len(workload.queries), 4),
-            "recall_at_10": round(float(np.mean(recalls)), 4) if recalls else None,
+            **quality,
             "dense_stage": dense_recall,
         },
         "put_then_search": {
@@ -558,6 +418,100 @@ def run_one(
             "put_then_search": profile.top("put-then-search", sum(single_puts + after_put)),
         }
     return result
+
+
+def _put_all(store: BaseStore, workload: Workload) -> tuple[list[float], float]:
+    """Put every memory in batches of :data:`BATCH`: the seconds of each batch, and of all."""
+    seconds: list[float] = []
+    started = time.perf_counter()
+    for start in range(0, workload.size, BATCH):
+        ops = workload.put_ops(start, start + BATCH)
+        t0 = time.perf_counter()
+        store.batch(ops)
+        seconds.append(time.perf_counter() - t0)
+    return seconds, time.perf_counter() - started
+
+
+def _gets(store: BaseStore, workload: Workload, name: str) -> list[float]:
+    """The seconds of each get of the workload (every one must find its item)."""
+    seconds: list[float] = []
+    for item in workload.get_items:
+        namespace = workload.namespace(int(workload.scope_of[item]))
+        t0 = time.perf_counter()
+        got = store.get(namespace, workload.key(item))
+        seconds.append(time.perf_counter() - t0)
+        if got is None:
+            raise RuntimeError(f"{name}: get of {workload.key(item)} found nothing")
+    return seconds
+
+
+def _warm_up(store: BaseStore, workload: Workload) -> None:
+    for scope, query in workload.queries[:10]:
+        store.search(workload.namespace(scope), query=query, limit=LIMIT)
+    for item in workload.get_items[:10]:
+        store.get(workload.namespace(int(workload.scope_of[item])), workload.key(item))
+
+
+def _searches(
+    store: BaseStore, workload: Workload, *, by_cosine: bool
+) -> tuple[list[float], dict[str, Any], float]:
+    """The seconds of each search, how full the results were (with the recall of the exact
+    cosine top 10 for a store that ranks ``by_cosine``), and the seconds of all."""
+    seconds: list[float] = []
+    started = time.perf_counter()
+    full = 0
+    recalls: list[float] = []
+    for j, (scope, query) in enumerate(workload.queries):
+        namespace = workload.namespace(scope)
+        t0 = time.perf_counter()
+        hits = store.search(namespace, query=query, limit=LIMIT)
+        seconds.append(time.perf_counter() - t0)
+        expected = min(LIMIT, len(workload.members[scope]))
+        full += len(hits) >= expected
+        if by_cosine:
+            exact = [workload.key(i) for i in workload.exact_top(j, LIMIT)]
+            recalls.append(_recall([h.key for h in hits], exact))
+    wall = time.perf_counter() - started
+    return (
+        seconds,
+        {
+            "full_10_share": round(full / len(workload.queries), 4),
+            "recall_at_10": round(float(np.mean(recalls)), 4) if recalls else None,
+        },
+        wall,
+    )
+
+
+def _dense_recall(store: Any, dense: DenseStage, workload: Workload) -> dict[str, float]:
+    """The recall of the store's own vector search, at k = 10 and at its candidate pool."""
+    from langmem_tiers.long_term.store.records import item_id
+
+    pool = LIMIT * int(store.settings.candidate_multiplier)
+    by_k: dict[int, list[float]] = {LIMIT: [], pool: []}
+    for j, (scope, _) in enumerate(workload.queries):
+        namespace = workload.namespace(scope)
+        vector = workload.query_vectors[j].tolist()
+        for k in by_k:
+            exact_ids = [item_id(namespace, workload.key(i)) for i in workload.exact_top(j, k)]
+            by_k[k].append(_recall(dense(namespace, vector, k), exact_ids))
+    return {f"recall_at_{k}": round(float(np.mean(v)), 4) for k, v in by_k.items()}
+
+
+def _put_then_search(store: BaseStore, workload: Workload) -> tuple[list[float], list[float]]:
+    """:data:`WRITE_ROUNDS` rounds of a put into a scope and a search of it: the seconds of
+    the puts and of the searches right after them."""
+    single_puts: list[float] = []
+    after_put: list[float] = []
+    for r, (scope, query) in enumerate(workload.queries[:WRITE_ROUNDS]):
+        namespace = workload.namespace(scope)
+        text = workload.texts[int(workload.members[scope][r % len(workload.members[scope])])]
+        t0 = time.perf_counter()
+        store.put(namespace, f"new-{r:04d}", {"content": f"{text} {r}"})
+        t1 = time.perf_counter()
+        store.search(namespace, query=query, limit=LIMIT)
+        single_puts.append(t1 - t0)
+        after_put.append(time.perf_counter() - t1)
+    return single_puts, after_put
 
 
 def _search_beside_writes(store: BaseStore, workload: Workload) -> tuple[list[float], float]:
@@ -635,8 +589,7 @@ def _searches_of_a_new_process(store: BaseStore, workload: Workload) -> list[flo
 # -- command line ----------------------------------------------------------------------------
 
 
-def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
-    """Run the benchmark, write the JSON and the plot, and return the results."""
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--quick", action="store_true", help=f"sizes {QUICK_SIZES}")
     parser.add_argument("--sizes", type=int, nargs="+", help=f"default {FULL_SIZES}")
@@ -669,22 +622,20 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         help="create the peer's environment when missing (default: auto, never with --quick)",
     )
     parser.add_argument("--peer-run", choices=sorted(_SUBPROCESS_SYSTEMS), help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
-    if args.peer_run:
-        return _peer_run(args)
+    return parser
 
-    sizes = args.sizes or (QUICK_SIZES if args.quick else FULL_SIZES)
-    qdrant_cap = args.qdrant_cap or (2_000 if args.quick else QDRANT_LOCAL_CAP)
-    embeddings = SeededEmbeddings(DIMS, seed=args.seed)
+
+def _measure(
+    args: argparse.Namespace,
+    sizes: Sequence[int],
+    qdrant_cap: int,
+    embeddings: SeededEmbeddings,
+    pg_problem: str | None,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Every system at every size: the runs, and the systems skipped with the reason."""
     corpus = SyntheticCorpus(seed=args.seed)
-    pg_problem = (
-        postgres_problem(args.postgres_url)
-        if _POSTGRES_SYSTEMS.intersection(args.systems)
-        else None
-    )
     runs: list[dict[str, Any]] = []
     skipped: list[dict[str, Any]] = []
-    started = time.perf_counter()
     peer, peer_problem = None, None
     if _SUBPROCESS_SYSTEMS.intersection(args.systems):
         install = (args.peer_install or ("never" if args.quick else "auto")) == "auto"
@@ -737,6 +688,25 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
                 )
         del workload
         gc.collect()
+    return runs, skipped
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    """Run the benchmark, write the JSON and the plot, and return the results."""
+    args = _parser().parse_args(argv)
+    if args.peer_run:
+        return _peer_run(args)
+
+    sizes = args.sizes or (QUICK_SIZES if args.quick else FULL_SIZES)
+    qdrant_cap = args.qdrant_cap or (2_000 if args.quick else QDRANT_LOCAL_CAP)
+    embeddings = SeededEmbeddings(DIMS, seed=args.seed)
+    pg_problem = (
+        postgres_problem(args.postgres_url)
+        if _POSTGRES_SYSTEMS.intersection(args.systems)
+        else None
+    )
+    started = time.perf_counter()
+    runs, skipped = _measure(args, sizes, qdrant_cap, embeddings, pg_problem)
 
     results: dict[str, Any] = {
         "benchmark": "store_speed",

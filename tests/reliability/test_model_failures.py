@@ -10,8 +10,8 @@ async twin.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -74,16 +74,25 @@ def _state(store: TieredMemoryStore) -> tuple[Any, ...]:
 # -- the store's embedder ---------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("fault", EMBEDDING_FAULTS)
-async def test_a_failing_embedder_fails_a_put_clearly_and_stores_nothing(
+@asynccontextmanager
+async def _embedder_fails(
     store_url: str, twin_of: Callable[[Any], Twin], fault: str
-) -> None:
+) -> AsyncIterator[tuple[TieredMemoryStore, Twin, FaultyEmbeddings]]:
+    """A store that holds one memory and whose embedder fails with ``fault`` from then on."""
     embeddings = FaultyEmbeddings(fault, DIMS)
     with _open(store_url, embeddings) as store:
         twin = twin_of(store)
         await twin.put(NS, "kept", {"content": "Jordan leads the RAI Chat project"})
-        before = _state(store)
         embeddings.arm()
+        yield store, twin, embeddings
+
+
+@pytest.mark.parametrize("fault", EMBEDDING_FAULTS)
+async def test_a_failing_embedder_fails_a_put_clearly_and_stores_nothing(
+    store_url: str, twin_of: Callable[[Any], Twin], fault: str
+) -> None:
+    async with _embedder_fails(store_url, twin_of, fault) as (store, twin, embeddings):
+        before = _state(store)
         with pytest.raises((EmbeddingError, DimensionMismatchError)) as caught:
             await twin.batch(
                 [
@@ -102,12 +111,8 @@ async def test_a_failing_embedder_fails_a_put_clearly_and_stores_nothing(
 async def test_a_failing_embedder_fails_a_search_clearly_and_changes_nothing(
     store_url: str, twin_of: Callable[[Any], Twin], fault: str
 ) -> None:
-    embeddings = FaultyEmbeddings(fault, DIMS)
-    with _open(store_url, embeddings) as store:
-        twin = twin_of(store)
-        await twin.put(NS, "kept", {"content": "Jordan leads the RAI Chat project"})
+    async with _embedder_fails(store_url, twin_of, fault) as (store, twin, _):
         before = _state(store)
-        embeddings.arm()
         with pytest.raises((EmbeddingError, DimensionMismatchError)):
             await twin.search(NS, query="who leads RAI Chat?")
         # A listing needs no embedder and still answers.
