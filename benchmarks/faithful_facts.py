@@ -29,11 +29,11 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from benchmarks.report import write_results
 from langmem_tiers.tiers.extraction import Fact, extract_facts
 from langmem_tiers.tiers.lexicon import NUMBER_WORDS
 
@@ -190,10 +190,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="JSON results file")
     args = parser.parse_args(argv)
     results = measure(json.loads(args.corpus.read_text(encoding="utf-8")))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    json.dump(results, sys.stdout, indent=2, ensure_ascii=False)
-    sys.stdout.write("\n")
+    write_results(results, args.out)
+    print(json.dumps(results, indent=2, ensure_ascii=False))
     return results
 
 

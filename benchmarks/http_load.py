@@ -55,8 +55,8 @@ import httpx
 import numpy as np
 
 from benchmarks.fakes import SyntheticCorpus
+from benchmarks.postgres import postgres_problem, temporary_schema, vacuum_analyze_schema
 from benchmarks.report import machine_info, write_results
-from benchmarks.store_speed import postgres_problem, temporary_schema, vacuum_analyze_schema
 
 __all__ = ["LoadResult", "main", "run_load", "served"]
 

@@ -17,16 +17,19 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Protocol
 
 __all__ = [
     "CATEGORY_NAMES",
     "DEFAULT_DATA_PATH",
     "Conversation",
     "Question",
+    "Reach",
     "Turn",
+    "evidence_reach",
     "load_locomo",
     "normalise_evidence",
     "retrieval_questions",
@@ -159,3 +162,49 @@ def load_locomo(path: str | Path | None = None) -> list[Conversation]:
 def retrieval_questions(conversation: Conversation) -> list[Question]:
     """The questions retrieval recall is measured on: categories 1-4 with evidence."""
     return [q for q in conversation.questions if q.category in (1, 2, 3, 4) and q.evidence]
+
+
+class _Archive(Protocol):
+    def search_archive(self, query: str, *, limit: int) -> Sequence[Any]: ...
+
+
+@dataclass(frozen=True)
+class Reach:
+    """How a question's evidence turns reach the model at the end of a conversation."""
+
+    evidence: int
+    """Evidence turns of every question."""
+    in_view: int
+    """Those the model is shown."""
+    by_search: int
+    """Those not shown that a search of the archive for the question finds."""
+
+    @property
+    def reached(self) -> int:
+        """Evidence turns shown or found."""
+        return self.in_view + self.by_search
+
+
+def evidence_reach(
+    questions: Sequence[Question],
+    message_of: Mapping[str, str],
+    shown: Container[str],
+    archive: _Archive,
+    *,
+    limit: int,
+) -> Reach:
+    """Count the evidence turns of ``questions`` (``message_of``: a turn's stored message id)
+    that are ``shown``, or else found by ``archive.search_archive(question, limit=limit)``."""
+    evidence = in_view = by_search = 0
+    for question in questions:
+        found = {
+            str(hit.value.get("message_id"))
+            for hit in archive.search_archive(question.question, limit=limit)
+        }
+        for dia in question.evidence:
+            evidence += 1
+            if message_of[dia] in shown:
+                in_view += 1
+            elif message_of[dia] in found:
+                by_search += 1
+    return Reach(evidence, in_view, by_search)

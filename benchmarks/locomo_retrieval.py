@@ -170,6 +170,17 @@ def prepare(conversations: Sequence[Conversation]) -> list[ConvData]:
     return out
 
 
+def load_prepared(path: Path | None, *, quick: bool) -> list[ConvData]:
+    """LoCoMo's conversations at ``path`` (the first two when ``quick``), prepared."""
+    conversations = load_locomo(path)
+    return prepare(conversations[:2] if quick else conversations)
+
+
+def embedder_names(choice: str) -> list[str]:
+    """The embedders an ``--embedder`` choice runs (``both``: offline, then MiniLM)."""
+    return ["offline", "minilm"] if choice == "both" else [choice]
+
+
 # -- metrics -------------------------------------------------------------------------------
 
 
@@ -424,18 +435,23 @@ def methods(embedders: Sequence[str], quick: bool) -> list[tuple[str, ScoreFn]]:
     return out
 
 
-def _row(name: str, res: dict[str, Any]) -> str:
+#: The LoCoMo categories in the order of the tables' columns.
+TABLE_CATEGORIES = ("multi-hop", "temporal", "open-domain", "single-hop")
+
+
+def table_cells(res: dict[str, Any], metrics: Sequence[str], *, missing: str = "-") -> str:
+    """A results row's cells: ``metrics`` over every question, R@10 by category, then the
+    held-out R@10 (``missing`` when nothing was held out)."""
     a, h = res["all"], res["held_out"]
     cats = a["R@10_by_category"]
-    cat = " ".join(
-        f"{cats.get(n, float('nan')):.3f}"
-        for n in ("multi-hop", "temporal", "open-domain", "single-hop")
-    )
-    held = f"{h['R@10']:.3f}" if h else "  -  "
-    return (
-        f"| {name} | {a['R@5']:.3f} | {a['R@10']:.3f} | {a['R@20']:.3f} | {a['MRR']:.3f} "
-        f"| {cat.replace(' ', ' | ')} | {held} |"
-    )
+    cells = [f"{a[m]:.3f}" for m in metrics]
+    cells += [f"{cats.get(n, float('nan')):.3f}" for n in TABLE_CATEGORIES]
+    cells.append(f"{h['R@10']:.3f}" if h else missing)
+    return " | ".join(cells)
+
+
+def _row(name: str, res: dict[str, Any]) -> str:
+    return f"| {name} | {table_cells(res, ('R@5', 'R@10', 'R@20', 'MRR'), missing='  -  ')} |"
 
 
 TABLE_HEADER = (
@@ -452,11 +468,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--out", type=Path, default=RESULTS / "locomo_retrieval.json")
     args = parser.parse_args(argv)
 
-    conversations = load_locomo(args.data)
-    if args.quick:
-        conversations = conversations[:2]
-    data = prepare(conversations)
-    embedders = ["offline", "minilm"] if args.embedder == "both" else [args.embedder]
+    data = load_prepared(args.data, quick=args.quick)
+    embedders = embedder_names(args.embedder)
     speed = None
     if "offline" in embedders:
         speed = _offline_vectors(data)

@@ -37,15 +37,16 @@ from langchain_core.embeddings import Embeddings
 from langgraph.store.base import BaseStore, PutOp
 from langgraph.store.memory import InMemoryStore
 
-from benchmarks.locomo import load_locomo
 from benchmarks.locomo_retrieval import (
     RESULTS,
     ConvData,
     _minilm_vectors,
+    embedder_names,
     evaluate,
-    prepare,
+    load_prepared,
+    table_cells,
 )
-from benchmarks.store_speed import vacuum_analyze_schema
+from benchmarks.postgres import vacuum_analyze_schema
 from langmem_tiers import TieredMemoryStore
 from langmem_tiers.embeddings import OfflineEmbeddings
 
@@ -208,17 +209,8 @@ def run_langgraph(
 
 
 def _table_row(name: str, res: dict[str, Any]) -> str:
-    a, h = res["all"], res["held_out"]
-    cats = a["R@10_by_category"]
-    cat = " | ".join(
-        f"{cats.get(n, float('nan')):.3f}"
-        for n in ("multi-hop", "temporal", "open-domain", "single-hop")
-    )
-    held = f"{h['R@10']:.3f}" if h else "-"
-    return (
-        f"| {name} | {a['R@5']:.3f} | {a['R@10']:.3f} | {a['R@20']:.3f} | {a['any@10']:.3f} "
-        f"| {a['all@20']:.3f} | {a['MRR']:.3f} | {cat} | {held} |"
-    )
+    metrics = ("R@5", "R@10", "R@20", "any@10", "all@20", "MRR")
+    return f"| {name} | {table_cells(res, metrics)} |"
 
 
 HEADER = (
@@ -228,7 +220,7 @@ HEADER = (
 )
 
 
-def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--embedder", choices=("offline", "minilm", "both"), default="offline")
     parser.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite")
@@ -243,16 +235,17 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--quick", action="store_true", help="2 conversations")
     parser.add_argument("--data", type=Path, default=None, help="path of locomo10.json")
     parser.add_argument("--out", type=Path, default=RESULTS / "locomo_store.json")
-    args = parser.parse_args(argv)
+    return parser
 
-    conversations = load_locomo(args.data)
-    if args.quick:
-        conversations = conversations[:2]
-    data = prepare(conversations)
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    args = _parser().parse_args(argv)
+
+    data = load_prepared(args.data, quick=args.quick)
     if args.store_as == "event":
         for c in data:
             c.texts = [_event_text(turn) for turn in c.conv.turns]
-    embedders = ["offline", "minilm"] if args.embedder == "both" else [args.embedder]
+    embedders = embedder_names(args.embedder)
     results: dict[str, Any] = {}
     print(HEADER, flush=True)
     with tempfile.TemporaryDirectory() as tmp:

@@ -53,7 +53,9 @@ from pydantic import Field
 from benchmarks.locomo import (
     DEFAULT_DATA_PATH,
     Conversation,
+    Question,
     Turn,
+    evidence_reach,
     load_locomo,
     retrieval_questions,
 )
@@ -187,28 +189,16 @@ def _run_tiered(
     return outcome, middleware
 
 
-def run_conversation(
-    conversation: Conversation, *, budget: int, max_turns: int | None = None
+def _tiered(
+    conversation: Conversation, plan: list[Exchange], questions: list[Question], budget: int
 ) -> dict[str, Any]:
-    """Replay one conversation through both agents; tokens, calls and reachability."""
-    from langchain.agents import create_agent
-    from langchain.agents.middleware import SummarizationMiddleware
-    from langgraph.checkpoint.memory import InMemorySaver
-
+    """The tiered middleware's row: its calls, and the evidence shown or found by search."""
     from langmem_tiers import TieredMemoryStore
     from langmem_tiers.config import Settings
-    from langmem_tiers.tiers import OfflineSummarizer
 
-    plan = exchanges(conversation, max_turns)
     replies = [e.reply_text() for e in plan]
     turn_ids = {t.dia_id for e in plan for t in e.user + e.reply}
-    questions = [
-        q for q in retrieval_questions(conversation) if all(d in turn_ids for d in q.evidence)
-    ]
     reply_of = {t.dia_id: i for i, e in enumerate(plan) for t in e.reply}
-    rows: dict[str, Any] = {}
-
-    # -- tiered --------------------------------------------------------------------------
     started = time.perf_counter()
     model = ReplayModel(replies=replies)
     with (
@@ -224,31 +214,31 @@ def run_conversation(
             stm_id[dia] = saved.get(str(state_id), "")
         shown = _shown_ids(model.last_prompt)
         stm = middleware.memory(store).memory(conversation.sample_id, "user")
-        evidence = in_prompt = by_search = 0
-        for question in questions:
-            found = {
-                str(hit.value.get("message_id"))
-                for hit in stm.search_archive(question.question, limit=SEARCH_K)
-            }
-            for dia in question.evidence:
-                evidence += 1
-                if stm_id[dia] in shown:
-                    in_prompt += 1
-                elif stm_id[dia] in found:
-                    by_search += 1
+        reach = evidence_reach(questions, stm_id, shown, stm, limit=SEARCH_K)
         kept_in_state = sum(1 for m in state["messages"] if m.type in ("human", "ai"))
-    rows["tiered"] = _row(
+    return _row(
         model,
         outcome["helper_calls"],
-        evidence,
-        in_prompt + by_search,
+        reach.evidence,
+        reach.reached,
         started,
-        in_prompt=in_prompt,
-        by_search=by_search,
+        in_prompt=reach.in_view,
+        by_search=reach.by_search,
         messages_in_state=kept_in_state,
     )
 
-    # -- summarization -------------------------------------------------------------------
+
+def _summarization(
+    conversation: Conversation, plan: list[Exchange], questions: list[Question], budget: int
+) -> dict[str, Any]:
+    """The summarization middleware's row: its calls, and the evidence kept in its state."""
+    from langchain.agents import create_agent
+    from langchain.agents.middleware import SummarizationMiddleware
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from langmem_tiers.tiers import OfflineSummarizer
+
+    replies = [e.reply_text() for e in plan]
     started = time.perf_counter()
     model = ReplayModel(replies=replies)
     summarizer = OfflineSummarizer()
@@ -283,7 +273,7 @@ def run_conversation(
         for dia in question.evidence:
             evidence += 1
             kept += text_of[dia] in contents
-    rows["summarization"] = _row(
+    return _row(
         model,
         summaries,
         evidence,
@@ -291,6 +281,21 @@ def run_conversation(
         started,
         messages_in_state=sum(1 for m in state["messages"] if m.type in ("human", "ai")),
     )
+
+
+def run_conversation(
+    conversation: Conversation, *, budget: int, max_turns: int | None = None
+) -> dict[str, Any]:
+    """Replay one conversation through both agents; tokens, calls and reachability."""
+    plan = exchanges(conversation, max_turns)
+    turn_ids = {t.dia_id for e in plan for t in e.user + e.reply}
+    questions = [
+        q for q in retrieval_questions(conversation) if all(d in turn_ids for d in q.evidence)
+    ]
+    rows = {
+        "tiered": _tiered(conversation, plan, questions, budget),
+        "summarization": _summarization(conversation, plan, questions, budget),
+    }
     return {
         "sample_id": conversation.sample_id,
         "turns": len(turn_ids),

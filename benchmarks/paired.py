@@ -32,7 +32,7 @@ import sys
 import tarfile
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -40,7 +40,8 @@ from typing import Any
 import numpy as np
 
 from benchmarks.fakes import SeededEmbeddings, SyntheticCorpus
-from benchmarks.store_speed import BATCH, DEFAULT_POSTGRES_URL, LIMIT, Workload, open_system
+from benchmarks.postgres import DEFAULT_POSTGRES_URL
+from benchmarks.store_speed import BATCH, LIMIT, Workload, open_system
 
 __all__ = ["BASE_PACKAGE", "extract_base", "main", "paired_summary"]
 
@@ -90,6 +91,34 @@ def paired_summary(old: Sequence[float], new: Sequence[float]) -> dict[str, floa
     }
 
 
+def _alternating(
+    sides: dict[str, Any],
+    items: Sequence[Any],
+    call: Callable[[Any, Any], object],
+    *,
+    rounds: int = 1,
+) -> dict[str, list[float]]:
+    """The seconds of ``call(store, item)`` on each side for every item, ``rounds`` times.
+    The side that goes first alternates from item to item and from round to round, so
+    neither side always runs on what the other just warmed."""
+    seconds: dict[str, list[float]] = {"old": [], "new": []}
+    for r in range(rounds):
+        for n, item in enumerate(items):
+            for name in ("old", "new") if (n + r) % 2 == 0 else ("new", "old"):
+                began = time.perf_counter()
+                call(sides[name], item)
+                seconds[name].append(time.perf_counter() - began)
+    return seconds
+
+
+def _line(s: dict[str, Any]) -> str:
+    return (
+        f"old p50 {s['old_p50_ms']} p95 {s['old_p95_ms']} ms,"
+        f" new p50 {s['new_p50_ms']} p95 {s['new_p95_ms']} ms,"
+        f" median ratio new/old {s['median_ratio']} over {s['n']} pairs"
+    )
+
+
 def run(
     base: str,
     *,
@@ -115,7 +144,11 @@ def run(
         n_gets=1,
         seed=seed,
     )
-    clock = time.perf_counter
+
+    def search(store: Any, scope_query: tuple[str, str]) -> None:
+        scope, query = scope_query
+        store.search(workload.namespace(scope), query=query, limit=LIMIT)
+
     with tempfile.TemporaryDirectory(prefix="paired-base-") as root, ExitStack() as stack:
         extract_base(base, Path(root))
         sys.path.insert(0, root)
@@ -133,33 +166,17 @@ def run(
                 for name, package in (("old", BASE_PACKAGE), ("new", PACKAGE))
             }
             sides = {name: store for name, (store, _, _) in opened.items()}
-            puts: dict[str, list[float]] = {"old": [], "new": []}
-            for n, start in enumerate(range(0, size, BATCH)):
-                ops = workload.put_ops(start, start + BATCH)
-                for name in ("old", "new") if n % 2 == 0 else ("new", "old"):
-                    began = clock()
-                    sides[name].batch(ops)
-                    puts[name].append(clock() - began)
+            batches = [workload.put_ops(start, start + BATCH) for start in range(0, size, BATCH)]
+            puts = _alternating(sides, batches, lambda store, ops: store.batch(ops))
             for _, _, settle in opened.values():
                 settle()
             # Each scope's first search: what a store that keeps what it read pays once.
             first_query = dict(reversed(workload.queries))
-            firsts: dict[str, list[float]] = {"old": [], "new": []}
-            for n, (scope, query) in enumerate(sorted(first_query.items())):
-                for name in ("old", "new") if n % 2 == 0 else ("new", "old"):
-                    began = clock()
-                    sides[name].search(workload.namespace(scope), query=query, limit=LIMIT)
-                    firsts[name].append(clock() - began)
+            firsts = _alternating(sides, sorted(first_query.items()), search)
             for store in sides.values():
                 for scope, query in workload.queries[:200]:  # every scope loaded, warm
                     store.search(workload.namespace(scope), query=query, limit=LIMIT)
-            searches: dict[str, list[float]] = {"old": [], "new": []}
-            for r in range(rounds):
-                for j, (scope, query) in enumerate(workload.queries):
-                    for name in ("old", "new") if (j + r) % 2 == 0 else ("new", "old"):
-                        began = clock()
-                        sides[name].search(workload.namespace(scope), query=query, limit=LIMIT)
-                        searches[name].append(clock() - began)
+            searches = _alternating(sides, workload.queries, search, rounds=rounds)
         finally:
             sys.path.remove(root)
             for name in [m for m in sys.modules if m.split(".")[0] == BASE_PACKAGE]:
@@ -169,12 +186,8 @@ def run(
         "first_searches": paired_summary(firsts["old"], firsts["new"]),
         "searches": paired_summary(searches["old"], searches["new"]),
     }
-    for phase, s in phases.items():
-        log(
-            f"{backend} {size:,} {phase}: old p50 {s['old_p50_ms']} p95 {s['old_p95_ms']} ms,"
-            f" new p50 {s['new_p50_ms']} p95 {s['new_p95_ms']} ms,"
-            f" median ratio new/old {s['median_ratio']} over {s['n']} pairs"
-        )
+    for phase, summary in phases.items():
+        log(f"{backend} {size:,} {phase}: {_line(summary)}")
     return {
         "base": base,
         "backend": backend,

@@ -39,8 +39,8 @@ from typing import Any
 from langgraph.store.base import PutOp
 
 from benchmarks.fakes import SeededEmbeddings, SyntheticCorpus
+from benchmarks.postgres import DEFAULT_POSTGRES_URL, postgres_problem, temporary_schema
 from benchmarks.report import machine_info, write_results
-from benchmarks.store_speed import DEFAULT_POSTGRES_URL, postgres_problem, temporary_schema
 from langmem_tiers import TieredMemoryStore
 from langmem_tiers.portability import export_records, import_records
 from langmem_tiers.portability.format import encode_line

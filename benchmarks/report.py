@@ -370,6 +370,11 @@ def _tier_sizes(data: dict[str, Any]) -> list[str]:
     ]
 
 
+def _recall_cells(overall: dict[str, Any]) -> list[str]:
+    """R@5, R@10, R@20 and MRR of a LoCoMo result over all its questions."""
+    return [_num(overall.get(metric), 3) for metric in ("R@5", "R@10", "R@20", "MRR")]
+
+
 def _locomo_retrieval(data: dict[str, Any]) -> list[str]:
     methods: dict[str, Any] = data.get("methods", {})
     rows = []
@@ -377,15 +382,7 @@ def _locomo_retrieval(data: dict[str, Any]) -> list[str]:
         if "[default]" not in name and "cosine" not in name and "product" not in name:
             continue
         overall = result.get("all", {})
-        rows.append(
-            [
-                name,
-                _num(overall.get("R@5"), 3),
-                _num(overall.get("R@10"), 3),
-                _num(overall.get("R@20"), 3),
-                _num(overall.get("MRR"), 3),
-            ]
-        )
+        rows.append([name, *_recall_cells(overall)])
     return [
         "### Retrieval quality (LoCoMo)",
         "",
@@ -405,10 +402,7 @@ def _locomo_store(data: dict[str, Any]) -> list[str]:
         rows.append(
             [
                 name,
-                _num(overall.get("R@5"), 3),
-                _num(overall.get("R@10"), 3),
-                _num(overall.get("R@20"), 3),
-                _num(overall.get("MRR"), 3),
+                *_recall_cells(overall),
                 *(
                     _num(by_category.get(c), 3)
                     for c in ("multi-hop", "temporal", "open-domain", "single-hop")

@@ -40,8 +40,8 @@ from typing import Any
 import numpy as np
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
+from benchmarks.postgres import DEFAULT_POSTGRES_URL, postgres_problem, temporary_schema
 from benchmarks.report import machine_info, timing_summary, write_results
-from benchmarks.store_speed import DEFAULT_POSTGRES_URL, postgres_problem, temporary_schema
 
 __all__ = ["SYSTEMS", "chat_messages", "main"]
 

@@ -58,38 +58,37 @@ import argparse
 import gc
 import importlib
 import json
-import os
-import re
-import subprocess
 import sys
 import tempfile
 import threading
 import time
-import uuid
-from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import numpy as np
 from langgraph.store.base import BaseStore, PutOp, SearchOp
 
 from benchmarks.fakes import SeededEmbeddings, SyntheticCorpus
+from benchmarks.postgres import (
+    DEFAULT_POSTGRES_URL,
+    postgres_problem,
+    temporary_schema,
+    vacuum_analyze_schema,
+)
 from benchmarks.report import machine_info, timing_summary, write_results
+from benchmarks.statement_profile import StatementProfile
+from benchmarks.store_peer import default_peer_venv, peer_python, run_in_peer
+from benchmarks.store_targets import evaluate_targets, plot_p95
 
 __all__ = [
-    "DEFAULT_POSTGRES_URL",
     "SYSTEMS",
     "Workload",
     "main",
-    "postgres_problem",
-    "temporary_schema",
 ]
 
-DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
 RESULTS = Path(__file__).resolve().parent / "results"
 DIMS = 256
 SCOPES = 100
@@ -118,167 +117,9 @@ SYSTEMS: dict[str, str] = {
 _POSTGRES_SYSTEMS = {"ours-postgres", "ours-postgres-qdrant", "langgraph-postgres"}
 #: Systems run in a subprocess under another Python (see :func:`peer_python`).
 _SUBPROCESS_SYSTEMS = {"langgraph-sqlite"}
-#: The Python the SqliteStore peer's environment is made from: Debian's can load
-#: SQLite extensions.
-SYSTEM_PYTHON = "/usr/bin/python3"
-PEER_PACKAGES = ("langgraph-checkpoint-sqlite", "sqlite-vec", "numpy")
 
 
-# -- PostgreSQL schemas ---------------------------------------------------------------------
-
-
-def postgres_problem(url: str) -> str | None:
-    """Why PostgreSQL with pgvector cannot be used at ``url``, or None when it can."""
-    try:
-        import psycopg
-    except ImportError:
-        return "psycopg is not installed (pip install -e '.[bench]')"
-    try:
-        with psycopg.connect(url, connect_timeout=3, autocommit=True) as conn:
-            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-    except Exception as err:  # any failure means: not usable here
-        return f"{type(err).__name__}: {str(err).strip().splitlines()[0]}"
-    return None
-
-
-def _with_search_path(url: str, schema: str) -> str:
-    parts = urlsplit(url)
-    query = [(k, v) for k, v in parse_qsl(parts.query) if k != "options"]
-    query.append(("options", f"-c search_path={schema},public"))
-    return urlunsplit(parts._replace(query=urlencode(query, quote_via=quote)))
-
-
-def vacuum_analyze_schema(url: str) -> None:
-    """VACUUM ANALYZE the tables of the first schema on ``url``'s search path: what
-    autovacuum does after a bulk load (statistics, and the visibility map that lets index-only
-    scans skip the table), done at once so every system is measured settled."""
-    import psycopg
-
-    with psycopg.connect(url, autocommit=True) as conn:
-        tables = conn.execute(
-            "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
-        ).fetchall()
-        for (table,) in tables:
-            conn.execute(f'VACUUM ANALYZE "{table}"')
-
-
-@contextmanager
-def temporary_schema(url: str) -> Iterator[str]:
-    """A URL whose ``search_path`` is a new schema ``bench_<uuid>``, dropped on exit.
-
-    Example::
-
-        with temporary_schema("postgresql://postgres@127.0.0.1:5432/test") as schema_url:
-            ...  # tables created through schema_url live in the new schema
-    """
-    import psycopg
-
-    schema = f"bench_{uuid.uuid4().hex[:16]}"
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(f'CREATE SCHEMA "{schema}"')
-    try:
-        yield _with_search_path(url, schema)
-    finally:
-        with psycopg.connect(url, autocommit=True) as conn:
-            conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
-
-
-# -- the SqliteStore peer's Python ------------------------------------------------------------
-
-
-def default_peer_venv() -> Path:
-    """Where the SqliteStore peer's virtual environment is kept between runs."""
-    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(cache) / "langmem-tiers-bench" / "sqlite-store-peer"
-
-
-def _can_load_extensions(python: str) -> str | None:
-    """Why ``python`` cannot run SqliteStore with sqlite-vec, or None when it can."""
-    probe = (
-        "import sqlite3, sqlite_vec, langgraph.store.sqlite, numpy\n"
-        "c = sqlite3.connect(':memory:')\n"
-        "c.enable_load_extension(True)\n"
-        "sqlite_vec.load(c)\n"
-    )
-    try:
-        done = subprocess.run(
-            [python, "-c", probe], capture_output=True, text=True, timeout=120, check=False
-        )
-    except (OSError, subprocess.TimeoutExpired) as err:
-        return f"{python} does not run: {err}"
-    if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        return f"{python} cannot load sqlite-vec: {last}"
-    return None
-
-
-def peer_python(venv: Path, *, install: bool) -> tuple[str | None, str | None]:
-    """The SqliteStore peer's Python (made when missing and ``install``), or why there is none.
-
-    Returns ``(python, None)`` or ``(None, reason)``.
-    """
-    python = venv / "bin" / "python"
-    if python.exists():
-        problem = _can_load_extensions(str(python))
-        return (str(python), None) if problem is None else (None, problem)
-    if not install:
-        return None, (
-            f"the SqliteStore peer needs a virtual environment at {venv} (made from "
-            f"{SYSTEM_PYTHON}, whose sqlite3 loads extensions) and installing it was not "
-            "allowed (--quick or --peer-install never); run once without --quick"
-        )
-    if not Path(SYSTEM_PYTHON).exists():
-        return None, f"{SYSTEM_PYTHON} is missing: no Python here can load sqlite-vec"
-    steps = [
-        [SYSTEM_PYTHON, "-m", "venv", str(venv)],
-        [str(python), "-m", "pip", "install", "--quiet", *PEER_PACKAGES],
-    ]
-    for step in steps:
-        try:
-            done = subprocess.run(step, capture_output=True, text=True, timeout=900, check=False)
-        except (OSError, subprocess.TimeoutExpired) as err:
-            return None, f"making the peer environment failed ({' '.join(step[:3])}): {err}"
-        if done.returncode != 0:
-            last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-            hint = " (apt-get install python3-venv)" if "venv" in step[2] else ""
-            return None, f"making the peer environment failed{hint}: {last}"
-    problem = _can_load_extensions(str(python))
-    return (str(python), None) if problem is None else (None, problem)
-
-
-def run_in_peer(
-    python: str, name: str, size: int, args: argparse.Namespace, *, log: Callable[[str], None]
-) -> dict[str, Any]:
-    """Run :func:`run_one` for ``name`` at ``size`` under ``python`` and return its result."""
-    root = Path(__file__).resolve().parents[1]
-    with tempfile.TemporaryDirectory(prefix="langmem-bench-peer-") as directory:
-        out = Path(directory) / "run.json"
-        command = [
-            python,
-            "-m",
-            "benchmarks.store_speed",
-            "--peer-run",
-            name,
-            "--sizes",
-            str(size),
-            "--queries",
-            str(args.queries),
-            "--gets",
-            str(args.gets),
-            "--seed",
-            str(args.seed),
-            "--out",
-            str(out),
-        ]
-        env = {**os.environ, "PYTHONPATH": str(root)}
-        done = subprocess.run(command, cwd=root, env=env, text=True, capture_output=True)
-        for line in done.stdout.splitlines():
-            log(line)
-        if done.returncode != 0:
-            last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-            raise RuntimeError(f"the peer process failed: {last}")
-        result: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
-        return result
+# -- the SqliteStore peer's side ---------------------------------------------------------
 
 
 def _peer_run(args: argparse.Namespace) -> dict[str, Any]:
@@ -301,19 +142,6 @@ def _peer_run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 # -- the workload ---------------------------------------------------------------------------
-
-
-def _io_classes(*names: str) -> list[type]:
-    """The I/O classes of these names, wherever this revision of the package keeps them
-    (``sql/backends.py``, and ``sql/postgres_io.py`` where PostgreSQL's I/O has a module)."""
-    found: list[type] = []
-    for module in ("langmem_tiers.sql.backends", "langmem_tiers.sql.postgres_io"):
-        try:
-            loaded = importlib.import_module(module)
-        except ImportError:
-            continue
-        found += [getattr(loaded, n) for n in names if isinstance(getattr(loaded, n, None), type)]
-    return list(dict.fromkeys(found))
 
 
 @dataclass
@@ -372,81 +200,6 @@ class Workload:
         sims = self.vectors[items] @ self.query_vectors[query]
         order = np.argsort(-sims, kind="stable")[:k]
         return [int(items[i]) for i in order]
-
-
-# -- where the time goes (this project's store only) ---------------------------------------
-
-_SPACES = re.compile(r"\s+")
-_MARKS = re.compile(
-    r"(\?(\s*,\s*\?)+)|(\(CAST\(\? AS TEXT\), CAST\(\? AS DOUBLE PRECISION\)\)(, )?)+"
-)
-
-
-def _statement_label(text: str) -> str:
-    label = _MARKS.sub("?...", _SPACES.sub(" ", text).strip())
-    return label[:110]
-
-
-class StatementProfile:
-    """Sums the wall time of every SQL statement and Qdrant call the store's I/O runs.
-
-    Wraps the I/O classes of :mod:`langmem_tiers.sql.backends` while active (and
-    restores them), so it sees exactly what the store executes and nothing else.
-    """
-
-    def __init__(self) -> None:
-        self.phase = "setup"
-        self.seconds: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
-        self.calls: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-
-    def _wrap(self, kind: str, original: Callable[..., Any]) -> Callable[..., Any]:
-        profile = self
-
-        def timed(io: Any, request: Any) -> Any:
-            if kind == "qdrant":
-                label = f"qdrant {request.method}"
-            elif kind == "insert_rows":
-                label = f"insert_rows {request.table} ({', '.join(request.columns)})"
-            else:
-                label = f"{kind} {_statement_label(request.text)}"
-            start = time.perf_counter()
-            try:
-                return original(io, request)
-            finally:
-                profile.seconds[profile.phase][label] += time.perf_counter() - start
-                profile.calls[profile.phase][label] += 1
-
-        return timed
-
-    @contextmanager
-    def active(self) -> Iterator[StatementProfile]:
-        targets: list[tuple[type, str, str]] = []
-        for cls in _io_classes("SqliteIO", "_PgConnIO"):
-            targets += [(cls, "sql", "sql"), (cls, "sql_many", "sql_many")]
-            if "insert_rows" in cls.__dict__:
-                targets.append((cls, "insert_rows", "insert_rows"))
-        targets += [(cls, "qdrant", "qdrant") for cls in _io_classes("SharedIO", "_SharedIO")]
-        saved = [(cls, name, cls.__dict__[name]) for cls, name, _ in targets]
-        try:
-            for cls, name, kind in targets:
-                setattr(cls, name, self._wrap(kind, cls.__dict__[name]))
-            yield self
-        finally:
-            for cls, name, original in saved:
-                setattr(cls, name, original)
-
-    def top(self, phase: str, wall_seconds: float, n: int = 6) -> list[dict[str, Any]]:
-        """The ``n`` statements that took longest in ``phase``, with their share of it."""
-        rows = sorted(self.seconds[phase].items(), key=lambda kv: -kv[1])[:n]
-        return [
-            {
-                "statement": label,
-                "seconds": round(seconds, 3),
-                "calls": self.calls[phase][label],
-                "share_of_phase": round(seconds / wall_seconds, 3) if wall_seconds else None,
-            }
-            for label, seconds in rows
-        ]
 
 
 # -- the systems ----------------------------------------------------------------------------
@@ -604,85 +357,28 @@ def run_one(
     with profiling, opened as (store, dense, settle):
         gc.collect()
         profile.phase = "put"
-        batch_seconds: list[float] = []
-        started = time.perf_counter()
-        for start in range(0, workload.size, BATCH):
-            ops = workload.put_ops(start, start + BATCH)
-            t0 = time.perf_counter()
-            store.batch(ops)
-            batch_seconds.append(time.perf_counter() - t0)
-        put_seconds = time.perf_counter() - started
+        batch_seconds, put_seconds = _put_all(store, workload)
         log(f"  {name} @ {workload.size}: put {workload.size / put_seconds:,.0f} items/s")
         profile.phase = "settle"
         settle()
 
         profile.phase = "warmup"
-        for scope, query in workload.queries[:10]:
-            store.search(workload.namespace(scope), query=query, limit=LIMIT)
-        for item in workload.get_items[:10]:
-            store.get(workload.namespace(int(workload.scope_of[item])), workload.key(item))
+        _warm_up(store, workload)
 
         profile.phase = "get"
-        get_seconds: list[float] = []
-        for item in workload.get_items:
-            namespace = workload.namespace(int(workload.scope_of[item]))
-            t0 = time.perf_counter()
-            got = store.get(namespace, workload.key(item))
-            get_seconds.append(time.perf_counter() - t0)
-            if got is None:
-                raise RuntimeError(f"{name}: get of {workload.key(item)} found nothing")
+        get_seconds = _gets(store, workload, name)
 
         profile.phase = "search"
-        search_seconds: list[float] = []
-        full = 0
-        recalls: list[float] = []
-        search_started = time.perf_counter()
-        for j, (scope, query) in enumerate(workload.queries):
-            namespace = workload.namespace(scope)
-            t0 = time.perf_counter()
-            hits = store.search(namespace, query=query, limit=LIMIT)
-            search_seconds.append(time.perf_counter() - t0)
-            expected = min(LIMIT, len(workload.members[scope]))
-            full += len(hits) >= expected
-            if not ours:
-                exact = [workload.key(i) for i in workload.exact_top(j, LIMIT)]
-                recalls.append(_recall([h.key for h in hits], exact))
-        search_wall = time.perf_counter() - search_started
-        log(
-            f"  {name} @ {workload.size}: search p95 "
-            f"{1000 * float(np.percentile(search_seconds, 95)):.1f} ms"
-        )
+        search_seconds, quality, search_wall = _searches(store, workload, by_cosine=not ours)
+        p95_ms = 1000 * float(np.percentile(search_seconds, 95))
+        log(f"  {name} @ {workload.size}: search p95 {p95_ms:.1f} ms")
 
-        dense_recall: dict[str, float] | None = None
-        if dense is not None:
-            from langmem_tiers.long_term.store.records import item_id
-
-            profile.phase = "dense-stage"
-            pool = LIMIT * int(store.settings.candidate_multiplier)  # type: ignore[attr-defined]
-            by_k: dict[int, list[float]] = {LIMIT: [], pool: []}
-            for j, (scope, _) in enumerate(workload.queries):
-                namespace = workload.namespace(scope)
-                vector = workload.query_vectors[j].tolist()
-                for k in by_k:
-                    exact_ids = [
-                        item_id(namespace, workload.key(i)) for i in workload.exact_top(j, k)
-                    ]
-                    by_k[k].append(_recall(dense(namespace, vector, k), exact_ids))
-            dense_recall = {f"recall_at_{k}": round(float(np.mean(v)), 4) for k, v in by_k.items()}
+        profile.phase = "dense-stage"
+        dense_recall = None if dense is None else _dense_recall(store, dense, workload)
 
         # Last: the memories it adds are no part of the searches above.
         profile.phase = "put-then-search"
-        single_puts: list[float] = []
-        after_put: list[float] = []
-        for r, (scope, query) in enumerate(workload.queries[:WRITE_ROUNDS]):
-            namespace = workload.namespace(scope)
-            text = workload.texts[int(workload.members[scope][r % len(workload.members[scope])])]
-            t0 = time.perf_counter()
-            store.put(namespace, f"new-{r:04d}", {"content": f"{text} {r}"})
-            t1 = time.perf_counter()
-            store.search(namespace, query=query, limit=LIMIT)
-            single_puts.append(t1 - t0)
-            after_put.append(time.perf_counter() - t1)
+        single_puts, after_put = _put_then_search(store, workload)
 
         profile.phase = "search-beside-writes"
         beside, writer_rate = _search_beside_writes(store, workload)
@@ -702,8 +398,7 @@ def run_one(
         "get": timing_summary(get_seconds),
         "search": {
             **timing_summary(search_seconds),
-            "full_10_share": round(full / len(workload.queries), 4),
-            "recall_at_10": round(float(np.mean(recalls)), 4) if recalls else None,
+            **quality,
             "dense_stage": dense_recall,
         },
         "put_then_search": {
@@ -723,6 +418,100 @@ def run_one(
             "put_then_search": profile.top("put-then-search", sum(single_puts + after_put)),
         }
     return result
+
+
+def _put_all(store: BaseStore, workload: Workload) -> tuple[list[float], float]:
+    """Put every memory in batches of :data:`BATCH`: the seconds of each batch, and of all."""
+    seconds: list[float] = []
+    started = time.perf_counter()
+    for start in range(0, workload.size, BATCH):
+        ops = workload.put_ops(start, start + BATCH)
+        t0 = time.perf_counter()
+        store.batch(ops)
+        seconds.append(time.perf_counter() - t0)
+    return seconds, time.perf_counter() - started
+
+
+def _gets(store: BaseStore, workload: Workload, name: str) -> list[float]:
+    """The seconds of each get of the workload (every one must find its item)."""
+    seconds: list[float] = []
+    for item in workload.get_items:
+        namespace = workload.namespace(int(workload.scope_of[item]))
+        t0 = time.perf_counter()
+        got = store.get(namespace, workload.key(item))
+        seconds.append(time.perf_counter() - t0)
+        if got is None:
+            raise RuntimeError(f"{name}: get of {workload.key(item)} found nothing")
+    return seconds
+
+
+def _warm_up(store: BaseStore, workload: Workload) -> None:
+    for scope, query in workload.queries[:10]:
+        store.search(workload.namespace(scope), query=query, limit=LIMIT)
+    for item in workload.get_items[:10]:
+        store.get(workload.namespace(int(workload.scope_of[item])), workload.key(item))
+
+
+def _searches(
+    store: BaseStore, workload: Workload, *, by_cosine: bool
+) -> tuple[list[float], dict[str, Any], float]:
+    """The seconds of each search, how full the results were (with the recall of the exact
+    cosine top 10 for a store that ranks ``by_cosine``), and the seconds of all."""
+    seconds: list[float] = []
+    started = time.perf_counter()
+    full = 0
+    recalls: list[float] = []
+    for j, (scope, query) in enumerate(workload.queries):
+        namespace = workload.namespace(scope)
+        t0 = time.perf_counter()
+        hits = store.search(namespace, query=query, limit=LIMIT)
+        seconds.append(time.perf_counter() - t0)
+        expected = min(LIMIT, len(workload.members[scope]))
+        full += len(hits) >= expected
+        if by_cosine:
+            exact = [workload.key(i) for i in workload.exact_top(j, LIMIT)]
+            recalls.append(_recall([h.key for h in hits], exact))
+    wall = time.perf_counter() - started
+    return (
+        seconds,
+        {
+            "full_10_share": round(full / len(workload.queries), 4),
+            "recall_at_10": round(float(np.mean(recalls)), 4) if recalls else None,
+        },
+        wall,
+    )
+
+
+def _dense_recall(store: Any, dense: DenseStage, workload: Workload) -> dict[str, float]:
+    """The recall of the store's own vector search, at k = 10 and at its candidate pool."""
+    from langmem_tiers.long_term.store.records import item_id
+
+    pool = LIMIT * int(store.settings.candidate_multiplier)
+    by_k: dict[int, list[float]] = {LIMIT: [], pool: []}
+    for j, (scope, _) in enumerate(workload.queries):
+        namespace = workload.namespace(scope)
+        vector = workload.query_vectors[j].tolist()
+        for k in by_k:
+            exact_ids = [item_id(namespace, workload.key(i)) for i in workload.exact_top(j, k)]
+            by_k[k].append(_recall(dense(namespace, vector, k), exact_ids))
+    return {f"recall_at_{k}": round(float(np.mean(v)), 4) for k, v in by_k.items()}
+
+
+def _put_then_search(store: BaseStore, workload: Workload) -> tuple[list[float], list[float]]:
+    """:data:`WRITE_ROUNDS` rounds of a put into a scope and a search of it: the seconds of
+    the puts and of the searches right after them."""
+    single_puts: list[float] = []
+    after_put: list[float] = []
+    for r, (scope, query) in enumerate(workload.queries[:WRITE_ROUNDS]):
+        namespace = workload.namespace(scope)
+        text = workload.texts[int(workload.members[scope][r % len(workload.members[scope])])]
+        t0 = time.perf_counter()
+        store.put(namespace, f"new-{r:04d}", {"content": f"{text} {r}"})
+        t1 = time.perf_counter()
+        store.search(namespace, query=query, limit=LIMIT)
+        single_puts.append(t1 - t0)
+        after_put.append(time.perf_counter() - t1)
+    return single_puts, after_put
 
 
 def _search_beside_writes(store: BaseStore, workload: Workload) -> tuple[list[float], float]:
@@ -797,113 +586,10 @@ def _searches_of_a_new_process(store: BaseStore, workload: Workload) -> list[flo
     return seconds
 
 
-# -- targets and the plot --------------------------------------------------------------------
-
-
-def _find(runs: Sequence[dict[str, Any]], system: str, size: int) -> dict[str, Any] | None:
-    return next((r for r in runs if r["system"] == system and r["size"] == size), None)
-
-
-def evaluate_targets(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each target with its measured value and whether it was met (reported, never asserted)."""
-    targets: list[dict[str, Any]] = []
-    sizes = sorted({r["size"] for r in runs})
-    for size in sizes:
-        ours, peer = _find(runs, "ours-postgres", size), _find(runs, "langgraph-postgres", size)
-        if ours and peer:
-            ratio = ours["put"]["items_per_s"] / peer["put"]["items_per_s"]
-            targets.append(
-                {
-                    "target": f"put on PostgreSQL >= 10x PostgresStore's throughput ({size:,})",
-                    "measured": f"{ratio:.2f}x ({ours['put']['items_per_s']:,.0f} vs "
-                    f"{peer['put']['items_per_s']:,.0f} items/s)",
-                    "met": ratio >= 10,
-                }
-            )
-            ours_p95, peer_p95 = ours["search"]["p95_ms"], peer["search"]["p95_ms"]
-            targets.append(
-                {
-                    "target": f"search p95 on PostgreSQL <= PostgresStore's ({size:,})",
-                    "measured": f"{ours_p95:.1f} ms vs {peer_p95:.1f} ms",
-                    "met": ours_p95 <= peer_p95,
-                }
-            )
-    for size in sizes:
-        ours, peer = _find(runs, "ours-sqlite", size), _find(runs, "langgraph-sqlite", size)
-        if ours and peer:
-            ratio = ours["put"]["items_per_s"] / peer["put"]["items_per_s"]
-            targets.append(
-                {
-                    "target": f"put on SQLite >= SqliteStore's throughput ({size:,})",
-                    "measured": f"{ratio:.2f}x ({ours['put']['items_per_s']:,.0f} vs "
-                    f"{peer['put']['items_per_s']:,.0f} items/s)",
-                    "met": ratio >= 1,
-                }
-            )
-            ours_p95, peer_p95 = ours["search"]["p95_ms"], peer["search"]["p95_ms"]
-            targets.append(
-                {
-                    "target": f"search p95 on SQLite (hybrid) <= SqliteStore's ({size:,})",
-                    "measured": f"{ours_p95:.1f} ms vs {peer_p95:.1f} ms",
-                    "met": ours_p95 <= peer_p95,
-                }
-            )
-    ours_runs = [r for r in runs if r["system"].startswith("ours-")]
-    if ours_runs:
-        worst = min(ours_runs, key=lambda r: r["search"]["full_10_share"])
-        targets.append(
-            {
-                "target": "every filtered search returns the full 10 (this project, all backends)",
-                "measured": f"lowest full-10 share {worst['search']['full_10_share']:.3f} "
-                f"({worst['system']} at {worst['size']:,})",
-                "met": worst["search"]["full_10_share"] >= 1.0,
-            }
-        )
-    embedded = [r for r in runs if r["system"] == "ours-sqlite"]
-    if embedded:
-        largest = max(embedded, key=lambda r: r["size"])
-        note = "" if largest["size"] >= 100_000 else " (100k not run: largest size shown)"
-        targets.append(
-            {
-                "target": "embedded default filtered search p95 <= 20 ms at 100k",
-                "measured": f"{largest['search']['p95_ms']:.1f} ms at {largest['size']:,}{note}",
-                "met": largest["search"]["p95_ms"] <= 20 if largest["size"] >= 100_000 else None,
-            }
-        )
-    return targets
-
-
-def plot_p95(runs: Sequence[dict[str, Any]], path: Path) -> None:
-    """Search p95 against the number of memories, one line per system (PNG)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 4.5), dpi=120)
-    for system, label in SYSTEMS.items():
-        points = sorted((r["size"], r["search"]["p95_ms"]) for r in runs if r["system"] == system)
-        if points:
-            xs, ys = zip(*points, strict=True)
-            ax.plot(xs, ys, marker="o", label=label)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("memories in the store (100 scopes)")
-    ax.set_ylabel("filtered search p95 (ms, log scale)")
-    ax.set_title("Top-10 search within one scope")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path)
-    plt.close(fig)
-
-
 # -- command line ----------------------------------------------------------------------------
 
 
-def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
-    """Run the benchmark, write the JSON and the plot, and return the results."""
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--quick", action="store_true", help=f"sizes {QUICK_SIZES}")
     parser.add_argument("--sizes", type=int, nargs="+", help=f"default {FULL_SIZES}")
@@ -936,22 +622,20 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         help="create the peer's environment when missing (default: auto, never with --quick)",
     )
     parser.add_argument("--peer-run", choices=sorted(_SUBPROCESS_SYSTEMS), help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
-    if args.peer_run:
-        return _peer_run(args)
+    return parser
 
-    sizes = args.sizes or (QUICK_SIZES if args.quick else FULL_SIZES)
-    qdrant_cap = args.qdrant_cap or (2_000 if args.quick else QDRANT_LOCAL_CAP)
-    embeddings = SeededEmbeddings(DIMS, seed=args.seed)
+
+def _measure(
+    args: argparse.Namespace,
+    sizes: Sequence[int],
+    qdrant_cap: int,
+    embeddings: SeededEmbeddings,
+    pg_problem: str | None,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Every system at every size: the runs, and the systems skipped with the reason."""
     corpus = SyntheticCorpus(seed=args.seed)
-    pg_problem = (
-        postgres_problem(args.postgres_url)
-        if _POSTGRES_SYSTEMS.intersection(args.systems)
-        else None
-    )
     runs: list[dict[str, Any]] = []
     skipped: list[dict[str, Any]] = []
-    started = time.perf_counter()
     peer, peer_problem = None, None
     if _SUBPROCESS_SYSTEMS.intersection(args.systems):
         install = (args.peer_install or ("never" if args.quick else "auto")) == "auto"
@@ -1004,6 +688,25 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
                 )
         del workload
         gc.collect()
+    return runs, skipped
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    """Run the benchmark, write the JSON and the plot, and return the results."""
+    args = _parser().parse_args(argv)
+    if args.peer_run:
+        return _peer_run(args)
+
+    sizes = args.sizes or (QUICK_SIZES if args.quick else FULL_SIZES)
+    qdrant_cap = args.qdrant_cap or (2_000 if args.quick else QDRANT_LOCAL_CAP)
+    embeddings = SeededEmbeddings(DIMS, seed=args.seed)
+    pg_problem = (
+        postgres_problem(args.postgres_url)
+        if _POSTGRES_SYSTEMS.intersection(args.systems)
+        else None
+    )
+    started = time.perf_counter()
+    runs, skipped = _measure(args, sizes, qdrant_cap, embeddings, pg_problem)
 
     results: dict[str, Any] = {
         "benchmark": "store_speed",
@@ -1035,7 +738,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     }
     write_results(results, args.out)
     if runs:
-        plot_p95(runs, args.plot)
+        plot_p95(runs, args.plot, SYSTEMS)
     for target in results["targets"]:
         print(f"  target: {target['target']}: {target['measured']} (met: {target['met']})")
     return results

@@ -30,12 +30,12 @@ import argparse
 import contextlib
 import io
 import json
-import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from benchmarks.report import write_results
 from langmem_tiers import TieredMemoryStore
 from langmem_tiers.cli import main as cli
 from langmem_tiers.long_term.engine.engine import MemoryEngine
@@ -148,10 +148,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     corpus = json.loads(args.corpus.read_text(encoding="utf-8"))
     with tempfile.TemporaryDirectory() as folder:
         results = measure(corpus, Path(folder))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    json.dump(results, sys.stdout, indent=2, ensure_ascii=False)
-    sys.stdout.write("\n")
+    write_results(results, args.out)
+    print(json.dumps(results, indent=2, ensure_ascii=False))
     return results
 
 

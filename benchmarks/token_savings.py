@@ -39,7 +39,13 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
-from benchmarks.locomo import Conversation, Turn, load_locomo, retrieval_questions
+from benchmarks.locomo import (
+    Conversation,
+    Turn,
+    evidence_reach,
+    load_locomo,
+    retrieval_questions,
+)
 from benchmarks.report import machine_info, write_results
 
 __all__ = ["CHECKPOINTS", "CONFIGS", "main", "run_conversation", "turn_message"]
@@ -129,33 +135,22 @@ def run_conversation(
         final_view = checkpoint("end")
         in_context = _context_ids(final_view)
 
-        evidence = in_view = by_search = 0
         questions = [
             q
             for q in retrieval_questions(conversation)
             if all(dia in message_of for dia in q.evidence)
         ]
-        for question in questions:
-            found = {
-                str(hit.value.get("message_id"))
-                for hit in memory.search_archive(question.question, limit=SEARCH_K)
-            }
-            for dia in question.evidence:
-                evidence += 1
-                if message_of[dia] in in_context:
-                    in_view += 1
-                elif message_of[dia] in found:
-                    by_search += 1
+        reach = evidence_reach(questions, message_of, in_context, memory, limit=SEARCH_K)
     return {
         "sample_id": conversation.sample_id,
         "turns": len(turns),
         "checkpoints": points,
         "reachable": {
             "questions": len(questions),
-            "evidence_turns": evidence,
-            "in_context": in_view,
-            "by_search_only": by_search,
-            "share": round((in_view + by_search) / evidence, 4) if evidence else None,
+            "evidence_turns": reach.evidence,
+            "in_context": reach.in_view,
+            "by_search_only": reach.by_search,
+            "share": round(reach.reached / reach.evidence, 4) if reach.evidence else None,
         },
         "seconds": round(time.perf_counter() - started, 1),
     }

@@ -198,3 +198,9 @@ class Twin:
 def mode(request: pytest.FixtureRequest) -> str:
     """Run the test once through the sync API and once through the async twin."""
     return str(request.param)
+
+
+@pytest.fixture
+def twin_of(mode: str) -> Callable[[Any], Twin]:
+    """Wraps an object so each call goes to its sync method or its async twin."""
+    return lambda obj: Twin(obj, mode)

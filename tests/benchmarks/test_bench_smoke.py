@@ -28,10 +28,12 @@ from benchmarks import __main__ as bench_cli  # noqa: E402
 from benchmarks import (  # noqa: E402
     middleware_vs_summarization,
     paired,
+    postgres,
     raw_puts,
     report,
     stm_speed,
     store_speed,
+    store_targets,
     token_savings,
 )
 from benchmarks.fakes import SeededEmbeddings, SyntheticCorpus  # noqa: E402
@@ -261,7 +263,7 @@ def test_targets_compare_the_embedded_store_with_sqlite_store() -> None:
         _run("ours-sqlite", 10_000, 8_000.0, 4.0, 1.0),
         _run("langgraph-sqlite", 10_000, 7_000.0, 5.0, 1.0),
     ]
-    targets = {t["target"]: t for t in store_speed.evaluate_targets(runs)}
+    targets = {t["target"]: t for t in store_targets.evaluate_targets(runs)}
     assert targets["put on SQLite >= SqliteStore's throughput (10,000)"]["met"] is True
     assert targets["search p95 on SQLite (hybrid) <= SqliteStore's (10,000)"]["met"] is True
 
@@ -281,7 +283,7 @@ def test_targets_compare_with_the_peer_at_the_same_size() -> None:
         _run("langgraph-postgres", 100_000, 250.0, 12.0, 0.1),
         _run("ours-sqlite", 100_000, 5_000.0, 25.0, 0.99),
     ]
-    targets = {t["target"].split(" (")[0]: t for t in store_speed.evaluate_targets(runs)}
+    targets = {t["target"].split(" (")[0]: t for t in store_targets.evaluate_targets(runs)}
     assert targets["put on PostgreSQL >= 10x PostgresStore's throughput"]["met"] is True
     assert targets["search p95 on PostgreSQL <= PostgresStore's"]["met"] is True
     full = targets["every filtered search returns the full 10"]
@@ -292,7 +294,7 @@ def test_targets_compare_with_the_peer_at_the_same_size() -> None:
 
 def test_temporary_schema_url_replaces_an_existing_search_path() -> None:
     url = "postgresql://u@h:5432/db?options=-c%20search_path%3Dold&sslmode=disable"
-    rewritten = store_speed._with_search_path(url, "bench_x")
+    rewritten = postgres._with_search_path(url, "bench_x")
     assert "old" not in rewritten
     assert "sslmode=disable" in rewritten
     assert "search_path%3Dbench_x%2Cpublic" in rewritten

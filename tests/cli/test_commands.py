@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -99,24 +100,31 @@ def test_url_before_the_command_works_too(url: str, capsys: pytest.CaptureFixtur
 # -- ingest and context --------------------------------------------------------------------
 
 
+def _jsonl(path: Path, lines: list[dict[str, Any]]) -> Path:
+    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n", encoding="utf-8")
+    return path
+
+
 def _conversation(path: Path, turns: int) -> Path:
     lines = []
     for i in range(turns):
         lines.append({"role": "user", "content": f"Note {i}: the invoice {1000 + i} is paid."})
         lines.append({"role": "assistant", "content": f"Noted, invoice {1000 + i} is paid."})
     lines.append({"role": "user", "content": "I prefer short answers.", "session": "other"})
-    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n", encoding="utf-8")
-    return path
+    return _jsonl(path, lines)
 
 
-def test_ingest_jsonl_into_a_session_and_long_term_memory(
-    tmp_path: Path,
-    url: str,
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+@pytest.fixture
+def small_context(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A context of 200 tokens, so an ingest of 40 turns archives most of them."""
     monkeypatch.setenv("LANGMEM_TIERS_CONTEXT_TOKEN_LIMIT", "200")
     monkeypatch.setenv("LANGMEM_TIERS_CONTEXT_TOKEN_BUFFER", "50")
+
+
+@pytest.mark.usefixtures("small_context")
+def test_ingest_jsonl_into_a_session_and_long_term_memory(
+    tmp_path: Path, url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = _conversation(tmp_path / "chat.jsonl", 40)
     argv = ["ingest", str(path), "--scope", "u1", "--url", url, "--no-progress", "--json"]
     assert main(argv) == 0
@@ -317,14 +325,10 @@ def test_serve_answers_health_and_refuses_requests_without_a_key(tmp_path: Path)
             server.wait(timeout=10)
 
 
+@pytest.mark.usefixtures("small_context")
 def test_ingest_keeps_each_message_s_own_time(
-    tmp_path: Path,
-    url: str,
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path, url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setenv("LANGMEM_TIERS_CONTEXT_TOKEN_LIMIT", "200")
-    monkeypatch.setenv("LANGMEM_TIERS_CONTEXT_TOKEN_BUFFER", "50")
     lines = []
     for i in range(40):
         at = f"2023-05-{1 + i % 28:02d}T10:00:00+00:00"
@@ -332,8 +336,7 @@ def test_ingest_keeps_each_message_s_own_time(
             {"role": "user", "content": f"Note {i}: invoice {1000 + i} is paid.", "at": at}
         )
         lines.append({"role": "assistant", "content": "Noted.", "timestamp": at})
-    path = tmp_path / "old.jsonl"
-    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n", encoding="utf-8")
+    path = _jsonl(tmp_path / "old.jsonl", lines)
     argv = ["ingest", str(path), "--scope", "u1", "--url", url, "--no-progress", "--json"]
     assert main(argv) == 0
     assert json.loads(capsys.readouterr().out)["archived_to_episodic"] > 0

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from langchain.agents import create_agent
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.base import SearchOp
@@ -22,7 +22,7 @@ from langmem_tiers.long_term.engine.engine import MemoryEngine
 from langmem_tiers.short_term.log import InMemoryMessageLog
 from langmem_tiers.tiers.tokens import count_message_tokens
 
-from .fakes import FACTS, BrokenStore, PromptRecorder, ToolCallingFake, tool_call
+from .fakes import FACTS, BrokenStore, PromptRecorder, ToolCallingFake, run_turn, tool_call
 
 # These specs exercise requests for tiered lines: the seed's eager view shows them at once
 # (the default budget policy keeps a short session raw; see test_context_policy.py).
@@ -55,17 +55,8 @@ def _config(thread: str, recorder: PromptRecorder, user: str = "u1") -> Runnable
 
 
 async def _turn(agent: Any, runner: str, text: str, config: RunnableConfig) -> dict[str, Any]:
-    payload = {"messages": [HumanMessage(text)]}
-    if runner == "invoke":
-        result: dict[str, Any] = agent.invoke(payload, config)
-        return result
-    if runner == "ainvoke":
-        result = await agent.ainvoke(payload, config)
-        return result
-    last: dict[str, Any] = {}
-    async for value in agent.astream(payload, config, stream_mode="values"):
-        last = value
-    return last
+    # An agent's input is its messages: the session and the user come from the config.
+    return await run_turn(agent, runner, text, session_id=None, user_id=None, config=config)
 
 
 def _model(*outputs: str | AIMessage) -> ToolCallingFake:

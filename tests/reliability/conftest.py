@@ -9,19 +9,17 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
 
 if TYPE_CHECKING:
-    from conftest import Twin
+    pass
 
 SEED = int(os.environ.get("RELIABILITY_SEED", "20261121"))
 """The seed of every random choice in this folder."""
-
-_ROOT_CONFTEST = Path(__file__).resolve().parent.parent / "conftest.py"
 
 
 def with_application_name(url: str) -> tuple[str, str]:
@@ -33,15 +31,6 @@ def with_application_name(url: str) -> tuple[str, str]:
     name = f"lmt_rel_{uuid.uuid4().hex[:12]}"
     separator = "&" if "?" in url else "?"
     return f"{url}{separator}application_name={name}", name
-
-
-@pytest.fixture
-def twin_of(mode: str, request: pytest.FixtureRequest) -> Callable[[Any], Twin]:
-    """Wraps an object so each call goes to its sync method or its async twin."""
-    root = request.config.pluginmanager.get_plugin(str(_ROOT_CONFTEST))
-    assert root is not None, f"{_ROOT_CONFTEST} was not loaded"
-    twin_class: type[Twin] = root.Twin
-    return lambda obj: twin_class(obj, mode)
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

@@ -117,13 +117,9 @@ def _value(text: str, extra: Any) -> dict[str, Any]:
     return value
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[TieredMemoryStore]:
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 'fuzz.db'}"
-    else:
-        url = request.getfixturevalue("postgres_url")
-    with TieredMemoryStore.from_url(url, settings=Settings()) as opened:
+@pytest.fixture
+def store(store_url: str) -> Iterator[TieredMemoryStore]:
+    with TieredMemoryStore.from_url(store_url, settings=Settings()) as opened:
         yield opened
 
 

@@ -147,9 +147,7 @@ def _other_scope(a: str, other: tuple[str, str]) -> str:
     return a + text if how == "+" else text
 
 
-@_examples(EXAMPLES)
-@given(a=hostile, other=_OTHER, key=hostile, content=hostile, tag=json_scalars, query=hostile)
-def test_no_store_operation_crosses_scopes(
+def _crosses_no_scope(
     store: TieredMemoryStore,
     a: str,
     other: tuple[str, str],
@@ -164,22 +162,13 @@ def test_no_store_operation_crosses_scopes(
     _check_scoped(store, a, b, key, content, tag, query)
 
 
-@pytest.mark.slow
-@_examples(10 * EXAMPLES)
-@given(a=hostile, other=_OTHER, key=hostile, content=hostile, tag=json_scalars, query=hostile)
-def test_no_store_operation_crosses_scopes_many_times(
-    store: TieredMemoryStore,
-    a: str,
-    other: tuple[str, str],
-    key: str,
-    content: str,
-    tag: Any,
-    query: str,
-) -> None:
-    b = _other_scope(a, other)
-    assume(a != b)
-    assume(content.strip())
-    _check_scoped(store, a, b, key, content, tag, query)
+_hostile_scopes = given(
+    a=hostile, other=_OTHER, key=hostile, content=hostile, tag=json_scalars, query=hostile
+)
+test_no_store_operation_crosses_scopes = _examples(EXAMPLES)(_hostile_scopes(_crosses_no_scope))
+test_no_store_operation_crosses_scopes_many_times = pytest.mark.slow(
+    _examples(10 * EXAMPLES)(_hostile_scopes(_crosses_no_scope))
+)
 
 
 # Labels that sort between ``alice.`` and ``alice/`` under ICU (and most linguistic)

@@ -10,7 +10,7 @@ async twin.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -74,45 +74,51 @@ def _state(store: TieredMemoryStore) -> tuple[Any, ...]:
 # -- the store's embedder ---------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("fault", EMBEDDING_FAULTS)
+Failing = tuple[TieredMemoryStore, "Twin", FaultyEmbeddings]
+
+
+@pytest.fixture(params=EMBEDDING_FAULTS)
+async def failing(
+    request: pytest.FixtureRequest, store_url: str, twin_of: Callable[[Any], Twin]
+) -> AsyncIterator[Failing]:
+    """A store that holds one memory and whose embedder fails (each fault) from then on."""
+    embeddings = FaultyEmbeddings(request.param, DIMS)
+    with _open(store_url, embeddings) as store:
+        twin = twin_of(store)
+        await twin.put(NS, "kept", {"content": "Jordan leads the RAI Chat project"})
+        embeddings.arm()
+        yield store, twin, embeddings
+
+
 async def test_a_failing_embedder_fails_a_put_clearly_and_stores_nothing(
-    store_url: str, twin_of: Callable[[Any], Twin], fault: str
+    failing: Failing,
 ) -> None:
-    embeddings = FaultyEmbeddings(fault, DIMS)
-    with _open(store_url, embeddings) as store:
-        twin = twin_of(store)
-        await twin.put(NS, "kept", {"content": "Jordan leads the RAI Chat project"})
-        before = _state(store)
-        embeddings.arm()
-        with pytest.raises((EmbeddingError, DimensionMismatchError)) as caught:
-            await twin.batch(
-                [
-                    PutOp(NS, "new", {"content": "a new memory"}),
-                    PutOp(NS, "kept", {"content": "an overwrite that must not land"}),
-                ]
-            )
-        assert "embedder" in str(caught.value)
-        assert _state(store) == before
-        embeddings.disarm()
-        await twin.put(NS, "new", {"content": "a new memory"})  # healthy again: it works
-        assert (await twin.get(NS, "new")).value == {"content": "a new memory"}
+    store, twin, embeddings = failing
+    before = _state(store)
+    with pytest.raises((EmbeddingError, DimensionMismatchError)) as caught:
+        await twin.batch(
+            [
+                PutOp(NS, "new", {"content": "a new memory"}),
+                PutOp(NS, "kept", {"content": "an overwrite that must not land"}),
+            ]
+        )
+    assert "embedder" in str(caught.value)
+    assert _state(store) == before
+    embeddings.disarm()
+    await twin.put(NS, "new", {"content": "a new memory"})  # healthy again: it works
+    assert (await twin.get(NS, "new")).value == {"content": "a new memory"}
 
 
-@pytest.mark.parametrize("fault", EMBEDDING_FAULTS)
 async def test_a_failing_embedder_fails_a_search_clearly_and_changes_nothing(
-    store_url: str, twin_of: Callable[[Any], Twin], fault: str
+    failing: Failing,
 ) -> None:
-    embeddings = FaultyEmbeddings(fault, DIMS)
-    with _open(store_url, embeddings) as store:
-        twin = twin_of(store)
-        await twin.put(NS, "kept", {"content": "Jordan leads the RAI Chat project"})
-        before = _state(store)
-        embeddings.arm()
-        with pytest.raises((EmbeddingError, DimensionMismatchError)):
-            await twin.search(NS, query="who leads RAI Chat?")
-        # A listing needs no embedder and still answers.
-        assert [i.key for i in await twin.search(NS)] == ["kept"]
-        assert _state(store) == before
+    store, twin, _ = failing
+    before = _state(store)
+    with pytest.raises((EmbeddingError, DimensionMismatchError)):
+        await twin.search(NS, query="who leads RAI Chat?")
+    # A listing needs no embedder and still answers.
+    assert [i.key for i in await twin.search(NS)] == ["kept"]
+    assert _state(store) == before
 
 
 # -- short-term memory: tierer, summariser, embedder inside consolidation ---------------------

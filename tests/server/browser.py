@@ -7,7 +7,6 @@ Needs Debian's ``chromium`` and ``chromium-driver``. Without them the tests skip
 from __future__ import annotations
 
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
@@ -19,6 +18,7 @@ import httpx
 import pytest
 
 from tests.conftest import IN_CI
+from tests.server.processes import free_port
 
 ELEMENT = "element-6066-11e4-a52e-4f735466cecf"
 CHROMIUM_ARGS = [
@@ -46,13 +46,6 @@ def browser_or_skip() -> tuple[str, str]:
             pytest.fail(message)
         pytest.skip(message)
     return chromium, driver
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 class Browser:

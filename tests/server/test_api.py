@@ -36,6 +36,13 @@ def _error(response: Any, status: int, error: str) -> dict[str, Any]:
     return body
 
 
+def _episodic(api: Api, headers: dict[str, str], content: str, **extra: Any) -> Any:
+    response = api.client.post(
+        f"{V1}/memory/episodic", json={"content": content, **extra}, headers=headers
+    )
+    return _ok(response, 201)
+
+
 def _semantic(api: Api, headers: dict[str, str], content: str, **extra: Any) -> Any:
     response = api.client.post(
         f"{V1}/memory/semantic", json={"content": content, **extra}, headers=headers
@@ -272,7 +279,7 @@ def test_procedural_reinforces_and_is_found_by_key(api: Api) -> None:
 def test_retrieve_returns_component_scores(api: Api) -> None:
     _semantic(api, api.a, "Maya prefers green tea over coffee")
     _semantic(api, api.a, "The database is PostgreSQL")
-    api.client.post(f"{V1}/memory/episodic", json={"content": "Maya ordered tea"}, headers=api.a)
+    _episodic(api, api.a, "Maya ordered tea")
     body = _ok(
         api.client.post(
             f"{V1}/memory/retrieve", json={"query": "what does Maya drink?"}, headers=api.a
@@ -300,14 +307,7 @@ def test_retrieve_returns_component_scores(api: Api) -> None:
 def test_replay_timeline_consolidate_decay_forget(api: Api) -> None:
     first = _semantic(api, api.a, "The budget is 12,000 euros", subject="budget")
     between = datetime.now(timezone.utc)
-    episode = _ok(
-        api.client.post(
-            f"{V1}/memory/episodic",
-            json={"content": "Ruth approved the budget", "session_id": "s9"},
-            headers=api.a,
-        ),
-        201,
-    )
+    episode = _episodic(api, api.a, "Ruth approved the budget", session_id="s9")
     replayed = _ok(
         api.client.post(f"{V1}/memory/replay", json={"at": between.isoformat()}, headers=api.a)
     )
@@ -368,7 +368,7 @@ def test_replay_timeline_consolidate_decay_forget(api: Api) -> None:
 
 def test_agents_is_admin_only_and_counts_by_kind(api: Api) -> None:
     _semantic(api, api.a, "Alice likes jazz")
-    api.client.post(f"{V1}/memory/episodic", json={"content": "Bob logged in"}, headers=api.b)
+    _episodic(api, api.b, "Bob logged in")
     api.client.post(f"{V1}/memory/procedural", json={"key": "lang", "value": "en"}, headers=api.b)
     _error(api.client.get(f"{V1}/agents", headers=api.a), 403, "forbidden")
     agents = {
@@ -416,7 +416,7 @@ def test_one_agent_never_reaches_another_agents_memories(api: Api) -> None:
     ):
         _error(response, 403, "forbidden")
     # B's own timeline and replay hold nothing of A's.
-    c.post(f"{V1}/memory/episodic", json={"content": "B was here"}, headers=api.b)
+    _episodic(api, api.b, "B was here")
     events = _ok(c.get(f"{V1}/memory/timeline", headers=api.b))["events"]
     assert {e["scope"] for e in events} == {"agent-b"}
     later = (datetime.now(timezone.utc) + timedelta(seconds=5)).isoformat()
@@ -623,22 +623,8 @@ def test_an_agent_key_cannot_decay_far_from_the_server_clock(api: Api, offset: t
 
 def test_entities_list_pages_and_one_entity_with_its_memories(api: Api) -> None:
     c = api.client
-    first = _ok(
-        c.post(
-            f"{V1}/memory/episodic",
-            json={"content": "Hey Mel! I went hiking with my sister Anna in Yosemite."},
-            headers=api.a,
-        ),
-        201,
-    )
-    second = _ok(
-        c.post(
-            f"{V1}/memory/episodic",
-            json={"content": "Melanie said the Acme Corp office in Berlin is nice."},
-            headers=api.a,
-        ),
-        201,
-    )
+    first = _episodic(api, api.a, "Hey Mel! I went hiking with my sister Anna in Yosemite.")
+    second = _episodic(api, api.a, "Melanie said the Acme Corp office in Berlin is nice.")
     _semantic(api, api.b, "Melanie lives in Paris.")
 
     page = _ok(c.get(f"{V1}/agents/agent-a/entities", headers=api.a))

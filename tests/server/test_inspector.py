@@ -29,7 +29,8 @@ from langmem_tiers.cli.main import main
 from langmem_tiers.server import ApiKeys, create_app
 from langmem_tiers.sql.item_ids import item_id
 from tests.conftest import POSTGRES_URL, _postgres_or_skip, _schema_factory
-from tests.server.browser import Browser, browser_or_skip, chromium_browser, free_port
+from tests.server.browser import Browser, browser_or_skip, chromium_browser
+from tests.server.processes import free_port
 
 SCOPE = "demo-user"
 OTHER = "agent-b"

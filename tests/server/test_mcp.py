@@ -10,11 +10,9 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from datetime import datetime
@@ -28,6 +26,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from langmem_tiers import TieredMemoryStore
 from langmem_tiers.server import ApiKeys
+from tests.server.processes import free_port, server_process
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -126,6 +125,14 @@ async def stdio_session(url: str, scope: str, transcript: Transcript) -> AsyncIt
 
 
 async def _remember_recall_forget_history(alice: Client) -> None:
+    berlin_id, paris_id = await _remember(alice)
+    await _recall(alice)
+    await _history_and_forget(alice, berlin_id, paris_id)
+
+
+async def _remember(alice: Client) -> tuple[str, str]:
+    """Facts, a preference and an event; the ids of the Berlin fact and of the Paris one
+    that superseded it."""
     tools = await alice.session.list_tools()
     assert {t.name for t in tools.tools} >= {
         "remember",
@@ -157,7 +164,10 @@ async def _remember_recall_forget_history(alice: Client) -> None:
     assert tea_again["action"] == "reinforced"
     event = await alice.call("remember", content="Alice booked a flight to Oslo", kind="event")
     assert event["memory"]["kind"] == "event"
+    return berlin["memory"]["id"], paris["memory"]["id"]
 
+
+async def _recall(alice: Client) -> None:
     found = await alice.call("recall", query="where does Alice live?", kinds=["fact"])
     hits = found["results"]
     assert [h["content"] for h in hits] == ["Alice lives in Paris"]  # the superseded one left
@@ -184,7 +194,8 @@ async def _remember_recall_forget_history(alice: Client) -> None:
     assert preferences["drink"]["value"] == "tea"
     assert preferences["drink"]["reinforcement_count"] == 2
 
-    paris_id = paris["memory"]["id"]
+
+async def _history_and_forget(alice: Client, berlin_id: str, paris_id: str) -> None:
     # merge: the existing fact gets a new version instead of a second fact
     merged = await alice.call(
         "remember", content="Alice lives in Lyon", subject="Alice", strategy="merge"
@@ -197,7 +208,7 @@ async def _remember_recall_forget_history(alice: Client) -> None:
     assert history["versions"][0]["content"] == "Alice lives in Paris"
     assert history["versions"][-1]["content"] == history["memory"]["content"]
     assert "Lyon" in history["memory"]["content"]
-    superseded = await alice.call("history", memory_id=berlin["memory"]["id"])
+    superseded = await alice.call("history", memory_id=berlin_id)
     assert superseded["memory"]["status"] == "superseded"
     assert [v["content"] for v in superseded["versions"]] == ["Alice lives in Berlin"]
 
@@ -405,12 +416,6 @@ def test_importing_the_package_does_not_import_the_sdk() -> None:
 # -- streamable HTTP -------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 class HttpServer:
     def __init__(self, url: str, keys: dict[str, str], key_ids: dict[str, str]) -> None:
         self.url = url
@@ -431,54 +436,19 @@ def http_server(tmp_path: Path) -> Iterator[HttpServer]:
             "revoked": keys.create(scope="alice"),
         }
         keys.revoke(made["revoked"].record.id)
-    port = _free_port()
-    log = tmp_path / "mcp-http.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "langmem_tiers",
-                "mcp",
-                "--http",
-                "--port",
-                str(port),
-                "--url",
-                url,
-                "--log-level",
-                "info",
-            ],
-            cwd=ROOT,
-            env=_env(),
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            if process.poll() is not None:
-                pytest.fail(f"the MCP server exited:\n{log.read_text()[-3000:]}")
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=1):
-                    break
-            except OSError:
-                if time.monotonic() > deadline:
-                    pytest.fail(f"the MCP server did not start:\n{log.read_text()[-3000:]}")
-                time.sleep(0.2)
+    port = free_port()
+
+    def listening() -> bool:
+        with socket.create_connection(("127.0.0.1", port), timeout=1):
+            return True
+
+    args = ["mcp", "--http", "--port", str(port), "--url", url, "--log-level", "info"]
+    with server_process(args, env=_env(), log=tmp_path / "mcp-http.log", ready=listening):
         yield HttpServer(
             f"http://127.0.0.1:{port}/mcp",
             {name: created.key for name, created in made.items()},
             {name: created.record.id for name, created in made.items()},
         )
-    finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGTERM)
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait(timeout=10)
 
 
 @asynccontextmanager

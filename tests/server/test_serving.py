@@ -6,7 +6,6 @@ from __future__ import annotations
 import gc
 import json
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -24,6 +23,7 @@ from langmem_tiers.errors import ConfigurationError
 from langmem_tiers.server import ApiKeys, create_app, serve
 from langmem_tiers.server.app import OPTIONS_ENV, create_app_from_environment
 from tests.conftest import Twin
+from tests.server.processes import free_port
 
 V1 = "/api/v1"
 
@@ -167,13 +167,6 @@ def test_the_app_of_a_worker_process_freezes_its_startup_heap(
         assert gc.get_freeze_count() > 10_000
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 def _workers(pid: int) -> list[int]:
     """Child processes of ``pid`` started by multiprocessing's spawn (uvicorn's workers)."""
     found = []
@@ -194,7 +187,7 @@ def test_serve_runs_several_worker_processes_on_one_port(tmp_path: Path) -> None
     with TieredMemoryStore.from_url(url) as store:
         key = ApiKeys(store.db).create(scope="agent-a").key
     headers = {"Authorization": f"Bearer {key}"}
-    port = _free_port()
+    port = free_port()
     command = [
         sys.executable, "-m", "langmem_tiers", "--url", url, "serve",
         "--port", str(port), "--workers", "2", "--log-level", "warning",

@@ -9,10 +9,7 @@ still answers while they are open.
 from __future__ import annotations
 
 import os
-import signal
 import socket
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, suppress
@@ -22,6 +19,7 @@ import pytest
 
 from langmem_tiers.config import Settings
 from langmem_tiers.errors import ConfigurationError
+from tests.server.processes import free_port, server_process
 
 ROOT = Path(__file__).resolve().parents[2]
 LIMITS = {
@@ -30,13 +28,6 @@ LIMITS = {
     "LANGMEM_TIERS_SERVER_MAX_CONNECTIONS": "8",
 }
 CAP = 8
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def _connect(port: int) -> socket.socket:
@@ -90,7 +81,7 @@ def server(
     """``(port, a path, the status line it answers there)`` of a running server with the
     lowered limits (the MCP server asks for a key: 401)."""
     tmp_path = tmp_path_factory.mktemp(str(request.param))
-    port = _free_port()
+    port = free_port()
     url = f"sqlite:///{tmp_path / 'slow.db'}"
     if request.param == "serve":
         args = ["--url", url, "serve", "--port", str(port), "--log-level", "warning"]
@@ -100,35 +91,12 @@ def server(
         path, answer = "/mcp", b"HTTP/1.1 401"
     keep = {k: v for k, v in os.environ.items() if not k.startswith("LANGMEM_TIERS_")}
     env = {**keep, **LIMITS, "PYTHONPATH": str(ROOT)}
-    log = tmp_path / "server.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "langmem_tiers", *args],
-            cwd=ROOT,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert process.poll() is None, log.read_text()[-3000:]
-            try:
-                if _get(port, path).startswith(answer):
-                    break
-            except OSError:
-                pass
-            assert time.monotonic() < deadline, log.read_text()[-3000:]
-            time.sleep(0.2)
+
+    def answering() -> bool:
+        return _get(port, path).startswith(answer)
+
+    with server_process(args, env=env, log=tmp_path / "server.log", ready=answering):
         yield port, path, answer
-    finally:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=10)
 
 
 def test_slow_clients_are_bounded_in_time_and_number(server: tuple[int, str, bytes]) -> None:

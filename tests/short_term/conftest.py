@@ -20,19 +20,6 @@ if TYPE_CHECKING:
 LogFactory = Callable[[], MessageLog]
 TwinOf = Callable[[Any], "Twin"]
 
-# Found through pytest, not by import: several test folders have a "conftest" module.
-_ROOT_CONFTEST = Path(__file__).resolve().parent.parent / "conftest.py"
-
-
-@pytest.fixture
-def twin_of(mode: str, request: pytest.FixtureRequest) -> TwinOf:
-    """Wraps an object so each call goes to its sync method or its async twin."""
-    root = request.config.pluginmanager.get_plugin(str(_ROOT_CONFTEST))
-    assert root is not None, f"{_ROOT_CONFTEST} was not loaded"
-    twin_class: type[Twin] = root.Twin
-    return lambda obj: twin_class(obj, mode)
-
-
 # The SQL log joins every spec as soon as its module exists (it provides
 # ``open_message_log(settings) -> MessageLog``).
 _SQL_LOG = "langmem_tiers.short_term.sql_log"

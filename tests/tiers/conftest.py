@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import pytest
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage
@@ -17,18 +15,6 @@ if TYPE_CHECKING:
     from conftest import Twin
 
 TwinOf = Callable[[Any], "Twin"]
-
-# Found through pytest, not by import: several test folders have a "conftest" module.
-_ROOT_CONFTEST = Path(__file__).resolve().parent.parent / "conftest.py"
-
-
-@pytest.fixture
-def twin_of(mode: str, request: pytest.FixtureRequest) -> TwinOf:
-    """Wraps an object so each call goes to its sync method or its async twin."""
-    root = request.config.pluginmanager.get_plugin(str(_ROOT_CONFTEST))
-    assert root is not None, f"{_ROOT_CONFTEST} was not loaded"
-    twin_class: type[Twin] = root.Twin
-    return lambda obj: twin_class(obj, mode)
 
 
 class ScriptedModelError(RuntimeError):
