@@ -224,7 +224,7 @@ def _dense_stage(store: Any) -> DenseStage:
     settings are transaction-local), returning item ids best first.
     """
     from langmem_tiers.long_term.store.records import join_namespace
-    from langmem_tiers.long_term.store.search.query import prepare_search
+    from langmem_tiers.long_term.store.search.prepared import prepare_search
     from langmem_tiers.sql.flow import Transaction
 
     core = getattr(store, "core", None) or store._core

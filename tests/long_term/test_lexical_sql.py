@@ -9,7 +9,8 @@ from langgraph.store.base import PutOp, SearchOp
 
 from langmem_tiers import TieredMemoryStore
 from langmem_tiers.long_term.store.search import bm25 as lexical
-from langmem_tiers.long_term.store.search.query import CachedSet, prepare_search, query_weights
+from langmem_tiers.long_term.store.search.lexical_sets import CachedSet
+from langmem_tiers.long_term.store.search.prepared import prepare_search, query_weights
 
 DOCS = {
     "d1": "Caroline painted a sunrise over the lake last summer",

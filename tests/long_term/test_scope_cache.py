@@ -728,10 +728,10 @@ def _as_dict(data: Any, term: str) -> dict[str, int]:
 
 def _statements(run: Callable[[], Any]) -> list[str]:
     """The SQL statements ``run`` had the database execute."""
-    from langmem_tiers.sql import backends
+    from langmem_tiers.sql import backends, postgres_io
 
     executed: list[str] = []
-    saved = [(cls, cls.__dict__["sql"]) for cls in (backends.SqliteIO, backends._PgConnIO)]
+    saved = [(cls, cls.__dict__["sql"]) for cls in (backends.SqliteIO, postgres_io._PgConnIO)]
 
     def recording(original: Callable[..., Any]) -> Callable[..., Any]:
         def sql(io: Any, request: Any) -> Any:
@@ -986,7 +986,7 @@ def test_searches_meeting_a_cold_namespace_share_one_load(
     """Threads searching a namespace another thread is reading wait for that load and use
     its entry: one load, not one per thread. When that load fails, its search fails and
     the waiters read the namespace themselves."""
-    from langmem_tiers.sql import backends
+    from langmem_tiers.sql import postgres_io
 
     with _open(postgres_url) as store:
         for key, text in TEXTS.items():
@@ -1001,7 +1001,7 @@ def test_searches_meeting_a_cold_namespace_share_one_load(
             except Exception as err:  # the failed load's search
                 answers.append(err)
 
-        with _slow_loads(backends._PgConnIO, fail_first=fail_first) as seen:
+        with _slow_loads(postgres_io._PgConnIO, fail_first=fail_first) as seen:
             first = threading.Thread(target=search)
             first.start()
             assert seen.entered.wait(10)
@@ -1029,7 +1029,7 @@ async def test_tasks_meeting_a_cold_namespace_share_one_load(postgres_url: str) 
     await the load of another while the loop runs on."""
     from langgraph.store.base import SearchOp
 
-    from langmem_tiers.sql import backends
+    from langmem_tiers.sql import postgres_io
 
     async with TieredMemoryStore.afrom_url(
         postgres_url, index=default_index(fields=("content",))
@@ -1050,7 +1050,7 @@ async def test_tasks_meeting_a_cold_namespace_share_one_load(postgres_url: str) 
                 assert time.monotonic() < deadline, "timed out"
                 await asyncio.sleep(0.002)
 
-        with _slow_loads(backends._AsyncPgConnIO) as seen:
+        with _slow_loads(postgres_io._AsyncPgConnIO) as seen:
             first = asyncio.create_task(answer())
             await until(seen.entered.is_set)
             others = [asyncio.create_task(answer()) for _ in range(3)]

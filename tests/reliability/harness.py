@@ -56,7 +56,7 @@ from langmem_tiers.short_term.memory import ShortTermMemory
 from langmem_tiers.short_term.presets import build_memory, build_policy
 from langmem_tiers.short_term.records import MessageRecord, parse_message_id
 from langmem_tiers.short_term.sql_log import SqlMessageLog
-from langmem_tiers.sql import backends
+from langmem_tiers.sql import backends, postgres_io
 from langmem_tiers.sql.flow import Flow, Sql
 from langmem_tiers.sql.migrations import versions_flow
 
@@ -223,7 +223,7 @@ class _Steps:
     def install(self) -> None:
         """Wrap the I/O seams of this (child) process; the package itself is not changed."""
         steps = self
-        for cls in (backends.SqliteIO, backends._PgConnIO):
+        for cls in (backends.SqliteIO, postgres_io._PgConnIO):
             for name in ("sql", "sql_many"):
                 original: Callable[..., Any] = getattr(cls, name)
 

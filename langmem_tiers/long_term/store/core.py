@@ -49,15 +49,17 @@ from langmem_tiers.long_term.store.records import (
     validate_key,
     validate_namespace,
 )
-from langmem_tiers.long_term.store.search.query import (
-    ITEM_COLS,
+from langmem_tiers.long_term.store.search.prepared import (
     LIVE_SQL,
     PreparedSearch,
+    check_page,
+    prepare_search,
+)
+from langmem_tiers.long_term.store.search.query import (
+    ITEM_COLS,
     RankedItem,
     StoreSearch,
-    check_page,
     item_from_row,
-    prepare_search,
 )
 from langmem_tiers.long_term.store.search.relevance import DEFAULT_COSINE_CURVE
 from langmem_tiers.long_term.store.vectors import Vector, VectorIndex, VectorRow, normalize_rows

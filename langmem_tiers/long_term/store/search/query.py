@@ -1,8 +1,10 @@
 """One search of the store: BM25 with feedback over the filtered set, dense candidates, fusion,
 hybrid ranking.
 
-:func:`prepare_search` validates a ``SearchOp`` into SQL conditions (pure).
-:class:`StoreSearch` runs it inside the caller's transaction:
+:func:`~langmem_tiers.long_term.store.search.prepared.prepare_search` validates a
+``SearchOp`` into SQL conditions (pure). :class:`StoreSearch` runs it inside the caller's
+transaction, reading the filtered set through a
+:class:`~langmem_tiers.long_term.store.search.lexical_sets.LexicalSet`:
 
 1. BM25 over the filtered set (one round trip for the set's statistics and the query terms'
    postings, one more for pseudo-relevance feedback);
@@ -18,32 +20,40 @@ from __future__ import annotations
 
 import heapq
 import json
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Any, NamedTuple, Protocol
+from typing import Any
 
-from langgraph.store.base import Item, SearchItem, SearchOp
+from langgraph.store.base import Item, SearchItem
 
 from langmem_tiers.config import Settings
-from langmem_tiers.errors import InvalidContentError, ValidationError
 from langmem_tiers.long_term.store.access import AccessBuffer
-from langmem_tiers.long_term.store.filters import compile_filter, validate_filter
 from langmem_tiers.long_term.store.records import (
     join_namespace,
     memory_text,
     split_namespace,
-    utf8_error,
-    validate_namespace,
 )
 from langmem_tiers.long_term.store.search import bm25
 from langmem_tiers.long_term.store.search.authors import author_terms, by_author
 from langmem_tiers.long_term.store.search.fusion import smooth_neighbours
+from langmem_tiers.long_term.store.search.lexical_sets import (
+    CachedSet,
+    LexicalSet,
+    Postings,
+    SqlSet,
+    best_first,
+    scores_of,
+    top_scores,
+)
 from langmem_tiers.long_term.store.search.neighbours import (
     NEIGHBOUR_KIND,
     conversation_neighbours,
     rows_with_neighbours_sql,
 )
-from langmem_tiers.long_term.store.search.options import SearchOptions, split_options
+from langmem_tiers.long_term.store.search.prepared import (
+    PreparedSearch,
+    query_weights,
+)
 from langmem_tiers.long_term.store.search.ranking import Candidate, boost_reachable, rank
 from langmem_tiers.long_term.store.search.readings import ValueReadings
 from langmem_tiers.long_term.store.search.relevance import (
@@ -52,11 +62,9 @@ from langmem_tiers.long_term.store.search.relevance import (
     idf_mass,
 )
 from langmem_tiers.long_term.store.search.scope_cache import Guess, ScopeCache
-from langmem_tiers.long_term.store.search.scope_data import ArrayScores, Members, ScopeData
+from langmem_tiers.long_term.store.search.scope_data import Members, ScopeData
 from langmem_tiers.long_term.store.search.time import (
     WHEN_BOOST,
-    TimeQuery,
-    parse_time_query,
     says_when,
     time_boosts,
     when_boosts,
@@ -65,20 +73,8 @@ from langmem_tiers.long_term.store.vectors import VectorIndex
 from langmem_tiers.sql.dialect import ACCESS_COUNT_SQL, ITEMS, TERMS, Dialect
 from langmem_tiers.sql.flow import Flow, Sql
 
-__all__ = [
-    "ITEM_COLS",
-    "LIVE_SQL",
-    "Postings",
-    "PreparedSearch",
-    "RankedItem",
-    "StoreSearch",
-    "check_page",
-    "item_from_row",
-    "prepare_search",
-]
+__all__ = ["ITEM_COLS", "RankedItem", "StoreSearch", "item_from_row"]
 
-MAX_QUERY_CHARS = 10_000
-_MAX_PAGE = 2**31  # what every database here can bind as a LIMIT/OFFSET
 
 #: The item columns every read selects, in the order :func:`item_from_row` expects.
 ITEM_COLS = "i.prefix, i.key, i.value, i.created_at, i.updated_at, i.id"
@@ -100,9 +96,6 @@ _CHECK = len(_CANDIDATE_COLUMNS)
 #: How the stored namespace of an episodic memory ends (the kind whose memories have an
 #: author, see ``authors.py``).
 _EPISODIC_SUFFIX = join_namespace(("", NEIGHBOUR_KIND))
-
-#: The condition (one ``?``: now) an item must meet to be read: it has not expired.
-LIVE_SQL = "(i.expires_at IS NULL OR i.expires_at > ?)"
 
 
 class RankedItem(SearchItem):
@@ -133,60 +126,6 @@ class RankedItem(SearchItem):
         return out
 
 
-class Postings(NamedTuple):
-    """Term frequencies of some terms within a search's filtered set, and the set's size."""
-
-    n_docs: int
-    avgdl: float
-    tf: dict[str, Mapping[str, int]]  # term -> item id -> frequency
-    doc_len: dict[str, int]  # item id -> number of terms
-    members: set[str] | None = None  # every item of the set, when asked for
-    #: Cosine similarity of every item of the set to the query vector, when the index
-    #: could answer it in the same statement (None: not asked, or the set was too large).
-    similarity: dict[str, float] | None = None
-
-
-class PreparedSearch(NamedTuple):
-    """A validated search: its scope, its SQL condition on items (alias ``i``), its page."""
-
-    prefix: tuple[str, ...]
-    where: str
-    params: list[Any]
-    value_filtered: bool
-    limit: int
-    offset: int
-    query: str | None
-    options: SearchOptions = SearchOptions()
-    reference: datetime | None = None  # the search's time: options' as_of or now, else None
-    time_query: TimeQuery | None = None
-    refresh_ttl: bool = False  # extend the TTL of the items returned
-    #: The instants ``where`` compares times with: validity and existence at the search's
-    #: time, expiry at the clock's.
-    instants: tuple[datetime, datetime] | None = None
-    #: ``where`` and ``params`` with those instants left out: searches with the same key
-    #: select the same items while no item's times lie between their instants.
-    members_key: tuple[Any, ...] = ()
-    #: ``where`` without the condition on the namespace: what an item of a namespace the
-    #: search covers must meet to be found (a conversational neighbour shares its anchor's
-    #: namespace, so a search needs only this of it).
-    item_where: str = "1=1"
-    item_params: tuple[Any, ...] = ()
-    #: ``where`` for rows read by id: the namespace's condition on an expression no index
-    #: serves, so that no plan (a prepared one made for any values included) reads the
-    #: namespace's rows to find a few ids among them.
-    row_where: str = "1=1"
-    row_params: tuple[Any, ...] = ()
-
-
-#: Stands for an instant in :attr:`PreparedSearch.members_key`.
-_INSTANT = object()
-
-
-def _best_first(scored: tuple[str, float]) -> tuple[float, str]:
-    """Sort key of ``(item, score)``: highest score first, ties by id."""
-    return -scored[1], scored[0]
-
-
 def item_from_row(dialect: Dialect, row: Sequence[Any], value: Any = None) -> Item:
     """An :class:`Item` from a row selected with :data:`ITEM_COLS` (``value``: the row's
     value when already decoded)."""
@@ -197,225 +136,6 @@ def item_from_row(dialect: Dialect, row: Sequence[Any], value: Any = None) -> It
         created_at=dialect.ts_value(row[3]),  # type: ignore[arg-type]
         updated_at=dialect.ts_value(row[4]),  # type: ignore[arg-type]
     )
-
-
-def query_weights(query: str, search: PreparedSearch) -> dict[str, float]:
-    """The lexical query: the query's terms and the time terms of its time expressions."""
-    weights = bm25.query_weights(bm25.analyze_query(query))
-    if search.time_query is not None:
-        for term, weight in search.time_query.terms.items():
-            weights[term] = max(weights.get(term, 0.0), weight)
-    return weights
-
-
-def check_page(limit: Any, offset: Any) -> tuple[int, int]:
-    """``(limit, offset)`` as ints; a ValidationError naming the one that is not."""
-    for name, value in (("limit", limit), ("offset", offset)):
-        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < _MAX_PAGE:
-            raise ValidationError(
-                f"{name} must be a whole number from 0 to {_MAX_PAGE - 1}, got {value!r}."
-            )
-    return int(limit), int(offset)
-
-
-def prepare_search(
-    op: SearchOp,
-    dialect: Dialect,
-    *,
-    statuses: Sequence[str] | None = ("active",),
-    where: str | None = None,
-    params: Sequence[Any] = (),
-    now: datetime | None = None,
-) -> PreparedSearch:
-    """Validate ``op`` into a condition on live items: ``statuses``, not expired at ``now``.
-
-    ``where`` is an extra trusted SQL condition with ``?`` bound to ``params``.
-    """
-    prefix = tuple(op.namespace_prefix)
-    validate_namespace(prefix, field="namespace_prefix", prefix=True)
-    limit, offset = check_page(op.limit, op.offset)
-    if op.query is not None:
-        if not isinstance(op.query, str):
-            raise InvalidContentError(f"query must be a string, got {op.query!r}.")
-        if "\x00" in op.query:
-            raise InvalidContentError("query contains a NUL byte (\\x00); remove it.")
-        if len(op.query) > MAX_QUERY_CHARS:
-            raise InvalidContentError(
-                f"query is {len(op.query)} characters; the limit is {MAX_QUERY_CHARS}."
-            )
-        refusal = utf8_error(op.query, "query")
-        if refusal is not None:
-            raise InvalidContentError(refusal)
-    options, plain_filter = split_options(op.filter)
-    conditions = validate_filter(plain_filter)
-    where_parts: list[str] = []
-    bound: list[Any] = []
-    instant_slots: list[int] = []  # positions in ``bound`` of the instants below
-    at = options.reference(dialect.now())
-    clock = now or dialect.now()
-    if options.as_of is not None and statuses is not None and tuple(statuses) == ("active",):
-        # Memory as it stood then: what has since been superseded was current.
-        statuses = ("active", "superseded")
-        # Known to exist then: from its validity, its event time, or when it was stored.
-        where_parts.append("COALESCE(i.valid_from, i.event_at, i.created_at) <= ?")
-        instant_slots.append(len(bound))
-        bound.append(dialect.ts_param(at))
-    if statuses is not None:
-        # Current facts only: a validity interval that has not begun or has ended hides it.
-        where_parts.append(
-            "(i.valid_from IS NULL OR i.valid_from <= ?) AND (i.valid_until IS NULL OR i.valid_until > ?)"
-        )
-        instant_slots.extend([len(bound), len(bound) + 1])
-        bound.extend([dialect.ts_param(at)] * 2)
-    text = op.query if op.query and op.query.strip() else None
-    time_query = parse_time_query(text, at) if text and options.time != "off" else None
-    if time_query is not None and time_query.window is not None and options.time == "filter":
-        where_parts.append(
-            "COALESCE(i.event_at, i.valid_from, i.created_at) >= ?"
-            " AND COALESCE(i.event_at, i.valid_from, i.created_at) < ?"
-        )
-        bound.extend(
-            [dialect.ts_param(time_query.window.start), dialect.ts_param(time_query.window.end)]
-        )
-    if statuses is not None and tuple(statuses) == ("active",):
-        where_parts.append("i.status = 'active'")
-    elif statuses is not None:
-        if not statuses:
-            raise ValidationError("statuses must name at least one status, got none.")
-        where_parts.append(f"i.status IN ({', '.join('?' for _ in statuses)})")
-        bound.extend(statuses)
-    if where:
-        where_parts.append(f"({where})")
-        bound.extend(params)
-    # Expired items are never read, whether or not a sweep has deleted them yet.
-    where_parts.append(LIVE_SQL)
-    instant_slots.append(len(bound))
-    bound.append(dialect.ts_param(clock))
-    filter_sql, filter_params = compile_filter(conditions, dialect)
-    # An item of a namespace the search covers must meet these (the namespace's own
-    # condition left out).
-    item_where = " AND ".join([*where_parts, filter_sql])
-    item_params = (*bound, *filter_params)
-    row_where, row_params = item_where, item_params
-    if prefix:
-        under, under_params = dialect.under_namespace_sql("i.prefix", join_namespace(prefix))
-        probe, _ = dialect.under_namespace_sql(
-            dialect.filter_only("i.prefix"), join_namespace(prefix)
-        )
-        row_where = " AND ".join([*where_parts, probe, filter_sql])
-        row_params = (*bound, *under_params, *filter_params)
-        where_parts.append(under)
-        bound.extend(under_params)
-    where_parts.append(filter_sql)
-    bound.extend(filter_params)
-    where_sql = " AND ".join(where_parts)
-    slots = set(instant_slots)
-    return PreparedSearch(
-        prefix,
-        where_sql,
-        bound,
-        bool(conditions),
-        limit,
-        offset,
-        text,
-        options,
-        options.as_of or options.now,
-        time_query,
-        bool(op.refresh_ttl),
-        (at, clock),
-        (where_sql, *(_INSTANT if n in slots else p for n, p in enumerate(bound))),
-        item_where,
-        item_params,
-        row_where,
-        row_params,
-    )
-
-
-class LexicalSet(Protocol):
-    """What BM25 with feedback reads of a search's filtered set."""
-
-    n_docs: int  # items with terms
-    avgdl: float
-    members: set[str] | None  # every item of the set, when read
-    similarity: dict[str, float] | None  # cosine of every item, when read with the set
-
-    def document_frequencies(self, terms: Iterable[str]) -> dict[str, int]:
-        """How many items of the set hold each term (terms read so far)."""
-        ...
-
-    def score(self, weights: Mapping[str, float]) -> Mapping[str, float]:
-        """BM25 of the set's items that hold a term of ``weights``."""
-        ...
-
-    def feedback_flow(self, items: Sequence[str]) -> Flow[list[dict[str, int]]]:
-        """The term frequencies of ``items`` (members of the set); afterwards the set
-        knows the postings of all their terms."""
-        ...
-
-
-class SqlSet:
-    """The filtered set as SQL reads it: postings of the terms asked for so far."""
-
-    def __init__(
-        self, first: Postings, read_feedback: Callable[[Sequence[str]], Flow[Postings]]
-    ) -> None:
-        self.n_docs, self.avgdl = first.n_docs, first.avgdl
-        self.members, self.similarity = first.members, first.similarity
-        self.tf: dict[str, Mapping[str, int]] = dict(first.tf)
-        self.doc_len = first.doc_len
-        self._read_feedback = read_feedback
-
-    def document_frequencies(self, terms: Iterable[str]) -> dict[str, int]:
-        return {term: len(self.tf.get(term, ())) for term in terms}
-
-    def score(self, weights: Mapping[str, float]) -> dict[str, float]:
-        return bm25.score_postings(weights, self.n_docs, self.avgdl, self.tf, self.doc_len)
-
-    def feedback_flow(self, items: Sequence[str]) -> Flow[list[dict[str, int]]]:
-        more = yield from self._read_feedback(items)
-        self.tf.update(more.tf)
-        self.doc_len = {**self.doc_len, **more.doc_len}
-        tfs: dict[str, dict[str, int]] = {i: {} for i in items}
-        for term, by_item in self.tf.items():
-            for item in items:
-                if item in by_item:
-                    tfs[item][term] = by_item[item]
-        return [tfs[i] for i in items]
-
-
-class CachedSet:
-    """The filtered set answered from a cached namespace: no I/O."""
-
-    def __init__(self, data: ScopeData, members: Members) -> None:
-        self.data, self._members = data, members
-        # The cache scores dense itself: neither is read.
-        self.members: set[str] | None = None
-        self.similarity: dict[str, float] | None = None
-        self.n_docs, self.avgdl = data.statistics(members)
-
-    def document_frequencies(self, terms: Iterable[str]) -> dict[str, int]:
-        return self.data.document_frequencies(terms, self._members)
-
-    def score(self, weights: Mapping[str, float]) -> ArrayScores:
-        return self.data.bm25(weights, self.n_docs, self.avgdl, self._members)
-
-    def feedback_flow(self, items: Sequence[str]) -> Flow[list[dict[str, int]]]:
-        return [self.data.terms_of(i) for i in items]
-        yield  # pragma: no cover - makes this a generator
-
-
-def scores_of(scores: Mapping[str, float], items: Iterable[str]) -> dict[str, float]:
-    """The scores of those of ``items`` that ``scores`` holds."""
-    if isinstance(scores, ArrayScores):
-        return scores.of(items)
-    return {i: scores[i] for i in items if i in scores}
-
-
-def top_scores(scores: Mapping[str, float], k: int) -> list[tuple[str, float]]:
-    """The ``k`` best ``(item, score)``, best first, ties in id order."""
-    if isinstance(scores, ArrayScores):
-        return scores.top(k)
-    return heapq.nsmallest(k, scores.items(), key=_best_first)
 
 
 class StoreSearch:
@@ -765,7 +485,7 @@ class StoreSearch:
             relevance = yield from self.relevance_flow(search, vector, scope, pool)
             if relevance:
                 anchors = (
-                    [i for i, _ in heapq.nsmallest(want, relevance.items(), key=_best_first)]
+                    [i for i, _ in heapq.nsmallest(want, relevance.items(), key=best_first)]
                     if neighbour_weight > 0
                     else []
                 )
