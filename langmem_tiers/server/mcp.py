@@ -77,12 +77,19 @@ from langmem_tiers.errors import (
     MissingDependencyError,
 )
 from langmem_tiers.long_term.engine.engine import MemoryEngine
-from langmem_tiers.long_term.engine.entities import Entity
-from langmem_tiers.long_term.engine.models import Memory, ScoredMemory
-from langmem_tiers.long_term.engine.plain import plain
-from langmem_tiers.long_term.engine.relations import Relation
 from langmem_tiers.long_term.store.store import TieredMemoryStore
 from langmem_tiers.server.keys import ApiKeys
+from langmem_tiers.server.mcp_answers import (
+    bounded,
+    clip,
+    compact,
+    entity_entry,
+    memory_entry,
+    relation_entry,
+    scored_entry,
+    share_of,
+    without_content,
+)
 
 if TYPE_CHECKING:
     from mcp.server.auth.provider import AccessToken
@@ -113,7 +120,6 @@ KIND_NAMES: Mapping[str, str] = {
 }
 """What each ``kind`` argument means in the engine (the engine's own names work too)."""
 
-_FRIENDLY = {"semantic": "fact", "procedural": "preference", "episodic": "event"}
 _RESOURCE_LIMIT = 1000
 # Claims of the access token an API key becomes.
 _SCOPE_CLAIM = "langmem_tiers_scope"
@@ -181,126 +187,6 @@ def _scope_of_caller(fixed: str | None) -> str:
         )
     # Only reachable when the server was built with neither a scope nor key checks.
     raise ToolError("this server has no scope: start it with --scope ID, or use API keys.")
-
-
-# -- what the tools answer -----------------------------------------------------------------
-
-
-def _memory(memory: Memory) -> dict[str, Any]:
-    """A memory as the tools show it: the fields that are set, and the kind's friendly name.
-
-    Its text is ``content`` only: ``value`` leaves out its own copy of it.
-    """
-    data = {k: v for k, v in memory.to_dict().items() if v is not None}
-    data["value"] = _without_content(data.get("value"), memory.content)
-    for noisy in ("score", "scores", "namespace", "last_accessed_at", "access_count"):
-        data.pop(noisy, None)
-    data["kind"] = _FRIENDLY.get(memory.kind, memory.kind)
-    if memory.kind != "procedural":
-        data.pop("reinforcement_count", None)
-    return data
-
-
-def _scored(item: ScoredMemory) -> dict[str, Any]:
-    data = _memory(item)
-    data["score"] = round(item.score, 6)
-    data["scores"] = {k: round(v, 6) for k, v in item.scores.items()}
-    return data
-
-
-def _without_content(value: Any, content: str) -> Any:
-    if isinstance(value, dict) and value.get("content") == content:
-        return {k: v for k, v in value.items() if k != "content"}
-    return value
-
-
-#: However many memories share an answer, each may show this many characters of text.
-_MIN_SHARE = 200
-
-
-def _share(budget: int, count: int) -> int:
-    """Characters of text each of ``count`` memories of one answer may show."""
-    return max(budget // max(count, 1), _MIN_SHARE)
-
-
-def _clip(entry: dict[str, Any], share: int, *, memory_id: str | None = None) -> dict[str, Any]:
-    """``entry`` (a memory, a version, a conflict) with its ``content`` and ``value`` cut to
-    ``share`` characters each; what was cut is said in ``truncated``, with the
-    ``read_memory`` arguments that read the rest."""
-    out = dict(entry)
-    where = memory_id or out.get("memory_id") or out.get("id")
-    version = out.get("version") if "memory_id" in out and memory_id is None else None
-    notes: dict[str, Any] = {}
-    content = out.get("content")
-    if isinstance(content, str) and len(content) > share:
-        out["content"] = content[:share]
-        notes["content"] = _more(where, "content", len(content), share, version)
-    if "value" in out and out["value"] is not None:
-        text = _compact(out["value"])
-        if len(text) > share:
-            out["value"] = None
-            notes["value"] = _more(where, "value", len(text), 0, version)
-    if notes:
-        out["truncated"] = notes
-    return out
-
-
-def _more(memory_id: Any, part: str, total: int, shown: int, version: Any) -> dict[str, Any]:
-    read: dict[str, Any] = {"memory_id": memory_id, "part": part, "offset": shown}
-    if version is not None:
-        read["version"] = version
-    return {
-        "note": f"{part} is {total} characters; {shown} shown. read_memory with these "
-        "arguments gives the rest, page by page.",
-        "total_chars": total,
-        "shown_chars": shown,
-        "read_memory": read,
-    }
-
-
-def _compact(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
-
-
-def _bounded(entries: list[dict[str, Any]], budget: int) -> list[dict[str, Any]]:
-    """``entries`` clipped so that together they show about ``budget`` characters of text."""
-    share = _share(budget, len(entries))
-    return [_clip(e, share) for e in entries]
-
-
-def _entity(entity: Entity, share: int) -> dict[str, Any]:
-    """An entity as the tools show it, its name and aliases within ``share`` characters."""
-    data: dict[str, Any] = plain(entity)
-    data.pop("scope", None)
-    name = entity.name
-    if len(name) > share:
-        data["name"] = name[:share]
-        data["truncated"] = {"name": {"total_chars": len(name), "shown_chars": share}}
-    room = share - len(data["name"])
-    shown: list[str] = []
-    for alias in entity.aliases:
-        if len(alias) > room:
-            break
-        shown.append(alias)
-        room -= len(alias)
-    data["aliases"] = shown
-    if len(shown) < len(entity.aliases):
-        data["more_aliases"] = len(entity.aliases) - len(shown)
-    return data
-
-
-def _relation(relation: Relation, share: int) -> dict[str, Any]:
-    """A relation as the tools show it, its subject and object within ``share`` characters."""
-    data: dict[str, Any] = plain(relation)
-    cut: dict[str, Any] = {}
-    for part in ("subject", "relation", "object"):
-        text = data[part]
-        if len(text) > share // 3:
-            data[part] = text[: share // 3]
-            cut[part] = {"total_chars": len(text), "shown_chars": share // 3}
-    if cut:
-        data["truncated"] = cut
-    return data
 
 
 def _kinds(kinds: list[KindName] | None) -> list[str] | None:
@@ -454,14 +340,14 @@ def build_mcp_server(
                 }
                 for c in result.conflicts
             ]
-            changed = [_memory(m) for m in result.changed]
-            share = _share(budget, 1 + len(conflicts) + len(changed))
+            changed = [memory_entry(m) for m in result.changed]
+            share = share_of(budget, 1 + len(conflicts) + len(changed))
             return {
                 "action": result.action,
-                "memory": _clip(_memory(result.memory), share),
+                "memory": clip(memory_entry(result.memory), share),
                 "reason": result.reason,
-                "conflicts": [_clip(c, share, memory_id=str(c["memory_id"])) for c in conflicts],
-                "changed": [_clip(m, share) for m in changed],
+                "conflicts": [clip(c, share, memory_id=str(c["memory_id"])) for c in conflicts],
+                "changed": [clip(m, share) for m in changed],
             }
         if engine_kind == "procedural":
             if key is None:
@@ -475,9 +361,9 @@ def build_mcp_server(
                 ),
             )
             action = "reinforced" if memory.reinforcement_count > 1 else "created"
-            return {"action": action, "memory": _clip(_memory(memory), budget)}
+            return {"action": action, "memory": clip(memory_entry(memory), budget)}
         memory = await _engine_call(engine.aadd_episodic(where, content, session_id=session_id))
-        return {"action": "created", "memory": _clip(_memory(memory), budget)}
+        return {"action": "created", "memory": clip(memory_entry(memory), budget)}
 
     @server.tool(title="Recall", structured_output=False)
     async def recall(
@@ -513,7 +399,7 @@ def build_mcp_server(
                 min_score=min_score,
             ),
         )
-        return {"results": _bounded([_scored(item) for item in found], budget)}
+        return {"results": bounded([scored_entry(item) for item in found], budget)}
 
     @server.tool(title="Forget", structured_output=False)
     async def forget(
@@ -530,7 +416,7 @@ def build_mcp_server(
         return {
             "memory_id": memory_id,
             "hard": hard,
-            "memory": None if memory is None else _clip(_memory(memory), budget),
+            "memory": None if memory is None else clip(memory_entry(memory), budget),
         }
 
     @server.tool(title="History", structured_output=False)
@@ -547,11 +433,11 @@ def build_mcp_server(
                 f"memory_id {memory_id!r} names no memory of this scope; recall gives the ids."
             )
         versions = await _engine_call(engine.aevolution(where, memory_id))
-        share = _share(budget, 1 + len(versions))
+        share = share_of(budget, 1 + len(versions))
         return {
-            "memory": _clip(_memory(current), share),
+            "memory": clip(memory_entry(current), share),
             "versions": [
-                _clip({**v.to_dict(), "value": _without_content(v.value, v.content)}, share)
+                clip({**v.to_dict(), "value": without_content(v.value, v.content)}, share)
                 for v in versions
             ],
         }
@@ -592,7 +478,7 @@ def build_mcp_server(
                     f"versions {[v.version for v in versions]} (history lists them)."
                 )
             content, value = chosen[0].content, chosen[0].value
-        text = content if part == "content" else _compact(_without_content(value, content))
+        text = content if part == "content" else compact(without_content(value, content))
         if offset > len(text):
             raise ToolError(
                 f"offset {offset} is past the end of the {part} ({len(text)} characters); "
@@ -635,9 +521,9 @@ def build_mcp_server(
             # One more than asked tells whether there is a next page.
             found = await _engine_call(engine.aentities(where, limit=limit + 1, offset=offset))
             page = found[:limit]
-            share = _share(budget, len(page))
+            share = share_of(budget, len(page))
             return {
-                "entities": [_entity(e, share) for e in page],
+                "entities": [entity_entry(e, share) for e in page],
                 "offset": offset,
                 "next_offset": offset + limit if len(found) > limit else None,
             }
@@ -647,11 +533,11 @@ def build_mcp_server(
                 f"name {name!r} names no entity of this scope; entities without a name lists them."
             )
         memories = detail.memories[offset : offset + limit]
-        share = _share(budget, 1 + len(memories))
+        share = share_of(budget, 1 + len(memories))
         end = offset + len(memories)
         return {
-            "entity": _entity(detail.entity, share),
-            "memories": [_clip(_memory(m), share) for m in memories],
+            "entity": entity_entry(detail.entity, share),
+            "memories": [clip(memory_entry(m), share) for m in memories],
             "total_memories": len(detail.memories),
             "offset": offset,
             "next_offset": end if end < len(detail.memories) else None,
@@ -690,10 +576,10 @@ def build_mcp_server(
             engine.arelations(_scope_of_caller(scope), subject=subject, as_of=as_of)
         )
         page = found[offset : offset + limit]
-        share = _share(budget, len(page))
+        share = share_of(budget, len(page))
         end = offset + len(page)
         return {
-            "relations": [_relation(r, share) for r in page],
+            "relations": [relation_entry(r, share) for r in page],
             "as_of": as_of,
             "offset": offset,
             "next_offset": end if end < len(found) else None,
@@ -710,7 +596,7 @@ def build_mcp_server(
         memories = await engine.amemories(
             _scope_of_caller(scope), kinds="semantic", limit=_RESOURCE_LIMIT
         )
-        return _json(_bounded([_memory(m) for m in memories], budget))
+        return _json(bounded([memory_entry(m) for m in memories], budget))
 
     @server.resource(
         PREFERENCES_URI,
@@ -723,10 +609,10 @@ def build_mcp_server(
         memories = await engine.amemories(
             _scope_of_caller(scope), kinds="procedural", limit=_RESOURCE_LIMIT
         )
-        share = _share(budget, len(memories))
+        share = share_of(budget, len(memories))
         return _json(
             {
-                m.proc_key or m.key: _clip(
+                m.proc_key or m.key: clip(
                     {
                         "value": m.value.get("value"),
                         "reinforcement_count": m.reinforcement_count,
@@ -749,8 +635,8 @@ def build_mcp_server(
     )
     async def entities_resource() -> str:
         found = await engine.aentities(_scope_of_caller(scope), limit=_RESOURCE_LIMIT)
-        share = _share(budget, len(found))
-        return _json([_entity(e, share) for e in found])
+        share = share_of(budget, len(found))
+        return _json([entity_entry(e, share) for e in found])
 
     return server
 
