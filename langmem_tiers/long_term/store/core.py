@@ -149,55 +149,13 @@ class StoreCore:
         caller already has (they are not computed again), ``now`` stamps the writes.
         """
         ops = [_with_tuple_namespace(op) for op in ops]
-        for note_id, note in (notes or {}).items():
-            unknown = set(note.columns or {}) - set(ENGINE_COLUMNS)
-            if unknown:
-                raise ValidationError(
-                    f"note of {note_id} sets unknown column(s) {sorted(unknown)}; "
-                    f"only {sorted(ENGINE_COLUMNS)} can be set this way."
-                )
-        puts: dict[tuple[tuple[str, ...], str], PreparedPut] = {}
-        searches: dict[int, PreparedSearch] = {}
+        _check_notes(notes or {})
         now = now or self.dialect.now()
-        for i, op in enumerate(ops):
-            if isinstance(op, PutOp):
-                prepared = prepare_put(
-                    op, fields=self.fields, max_chars=self.settings.max_content_chars
-                )
-                puts[(prepared.namespace, prepared.key)] = prepared  # the last put wins
-            elif isinstance(op, SearchOp):
-                searches[i] = prepare_search(op, self.dialect, now=now)
-            elif isinstance(op, GetOp):
-                validate_namespace(op.namespace, reserved_ok=True)
-                validate_key(op.key)
-            elif isinstance(op, ListNamespacesOp):
-                for condition in op.match_conditions or ():
-                    validate_namespace(tuple(condition.path), field="match path", prefix=True)
-                check_page(op.limit, op.offset)
-            else:
-                raise ValidationError(f"unsupported store operation {type(op).__name__}: {op!r}")
-
-        texts = [text for p in puts.values() for _, text in p.texts]
-        known = vectors or {}
-        missing = sorted({t for t in texts if t not in known})
-        matrix = yield from embed_matrix_flow(missing, dims=self.dims, query=False)
-        embedded = dict(zip(missing, matrix, strict=True))
-        vectors_by_text: list[Vector] = [
-            list(known[t]) if t in known else embedded[t] for t in texts
-        ]
+        puts, searches = self._prepare_ops(ops, now)
+        rows = yield from self._put_rows_flow(puts, vectors or {})
         queries = sorted({s.query for s in searches.values() if s.query})
         query_vectors = yield from self.embed_flow(queries, query=True)
         query_vector = dict(zip(queries, query_vectors, strict=True))
-
-        # Unit rows once, for the index and for the namespace cache alike.
-        units = normalize_rows(vectors_by_text) if vectors_by_text else np.zeros((0, 0))
-        rows: list[VectorRow] = []
-        position = 0
-        for p in puts.values():
-            for field_id, _ in p.texts:
-                assert p.record is not None
-                rows.append(VectorRow(p.record.id, field_id, p.record.prefix, units[position]))
-                position += 1
         written_ids = [p.record.id for p in puts.values() if p.record is not None]
         deleted = [p for p in puts.values() if p.record is None]
 
@@ -243,6 +201,56 @@ class StoreCore:
         if not self.index.in_database and deleted:
             yield from self.index.delete_flow([item_id(p.namespace, p.key) for p in deleted])
         return results
+
+    def _prepare_ops(
+        self, ops: list[Op], now: datetime
+    ) -> tuple[dict[tuple[tuple[str, ...], str], PreparedPut], dict[int, PreparedSearch]]:
+        """Validate every op before any I/O: the puts by item (the last put of an item
+        wins) and the searches by position, prepared; the other ops checked."""
+        puts: dict[tuple[tuple[str, ...], str], PreparedPut] = {}
+        searches: dict[int, PreparedSearch] = {}
+        for i, op in enumerate(ops):
+            if isinstance(op, PutOp):
+                prepared = prepare_put(
+                    op, fields=self.fields, max_chars=self.settings.max_content_chars
+                )
+                puts[(prepared.namespace, prepared.key)] = prepared  # the last put wins
+            elif isinstance(op, SearchOp):
+                searches[i] = prepare_search(op, self.dialect, now=now)
+            elif isinstance(op, GetOp):
+                validate_namespace(op.namespace, reserved_ok=True)
+                validate_key(op.key)
+            elif isinstance(op, ListNamespacesOp):
+                for condition in op.match_conditions or ():
+                    validate_namespace(tuple(condition.path), field="match path", prefix=True)
+                check_page(op.limit, op.offset)
+            else:
+                raise ValidationError(f"unsupported store operation {type(op).__name__}: {op!r}")
+        return puts, searches
+
+    def _put_rows_flow(
+        self,
+        puts: Mapping[tuple[tuple[str, ...], str], PreparedPut],
+        vectors: Mapping[str, Sequence[float]],
+    ) -> Flow[list[VectorRow]]:
+        """The puts' vector rows, unit length, embedding only the texts ``vectors`` lacks."""
+        texts = [text for p in puts.values() for _, text in p.texts]
+        missing = sorted({t for t in texts if t not in vectors})
+        matrix = yield from embed_matrix_flow(missing, dims=self.dims, query=False)
+        embedded = dict(zip(missing, matrix, strict=True))
+        vectors_by_text: list[Vector] = [
+            list(vectors[t]) if t in vectors else embedded[t] for t in texts
+        ]
+        # Unit rows once, for the index and for the namespace cache alike.
+        units = normalize_rows(vectors_by_text) if vectors_by_text else np.zeros((0, 0))
+        rows: list[VectorRow] = []
+        position = 0
+        for p in puts.values():
+            for field_id, _ in p.texts:
+                assert p.record is not None
+                rows.append(VectorRow(p.record.id, field_id, p.record.prefix, units[position]))
+                position += 1
+        return rows
 
     def _transaction_flow(
         self,
@@ -472,6 +480,17 @@ class StoreCore:
         """Write buffered access counts now (the store does this on close)."""
         if self.access.counts:
             yield Transaction(self.access.flush_flow(self.dialect))
+
+
+def _check_notes(notes: Mapping[str, WriteNote]) -> None:
+    """Refuse a note that sets a column the engine may not set."""
+    for note_id, note in notes.items():
+        unknown = set(note.columns or {}) - set(ENGINE_COLUMNS)
+        if unknown:
+            raise ValidationError(
+                f"note of {note_id} sets unknown column(s) {sorted(unknown)}; "
+                f"only {sorted(ENGINE_COLUMNS)} can be set this way."
+            )
 
 
 def _with_tuple_namespace(op: Op) -> Op:

@@ -311,6 +311,54 @@ def validate_value_json(
     ``max_chars`` bounds that text: compact JSON, non-ASCII characters counted once.
     """
     where = f"value of {join_namespace(namespace)}/{key}"
+    encoded = _checked_json(value, where, max_chars)
+    plain: dict[str, Any] = dict(value) if _flat_json(value) else json.loads(encoded)
+    scope, kind = parse_memory_namespace(namespace)
+    confidence, importance, status = 1.0, 1.0, "active"
+    cols: dict[str, Any] = {}
+    text = ""
+    if kind is not None:
+        text = memory_text(plain)
+        if not text:
+            shown = plain.get("content", plain)
+            raise InvalidContentError(
+                f"{where}: {kind} memories need some text to search: a non-empty 'content' "
+                f"(a string, or a JSON object or list holding text), got {shown!r:.200}."
+            )
+        confidence = _unit_float(plain, "confidence", where, default=1.0)
+        importance = _nonneg_float(plain, "importance", where, default=1.0)
+        status = plain.get("status", "active")
+        if status not in STATUSES:
+            raise InvalidContentError(
+                f"{where}: status must be one of {', '.join(STATUSES)}, got {status!r}."
+            )
+        cols = _kind_columns(plain, kind, key, where)
+    record = ItemRecord(
+        id=item_id(namespace, key),
+        prefix=join_namespace(namespace),
+        key=key,
+        scope=join_namespace(scope),
+        kind=kind,
+        value=plain,
+        event_at=cols.get("event_at"),
+        session_id=cols.get("session_id"),
+        actor=cols.get("actor"),
+        action_type=cols.get("action_type"),
+        subject=cols.get("subject"),
+        category=cols.get("category"),
+        valid_from=cols.get("valid_from"),
+        valid_until=cols.get("valid_until"),
+        proc_key=cols.get("proc_key"),
+        confidence=confidence,
+        importance=importance,
+        status=status,
+        text=text,
+    )
+    return record, encoded
+
+
+def _checked_json(value: Any, where: str, max_chars: int) -> str:
+    """The value's stored JSON text, refused with a message naming the fault if it can't be stored."""
     if not isinstance(value, Mapping):
         raise InvalidContentError(f"{where} must be a dict (mapping), got {type(value).__name__}.")
     for k in value:
@@ -335,60 +383,25 @@ def validate_value_json(
     refusal = json_utf8_error(value, encoded, where)
     if refusal is not None:
         raise InvalidContentError(refusal)
-    plain: dict[str, Any] = dict(value) if _flat_json(value) else json.loads(encoded)
-    scope, kind = parse_memory_namespace(namespace)
-    confidence, importance, status = 1.0, 1.0, "active"
+    return encoded
+
+
+def _kind_columns(plain: dict[str, Any], kind: str, key: str, where: str) -> dict[str, Any]:
+    """The columns a memory kind takes from well-known keys of its value."""
     cols: dict[str, Any] = {}
-    text = ""
-    if kind is not None:
-        text = memory_text(plain)
-        if not text:
-            shown = plain.get("content", plain)
-            raise InvalidContentError(
-                f"{where}: {kind} memories need some text to search: a non-empty 'content' "
-                f"(a string, or a JSON object or list holding text), got {shown!r:.200}."
-            )
-        confidence = _unit_float(plain, "confidence", where, default=1.0)
-        importance = _nonneg_float(plain, "importance", where, default=1.0)
-        status = plain.get("status", "active")
-        if status not in STATUSES:
-            raise InvalidContentError(
-                f"{where}: status must be one of {', '.join(STATUSES)}, got {status!r}."
-            )
-        if kind == "episodic":
-            cols["event_at"] = _optional_time(plain, "event_timestamp", where)
-            for name in ("session_id", "actor", "action_type"):
-                cols[name] = _optional_str(plain, name, where)
-        elif kind == "semantic":
-            cols["session_id"] = _optional_str(plain, "session_id", where)
-            cols["subject"] = _optional_str(plain, "subject", where)
-            cols["category"] = _optional_str(plain, "category", where)
-            cols["valid_from"] = _optional_time(plain, "valid_from", where)
-            cols["valid_until"] = _optional_time(plain, "valid_until", where)
-        else:
-            cols["proc_key"] = _optional_str(plain, "key", where) or key
-    record = ItemRecord(
-        id=item_id(namespace, key),
-        prefix=join_namespace(namespace),
-        key=key,
-        scope=join_namespace(scope),
-        kind=kind,
-        value=plain,
-        event_at=cols.get("event_at"),
-        session_id=cols.get("session_id"),
-        actor=cols.get("actor"),
-        action_type=cols.get("action_type"),
-        subject=cols.get("subject"),
-        category=cols.get("category"),
-        valid_from=cols.get("valid_from"),
-        valid_until=cols.get("valid_until"),
-        proc_key=cols.get("proc_key"),
-        confidence=confidence,
-        importance=importance,
-        status=status,
-        text=text,
-    )
-    return record, encoded
+    if kind == "episodic":
+        cols["event_at"] = _optional_time(plain, "event_timestamp", where)
+        for name in ("session_id", "actor", "action_type"):
+            cols[name] = _optional_str(plain, name, where)
+    elif kind == "semantic":
+        cols["session_id"] = _optional_str(plain, "session_id", where)
+        cols["subject"] = _optional_str(plain, "subject", where)
+        cols["category"] = _optional_str(plain, "category", where)
+        cols["valid_from"] = _optional_time(plain, "valid_from", where)
+        cols["valid_until"] = _optional_time(plain, "valid_until", where)
+    else:
+        cols["proc_key"] = _optional_str(plain, "key", where) or key
+    return cols
 
 
 _JSON_SCALARS = frozenset({str, int, float, bool, type(None)})

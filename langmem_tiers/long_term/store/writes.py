@@ -309,26 +309,7 @@ class StoreWriter:
         (namespaces), also what the write did there (:class:`OwnWrite`)."""
         d = self.dialect
         all_ids = [p.record.id if p.record else item_id(p.namespace, p.key) for p in puts]
-        # The items' locks, their rows, then the counters: one pipeline, run in that
-        # order without a round trip between.
-        first: list[Sql | TakeCounters] = []
-        lock = d.lock_items_sql()
-        if lock and all_ids:
-            # Concurrent writers of one item take turns, so each event's "before" is the
-            # previous event's "after" (READ COMMITTED alone lets both read the old row).
-            first.append(Sql(lock, [sorted(set(all_ids))]))
-        # The items' locks are enough to read them. Before the counters: every writer of
-        # a namespace waits for its counter until the holder commits, so the holder
-        # reads nothing under it that it can read before.
-        read_at = len(first)
-        if all_ids:
-            first.append(snapshot_request(d, all_ids))
-        # After the items' locks, as every writer takes them.
-        take = lock_scope_changes_request(d, {join_namespace(p.namespace) for p in puts})
-        if take is not None:
-            first.append(take)
-        answers = (yield Pipeline(tuple(first))) if first else []
-        before = snapshots(d, answers[read_at]) if all_ids else {}
+        before = yield from self._lock_and_read_flow(puts, all_ids)
         # What follows needs no answer before the last: sent in one pipeline, so the
         # counters every other writer of these namespaces waits for are held for one
         # round trip, not one a statement.
@@ -338,70 +319,13 @@ class StoreWriter:
             batch.append(scope_counts_request(d, counted))
         deletes = sorted({item_id(p.namespace, p.key) for p in puts if p.record is None})
         if deletes:
-            # One statement, rows locked in id order: a statement per item fired the count
-            # triggers per item, and PostgreSQL's counter row grew a version each time,
-            # which every next one walked.
-            in_ids, params = d.in_list("id", deletes)
-            batch.append(
-                Sql(
-                    f"DELETE FROM {ITEMS} WHERE id IN (SELECT id FROM {ITEMS} WHERE {in_ids}"
-                    f" ORDER BY id{d.for_update})",
-                    params,
-                )
-            )
+            batch.append(self._delete_request(deletes))
         upserts = [p for p in puts if p.record is not None]
         ids = [p.record.id for p in upserts if p.record is not None]
         packed = {p.record.id: bm25.pack_terms(p.terms) for p in upserts if p.record is not None}
         if upserts:
-            # Items not there before are plain inserts (COPY on PostgreSQL): the item
-            # locks above (or SQLite's write transaction) keep anyone else from adding them.
-            fresh = [p for p in upserts if p.record is not None and p.record.id not in before]
-            # In id order, as deletes above: rows locked in one order by every writer
-            # cannot deadlock.
-            known = sorted(
-                (p for p in upserts if p.record is not None and p.record.id in before),
-                key=lambda p: p.record.id if p.record is not None else "",
-            )
-            stamp = d.ts_param(now)
-            if fresh:
-                batch.append(
-                    InsertRows(
-                        ITEMS, item_columns, [self._item_row(p, packed, now, stamp) for p in fresh]
-                    )
-                )
-            if known:
-                item_rows = [self._item_row(p, packed, now, stamp) for p in known]
-                arrays = d.upsert_items_arrays_sql()
-                if arrays is None:
-                    batch.append(SqlMany(d.upsert_items_sql(), item_rows))
-                else:
-                    batch.append(
-                        Sql(arrays, [list(column) for column in zip(*item_rows, strict=True)])
-                    )
-            # Vectors belong to their item (a foreign key): a new item has none, unless
-            # another client deleted an item of that id where foreign keys are not
-            # enforced (its vectors are cleared too, or the new ones would collide). Its
-            # terms are the packed column of its row.
-            if self.index.in_database:
-                replaced = ids if d.orphans_possible else [i for i in ids if i in before]
-                batch.extend(self.index.write_requests(rows, replaced))
-        for note_id, note in notes.items():
-            if note.columns and note_id in ids:
-                names = sorted(note.columns)
-                batch.append(
-                    Sql(
-                        f"UPDATE {ITEMS} SET {', '.join(f'{n} = ?' for n in names)} WHERE id = ?",
-                        [
-                            *(
-                                d.ts_param(note.columns[n])
-                                if ENGINE_COLUMNS[n]
-                                else note.columns[n]
-                                for n in names
-                            ),
-                            note_id,
-                        ],
-                    )
-                )
+            batch.extend(self._upsert_requests(upserts, packed, before, rows, ids, now))
+        batch.extend(self._note_requests(notes, ids))
         counts_after_at = len(batch)
         if counted:
             # Before the events: nothing after this statement changes an item.
@@ -425,6 +349,130 @@ class StoreWriter:
             )
         if created is not None:
             return own
+        yield from self._events_flow(all_ids, before, ids, notes, now)
+        return own
+
+    def _lock_and_read_flow(
+        self, puts: list[PreparedPut], all_ids: list[str]
+    ) -> Flow[dict[str, dict[str, Any]]]:
+        """Lock the items of ``all_ids``, read them (their snapshots before the write, by
+        id), then take the counters of the puts' namespaces."""
+        d = self.dialect
+        # The items' locks, their rows, then the counters: one pipeline, run in that
+        # order without a round trip between.
+        first: list[Sql | TakeCounters] = []
+        lock = d.lock_items_sql()
+        if lock and all_ids:
+            # Concurrent writers of one item take turns, so each event's "before" is the
+            # previous event's "after" (READ COMMITTED alone lets both read the old row).
+            first.append(Sql(lock, [sorted(set(all_ids))]))
+        # The items' locks are enough to read them. Before the counters: every writer of
+        # a namespace waits for its counter until the holder commits, so the holder
+        # reads nothing under it that it can read before.
+        read_at = len(first)
+        if all_ids:
+            first.append(snapshot_request(d, all_ids))
+        # After the items' locks, as every writer takes them.
+        take = lock_scope_changes_request(d, {join_namespace(p.namespace) for p in puts})
+        if take is not None:
+            first.append(take)
+        answers = (yield Pipeline(tuple(first))) if first else []
+        return snapshots(d, answers[read_at]) if all_ids else {}
+
+    def _delete_request(self, deletes: list[str]) -> Sql:
+        """The statement deleting the items of ``deletes`` (ids, sorted)."""
+        # One statement, rows locked in id order: a statement per item fired the count
+        # triggers per item, and PostgreSQL's counter row grew a version each time,
+        # which every next one walked.
+        d = self.dialect
+        in_ids, params = d.in_list("id", deletes)
+        return Sql(
+            f"DELETE FROM {ITEMS} WHERE id IN (SELECT id FROM {ITEMS} WHERE {in_ids}"
+            f" ORDER BY id{d.for_update})",
+            params,
+        )
+
+    def _upsert_requests(
+        self,
+        upserts: list[PreparedPut],
+        packed: Mapping[str, str | None],
+        before: Mapping[str, Any],
+        rows: list[VectorRow],
+        ids: list[str],
+        now: datetime,
+    ) -> list[Sql | SqlMany | InsertRows]:
+        """The statements writing the rows of ``upserts`` (items in ``before`` existed)
+        and, in the database's index, their vector ``rows``."""
+        d = self.dialect
+        requests: list[Sql | SqlMany | InsertRows] = []
+        # Items not there before are plain inserts (COPY on PostgreSQL): the item
+        # locks above (or SQLite's write transaction) keep anyone else from adding them.
+        fresh = [p for p in upserts if p.record is not None and p.record.id not in before]
+        # In id order, as deletes above: rows locked in one order by every writer
+        # cannot deadlock.
+        known = sorted(
+            (p for p in upserts if p.record is not None and p.record.id in before),
+            key=lambda p: p.record.id if p.record is not None else "",
+        )
+        stamp = d.ts_param(now)
+        if fresh:
+            requests.append(
+                InsertRows(
+                    ITEMS, item_columns, [self._item_row(p, packed, now, stamp) for p in fresh]
+                )
+            )
+        if known:
+            item_rows = [self._item_row(p, packed, now, stamp) for p in known]
+            arrays = d.upsert_items_arrays_sql()
+            if arrays is None:
+                requests.append(SqlMany(d.upsert_items_sql(), item_rows))
+            else:
+                requests.append(
+                    Sql(arrays, [list(column) for column in zip(*item_rows, strict=True)])
+                )
+        # Vectors belong to their item (a foreign key): a new item has none, unless
+        # another client deleted an item of that id where foreign keys are not
+        # enforced (its vectors are cleared too, or the new ones would collide). Its
+        # terms are the packed column of its row.
+        if self.index.in_database:
+            replaced = ids if d.orphans_possible else [i for i in ids if i in before]
+            requests.extend(self.index.write_requests(rows, replaced))
+        return requests
+
+    def _note_requests(self, notes: Mapping[str, WriteNote], ids: list[str]) -> list[Sql]:
+        """The statements setting the engine columns the ``notes`` of items ``ids`` set."""
+        d = self.dialect
+        requests: list[Sql] = []
+        for note_id, note in notes.items():
+            if note.columns and note_id in ids:
+                names = sorted(note.columns)
+                requests.append(
+                    Sql(
+                        f"UPDATE {ITEMS} SET {', '.join(f'{n} = ?' for n in names)} WHERE id = ?",
+                        [
+                            *(
+                                d.ts_param(note.columns[n])
+                                if ENGINE_COLUMNS[n]
+                                else note.columns[n]
+                                for n in names
+                            ),
+                            note_id,
+                        ],
+                    )
+                )
+        return requests
+
+    def _events_flow(
+        self,
+        all_ids: list[str],
+        before: Mapping[str, dict[str, Any]],
+        ids: list[str],
+        notes: Mapping[str, WriteNote],
+        now: datetime,
+    ) -> Flow[None]:
+        """Write the events of the write: each item's change from its snapshot ``before``
+        to the one read now."""
+        d = self.dialect
         after = yield from snapshot_flow(d, ids)
         events = []
         for memory_id in all_ids:
@@ -449,7 +497,6 @@ class StoreWriter:
                 )
             )
         yield from write_events_flow(d, events, now)
-        return own
 
     def _item_row(
         self, p: PreparedPut, packed: Mapping[str, str | None], now: datetime, stamp: Any

@@ -99,29 +99,11 @@ def rows_with_neighbours_sql(
     if row_where is None:
         row_where, row_params = where, params
     if not anchors:
-        in_ids, id_params = dialect.in_list("i.id", ids)
-        return (
-            f"SELECT {columns}{', NULL' * 2 * NEIGHBOUR_TURNS} FROM {ITEMS} i"
-            f" WHERE {in_ids} AND {row_where}",
-            [*column_params, *id_params, *row_params],
+        return _rows_without_neighbours_sql(
+            dialect, columns, column_params, ids, row_where, row_params
         )
     in_anchors, anchor_params = dialect.in_list("e.memory_id", anchors)
     id_rows, id_rows_params = dialect.list_rows_sql(ids)
-
-    def side(compare: str, order: str, offset: int) -> str:
-        return (
-            f"(SELECT e.memory_id FROM {EVENTS} e"
-            f" WHERE e.scope = a.scope AND e.seq {compare}"
-            f" AND e.prefix = a.prefix AND e.type = '{_CREATED}' AND e.kind = '{NEIGHBOUR_KIND}'"
-            " AND e.memory_id <> a.id"
-            # Each event's item is looked up by its key: OFFSET keeps PostgreSQL from turning
-            # the EXISTS into a join, which a plan made without the parameters' values (the
-            # namespace's size unknown) ran as a hash of every item in the namespace.
-            f" AND EXISTS (SELECT 1 FROM {ITEMS} i WHERE i.id = e.memory_id"
-            # Put with index=False (no terms): never found by a query, nor through another.
-            f" AND i.doc_len > 0 AND {neighbour_where} LIMIT 1 OFFSET 0)"
-            f" ORDER BY e.seq {order} LIMIT 1 OFFSET {offset})"
-        )
 
     # One scalar subquery per neighbour: SQLite has no LATERAL join, and each is one probe
     # of the (scope, seq) index.
@@ -132,7 +114,10 @@ def rows_with_neighbours_sql(
         *((after, "ASC", n) for n in range(NEIGHBOUR_TURNS)),
     ]
     names = [f"n{n}" for n in range(len(sides))]
-    found = ", ".join(f"{side(*spec)} AS {name}" for spec, name in zip(sides, names, strict=True))
+    found = ", ".join(
+        f"{_neighbour_subquery(*spec, neighbour_where)} AS {name}"
+        for spec, name in zip(sides, names, strict=True)
+    )
     listed = " UNION ALL ".join(f"SELECT p.{name} FROM p" for name in names)
     return (
         # The anchor's latest creation: an item deleted and written again sits where it
@@ -152,6 +137,41 @@ def rows_with_neighbours_sql(
             *id_rows_params,
             *row_params,
         ],
+    )
+
+
+def _neighbour_subquery(compare: str, order: str, offset: int, neighbour_where: str) -> str:
+    """The scalar subquery for one neighbour of anchor ``a``: the ``offset``-th indexed item
+    created on the ``compare`` side of it in its namespace, in ``order`` of sequence."""
+    return (
+        f"(SELECT e.memory_id FROM {EVENTS} e"
+        f" WHERE e.scope = a.scope AND e.seq {compare}"
+        f" AND e.prefix = a.prefix AND e.type = '{_CREATED}' AND e.kind = '{NEIGHBOUR_KIND}'"
+        " AND e.memory_id <> a.id"
+        # Each event's item is looked up by its key: OFFSET keeps PostgreSQL from turning
+        # the EXISTS into a join, which a plan made without the parameters' values (the
+        # namespace's size unknown) ran as a hash of every item in the namespace.
+        f" AND EXISTS (SELECT 1 FROM {ITEMS} i WHERE i.id = e.memory_id"
+        # Put with index=False (no terms): never found by a query, nor through another.
+        f" AND i.doc_len > 0 AND {neighbour_where} LIMIT 1 OFFSET 0)"
+        f" ORDER BY e.seq {order} LIMIT 1 OFFSET {offset})"
+    )
+
+
+def _rows_without_neighbours_sql(
+    dialect: Dialect,
+    columns: str,
+    column_params: Sequence[Any],
+    ids: Sequence[str],
+    row_where: str,
+    row_params: Sequence[Any],
+) -> tuple[str, list[Any]]:
+    """:func:`rows_with_neighbours_sql` with no anchors: the rows alone, neighbours all None."""
+    in_ids, id_params = dialect.in_list("i.id", ids)
+    return (
+        f"SELECT {columns}{', NULL' * 2 * NEIGHBOUR_TURNS} FROM {ITEMS} i"
+        f" WHERE {in_ids} AND {row_where}",
+        [*column_params, *id_params, *row_params],
     )
 
 

@@ -101,6 +101,14 @@ def check_page(limit: Any, offset: Any) -> tuple[int, int]:
     return int(limit), int(offset)
 
 
+#: A time filter's window: the item's time (its event's, else its validity's start, else when
+#: it was stored) in ``[start, end)``.
+_WINDOW_SQL = (
+    "COALESCE(i.event_at, i.valid_from, i.created_at) >= ?"
+    " AND COALESCE(i.event_at, i.valid_from, i.created_at) < ?"
+)
+
+
 def prepare_search(
     op: SearchOp,
     dialect: Dialect,
@@ -118,55 +126,25 @@ def prepare_search(
     validate_namespace(prefix, field="namespace_prefix", prefix=True)
     limit, offset = check_page(op.limit, op.offset)
     if op.query is not None:
-        if not isinstance(op.query, str):
-            raise InvalidContentError(f"query must be a string, got {op.query!r}.")
-        if "\x00" in op.query:
-            raise InvalidContentError("query contains a NUL byte (\\x00); remove it.")
-        if len(op.query) > MAX_QUERY_CHARS:
-            raise InvalidContentError(
-                f"query is {len(op.query)} characters; the limit is {MAX_QUERY_CHARS}."
-            )
-        refusal = utf8_error(op.query, "query")
-        if refusal is not None:
-            raise InvalidContentError(refusal)
+        _check_query(op.query)
     options, plain_filter = split_options(op.filter)
     conditions = validate_filter(plain_filter)
-    where_parts: list[str] = []
-    bound: list[Any] = []
-    instant_slots: list[int] = []  # positions in ``bound`` of the instants below
     at = options.reference(dialect.now())
     clock = now or dialect.now()
-    if options.as_of is not None and statuses is not None and tuple(statuses) == ("active",):
-        # Memory as it stood then: what has since been superseded was current.
-        statuses = ("active", "superseded")
-        # Known to exist then: from its validity, its event time, or when it was stored.
-        where_parts.append("COALESCE(i.valid_from, i.event_at, i.created_at) <= ?")
-        instant_slots.append(len(bound))
-        bound.append(dialect.ts_param(at))
-    if statuses is not None:
-        # Current facts only: a validity interval that has not begun or has ended hides it.
-        where_parts.append(
-            "(i.valid_from IS NULL OR i.valid_from <= ?) AND (i.valid_until IS NULL OR i.valid_until > ?)"
-        )
-        instant_slots.extend([len(bound), len(bound) + 1])
-        bound.extend([dialect.ts_param(at)] * 2)
+    statuses, where_parts, bound, instant_slots = _validity_conditions(
+        dialect, options, statuses, at
+    )
     text = op.query if op.query and op.query.strip() else None
     time_query = parse_time_query(text, at) if text and options.time != "off" else None
     if time_query is not None and time_query.window is not None and options.time == "filter":
-        where_parts.append(
-            "COALESCE(i.event_at, i.valid_from, i.created_at) >= ?"
-            " AND COALESCE(i.event_at, i.valid_from, i.created_at) < ?"
-        )
+        where_parts.append(_WINDOW_SQL)
         bound.extend(
             [dialect.ts_param(time_query.window.start), dialect.ts_param(time_query.window.end)]
         )
-    if statuses is not None and tuple(statuses) == ("active",):
-        where_parts.append("i.status = 'active'")
-    elif statuses is not None:
-        if not statuses:
-            raise ValidationError("statuses must name at least one status, got none.")
-        where_parts.append(f"i.status IN ({', '.join('?' for _ in statuses)})")
-        bound.extend(statuses)
+    if statuses is not None:
+        status_sql, status_params = _status_condition(statuses)
+        where_parts.append(status_sql)
+        bound.extend(status_params)
     if where:
         where_parts.append(f"({where})")
         bound.extend(params)
@@ -181,10 +159,7 @@ def prepare_search(
     item_params = (*bound, *filter_params)
     row_where, row_params = item_where, item_params
     if prefix:
-        under, under_params = dialect.under_namespace_sql("i.prefix", join_namespace(prefix))
-        probe, _ = dialect.under_namespace_sql(
-            dialect.filter_only("i.prefix"), join_namespace(prefix)
-        )
+        under, probe, under_params = _under_prefix(dialect, prefix)
         row_where = " AND ".join([*where_parts, probe, filter_sql])
         row_params = (*bound, *under_params, *filter_params)
         where_parts.append(under)
@@ -212,3 +187,61 @@ def prepare_search(
         row_where,
         row_params,
     )
+
+
+def _under_prefix(dialect: Dialect, prefix: tuple[str, ...]) -> tuple[str, str, list[str]]:
+    """The condition that an item lies under ``prefix``, on its indexed column and (the
+    probe) on an expression no index serves, with the parameters both take."""
+    under, under_params = dialect.under_namespace_sql("i.prefix", join_namespace(prefix))
+    probe, _ = dialect.under_namespace_sql(dialect.filter_only("i.prefix"), join_namespace(prefix))
+    return under, probe, under_params
+
+
+def _check_query(query: object) -> None:
+    """Refuse a query text the search cannot take, with the reason."""
+    if not isinstance(query, str):
+        raise InvalidContentError(f"query must be a string, got {query!r}.")
+    if "\x00" in query:
+        raise InvalidContentError("query contains a NUL byte (\\x00); remove it.")
+    if len(query) > MAX_QUERY_CHARS:
+        raise InvalidContentError(
+            f"query is {len(query)} characters; the limit is {MAX_QUERY_CHARS}."
+        )
+    refusal = utf8_error(query, "query")
+    if refusal is not None:
+        raise InvalidContentError(refusal)
+
+
+def _validity_conditions(
+    dialect: Dialect, options: SearchOptions, statuses: Sequence[str] | None, at: datetime
+) -> tuple[Sequence[str] | None, list[str], list[Any], list[int]]:
+    """The statuses to read, and the conditions (with their parameters and the positions in
+    them of instants) that keep to memory valid at ``at``: under ``as_of``, superseded
+    memory counts and what did not exist yet is left out."""
+    where_parts: list[str] = []
+    bound: list[Any] = []
+    instant_slots: list[int] = []  # positions in ``bound`` of the instants below
+    if options.as_of is not None and statuses is not None and tuple(statuses) == ("active",):
+        # Memory as it stood then: what has since been superseded was current.
+        statuses = ("active", "superseded")
+        # Known to exist then: from its validity, its event time, or when it was stored.
+        where_parts.append("COALESCE(i.valid_from, i.event_at, i.created_at) <= ?")
+        instant_slots.append(len(bound))
+        bound.append(dialect.ts_param(at))
+    if statuses is not None:
+        # Current facts only: a validity interval that has not begun or has ended hides it.
+        where_parts.append(
+            "(i.valid_from IS NULL OR i.valid_from <= ?) AND (i.valid_until IS NULL OR i.valid_until > ?)"
+        )
+        instant_slots.extend([len(bound), len(bound) + 1])
+        bound.extend([dialect.ts_param(at)] * 2)
+    return statuses, where_parts, bound, instant_slots
+
+
+def _status_condition(statuses: Sequence[str]) -> tuple[str, list[Any]]:
+    """The condition that an item's status is one of ``statuses``, with its parameters."""
+    if tuple(statuses) == ("active",):
+        return "i.status = 'active'", []
+    if not statuses:
+        raise ValidationError("statuses must name at least one status, got none.")
+    return f"i.status IN ({', '.join('?' for _ in statuses)})", list(statuses)

@@ -54,7 +54,7 @@ from langmem_tiers.long_term.store.search.prepared import (
     PreparedSearch,
     query_weights,
 )
-from langmem_tiers.long_term.store.search.ranking import Candidate, boost_reachable, rank
+from langmem_tiers.long_term.store.search.ranking import Candidate, Ranked, boost_reachable, rank
 from langmem_tiers.long_term.store.search.readings import ValueReadings
 from langmem_tiers.long_term.store.search.relevance import (
     DEFAULT_COSINE_CURVE,
@@ -442,8 +442,50 @@ class StoreSearch:
         want = search.offset + search.limit
         if want == 0:
             return [], []
+        found = yield from self._candidates_flow(search, vector, want)
+        if found is None:
+            return [], []
+        relevance, rows, anchors = found
+        by_id = {row[5]: row for row in rows}
+        # A memory's time: its event time, else its last update.
+        when: dict[str, datetime] = {
+            i: self.dialect.ts_value(row[6]) or self.dialect.ts_value(row[4])  # type: ignore[misc]
+            for i, row in by_id.items()
+        }
+        if anchors:
+            relevance = self._with_neighbours(relevance, anchors, by_id, when)
+        ranked = self._ranked(search, relevance, by_id, when, search.reference or now)
+        values: dict[str, Any] = {}
+        ranked = self._preferred(search, ranked, rows, by_id, values, want)
+        page = ranked[search.offset : search.offset + search.limit]
+        if with_ttl is not None:
+            with_ttl.extend(r.id for r in page if by_id[r.id][9] is not None)
+        out: list[SearchItem] = []
+        for r in page:
+            item = item_from_row(self.dialect, by_id[r.id], _value_of(by_id, values, r.id))
+            out.append(
+                RankedItem(
+                    item.namespace,
+                    item.key,
+                    item.value,
+                    item.created_at,
+                    item.updated_at,
+                    r.score,
+                    r.components._asdict(),
+                )
+            )
+        return out, [r.id for r in page]
+
+    def _candidates_flow(
+        self, search: PreparedSearch, vector: list[float], want: int
+    ) -> Flow[tuple[dict[str, float], list[Sequence[Any]], list[str]] | None]:
+        """The candidates' relevance, their rows (with their anchors' neighbours') and the
+        anchors (the best ``want`` that may have neighbours); None if nothing is relevant.
+
+        The members come from the namespace cache's guess where it has one, checked by
+        the rows' statement itself; a wrong guess reads the members and starts again.
+        """
         pool = want * self.settings.candidate_multiplier
-        now = search.reference or now
         prefix = join_namespace(search.prefix)
         scope: tuple[ScopeData, Members] | None = None
         guess: Guess | None = None
@@ -451,22 +493,6 @@ class StoreSearch:
         # members (not in process, where the candidates' own statement costs less than
         # reading every member's row; see scope_cache.MEMBER_ROWS_MAX).
         loaded: dict[str, Sequence[Any]] = {}
-        in_process = self.dialect.in_process
-
-        def read_members(cache: ScopeCache) -> Flow[tuple[ScopeData, Members] | None]:
-            # The database's members, and their rows when the namespace is (re)loaded.
-            return (
-                yield from cache.members_flow(
-                    prefix,
-                    search.where,
-                    search.params,
-                    key=search.members_key,
-                    instants=search.instants,
-                    columns=() if in_process else _CANDIDATE_COLUMNS,
-                    member_rows=None if in_process else loaded,
-                )
-            )
-
         if self.scope_cache is not None:
             guess = self.scope_cache.guess(
                 prefix,
@@ -479,7 +505,7 @@ class StoreSearch:
             if guess is not None:
                 scope = guess.data, guess.members
             else:
-                scope = yield from read_members(self.scope_cache)
+                scope = yield from self._members_flow(self.scope_cache, search, prefix, loaded)
         neighbour_weight = self.settings.neighbour_weight
         while True:
             relevance = yield from self.relevance_flow(search, vector, scope, pool)
@@ -494,8 +520,7 @@ class StoreSearch:
                     anchors = [i for i in anchors if i in scope[0].episodic]
                 if loaded and not anchors:
                     # Read with the namespace, in the members' own snapshot.
-                    rows = [loaded[i] for i in sorted(relevance) if i in loaded]
-                    break
+                    return relevance, [loaded[i] for i in sorted(relevance) if i in loaded], []
                 text, params = rows_with_neighbours_sql(
                     self.dialect,
                     f"{', '.join(_CANDIDATE_COLUMNS)}, {guess.check if guess is not None else '1'}",
@@ -514,29 +539,62 @@ class StoreSearch:
                 rows = yield Sql(text, params, binary=True)
                 # Every row carries the guess's check; a right guess has candidates' rows.
                 if guess is None or (rows and rows[0][_CHECK]):
-                    break
+                    return relevance, rows, anchors
             elif guess is None:
-                return [], []
+                return None
             # The members taken from the cache were not this search's: ask the database.
             assert self.scope_cache is not None
             guess = None
-            scope = yield from read_members(self.scope_cache)
-        by_id = {row[5]: row for row in rows}
-        anchored = set(anchors)
-        pairs = {row[5]: tuple(row[_CHECK + 1 :]) for row in rows if row[5] in anchored}
-        # A memory's time: its event time, else its last update.
-        when: dict[str, datetime] = {
-            i: self.dialect.ts_value(row[6]) or self.dialect.ts_value(row[4])  # type: ignore[misc]
-            for i, row in by_id.items()
-        }
-        if anchors:
-            neighbours = conversation_neighbours(
-                pairs, when, {i: row[10] for i, row in by_id.items()}
+            scope = yield from self._members_flow(self.scope_cache, search, prefix, loaded)
+
+    def _members_flow(
+        self,
+        cache: ScopeCache,
+        search: PreparedSearch,
+        prefix: str,
+        loaded: dict[str, Sequence[Any]],
+    ) -> Flow[tuple[ScopeData, Members] | None]:
+        """The database's members of ``search``, and their rows (into ``loaded``) when the
+        namespace is (re)loaded."""
+        in_process = self.dialect.in_process
+        return (
+            yield from cache.members_flow(
+                prefix,
+                search.where,
+                search.params,
+                key=search.members_key,
+                instants=search.instants,
+                columns=() if in_process else _CANDIDATE_COLUMNS,
+                member_rows=None if in_process else loaded,
             )
-            # A neighbour that was no candidate matched nothing of the query itself.
-            for item_id in neighbours:
-                relevance.setdefault(item_id, 0.0)
-            relevance = smooth_neighbours(relevance, neighbours, weight=neighbour_weight)
+        )
+
+    def _with_neighbours(
+        self,
+        relevance: dict[str, float],
+        anchors: list[str],
+        by_id: Mapping[str, Sequence[Any]],
+        when: Mapping[str, datetime],
+    ) -> dict[str, float]:
+        """``relevance`` smoothed over the conversation neighbours of the ``anchors``."""
+        anchored = set(anchors)
+        pairs = {row[5]: tuple(row[_CHECK + 1 :]) for row in by_id.values() if row[5] in anchored}
+        neighbours = conversation_neighbours(pairs, when, {i: row[10] for i, row in by_id.items()})
+        # A neighbour that was no candidate matched nothing of the query itself.
+        for item_id in neighbours:
+            relevance.setdefault(item_id, 0.0)
+        return smooth_neighbours(relevance, neighbours, weight=self.settings.neighbour_weight)
+
+    def _ranked(
+        self,
+        search: PreparedSearch,
+        relevance: Mapping[str, float],
+        by_id: Mapping[str, Sequence[Any]],
+        when: Mapping[str, datetime],
+        now: datetime,
+    ) -> list[Ranked]:
+        """The candidates ranked at ``now``: above the search's floor, boosted where their
+        time fits the query's."""
         candidates = [
             Candidate(
                 id=item_id,
@@ -564,17 +622,24 @@ class StoreSearch:
                     (r._replace(score=r.score * boosts[r.id]) for r in ranked),
                     key=lambda r: (-r.score, r.id),
                 )
-        values: dict[str, Any] = {}
+        return ranked
 
-        def value_of(item_id: str) -> Any:
-            # JSON text on every backend (see above); read once, and only where needed.
-            if item_id not in values:
-                values[item_id] = json.loads(by_id[item_id][2])
-            return values[item_id]
+    def _preferred(
+        self,
+        search: PreparedSearch,
+        ranked: list[Ranked],
+        rows: list[Sequence[Any]],
+        by_id: Mapping[str, Sequence[Any]],
+        values: dict[str, Any],
+        want: int,
+    ) -> list[Ranked]:
+        """``ranked`` with memories that tell when preferred for a query asking when, and
+        those of the query's authors for one naming them (``values``: the values read)."""
+        assert search.query is not None
 
         def tells_when(item_id: str) -> bool:
             def read() -> bool:
-                value = value_of(item_id)
+                value = _value_of(by_id, values, item_id)
                 return isinstance(value, dict) and says_when(memory_text(value))
 
             return self.told_when.get(item_id, hash(by_id[item_id][2]), read)
@@ -582,7 +647,7 @@ class StoreSearch:
         def read_author(item_id: str) -> frozenset[str]:
             if not by_id[item_id][0].endswith(_EPISODIC_SUFFIX):
                 return frozenset()
-            value = value_of(item_id)
+            value = _value_of(by_id, values, item_id)
             return author_terms(value) if isinstance(value, dict) else frozenset()
 
         def authors_of(item_id: str) -> frozenset[str]:
@@ -600,21 +665,12 @@ class StoreSearch:
             row[0].endswith(_EPISODIC_SUFFIX) for row in rows
         ):
             ranked = by_author(ranked, want, frozenset(bm25.analyze(search.query)), authors_of)
-        page = ranked[search.offset : search.offset + search.limit]
-        if with_ttl is not None:
-            with_ttl.extend(r.id for r in page if by_id[r.id][9] is not None)
-        out: list[SearchItem] = []
-        for r in page:
-            item = item_from_row(self.dialect, by_id[r.id], value_of(r.id))
-            out.append(
-                RankedItem(
-                    item.namespace,
-                    item.key,
-                    item.value,
-                    item.created_at,
-                    item.updated_at,
-                    r.score,
-                    r.components._asdict(),
-                )
-            )
-        return out, [r.id for r in page]
+        return ranked
+
+
+def _value_of(by_id: Mapping[str, Sequence[Any]], values: dict[str, Any], item_id: str) -> Any:
+    """The value of ``item_id``: JSON text on every backend, read once (into ``values``),
+    and only where needed."""
+    if item_id not in values:
+        values[item_id] = json.loads(by_id[item_id][2])
+    return values[item_id]

@@ -212,10 +212,41 @@ class ScopeData:
         packed_terms.update((i, items[i][1]) for i in added if items[i][1])  # type: ignore[misc]
         episodic = set(self.episodic) - changed
         episodic.update(i for i in added if items[i][2])
-        # Old postings of kept rows, renumbered (an order-keeping renumbering keeps them
-        # sorted), merged with the added items' postings by (code, row).
         renumbered = np.full(len(self.ids), -1, dtype=np.int64)
         renumbered[kept_rows] = np.arange(len(kept_rows), dtype=np.int64)
+        index = self._merged_index(renumbered, row_of, len(ids), added, items)
+        all_vector_ids, all_vectors, vector_rows = self._kept_and_added_vectors(
+            kept, renumbered, row_of, vector_ids, matrix
+        )
+        data = object.__new__(ScopeData)
+        data._set(
+            version,
+            counters,
+            ids,
+            row_of,
+            lengths,
+            packed_terms,
+            all_vector_ids,
+            all_vectors,
+            episodic,
+            index,
+            vector_rows,
+        )
+        return data
+
+    def _merged_index(
+        self,
+        renumbered: np.ndarray,
+        row_of: Mapping[str, int],
+        count: int,
+        added: list[str],
+        items: Mapping[str, tuple[int, str | None, bool]],
+    ) -> tuple[dict[str, int], list[int], np.ndarray, np.ndarray]:
+        """The term index of the entry of :meth:`changed` (``count`` rows): this entry's
+        postings of kept rows (``renumbered``: each old row's new one, -1 if dropped)
+        merged with those of the ``added`` items."""
+        # Old postings of kept rows, renumbered (an order-keeping renumbering keeps them
+        # sorted), merged with the added items' postings by (code, row).
         starts = np.asarray(self._starts, dtype=np.int64)
         old_codes = np.repeat(np.arange(len(starts) - 1, dtype=np.int64), np.diff(starts))
         old_rows = renumbered[self._posting_rows]
@@ -228,7 +259,7 @@ class ScopeData:
             [row_of[i] for i in added if items[i][1]],
             [t for i in added if (t := items[i][1])],
         )
-        width = len(ids) + 1
+        width = count + 1
         old_keys = old_codes * width + old_rows
         new_keys = new_codes * width + new_rows
         order = np.argsort(new_keys, kind="stable")
@@ -236,12 +267,23 @@ class ScopeData:
         all_codes = np.insert(old_codes, at, new_codes[order])
         index_starts = np.zeros(len(codes) + 1, dtype=np.int64)
         np.cumsum(np.bincount(all_codes, minlength=len(codes)), out=index_starts[1:])
-        index = (
+        return (
             codes,
             index_starts.tolist(),
             np.insert(old_rows, at, new_rows[order]),
             np.insert(old_counts, at, new_counts[order]),
         )
+
+    def _kept_and_added_vectors(
+        self,
+        kept: np.ndarray,
+        renumbered: np.ndarray,
+        row_of: Mapping[str, int],
+        vector_ids: list[str],
+        matrix: np.ndarray,
+    ) -> tuple[list[str], UnitVectors, tuple[np.ndarray, dict[str, int]]]:
+        """The vectors of the entry of :meth:`changed`: the ids, the rows and the item row
+        of each (with the row of each id) of the ``kept`` items, then the added ones."""
         kept_vectors = np.flatnonzero(kept[self._vector_item_rows])
         if len(kept_vectors) == len(self.vector_ids):
             all_vector_ids = [*self.vector_ids, *vector_ids]
@@ -259,21 +301,7 @@ class ScopeData:
             ]
         )
         all_vectors = self.vectors.kept_and_added(kept_vectors, matrix)
-        data = object.__new__(ScopeData)
-        data._set(
-            version,
-            counters,
-            ids,
-            row_of,
-            lengths,
-            packed_terms,
-            all_vector_ids,
-            all_vectors,
-            episodic,
-            index,
-            (vector_item_rows, vector_row_of),
-        )
-        return data
+        return all_vector_ids, all_vectors, (vector_item_rows, vector_row_of)
 
     def remembered(
         self, key: tuple[Any, ...], instants: tuple[datetime, datetime]

@@ -397,62 +397,106 @@ def _time_expressions(query: str, now: datetime) -> tuple[dict[str, float], Wind
     """The terms and the window of :func:`parse_time_query`."""
     tz = now.tzinfo if isinstance(now.tzinfo, timezone) else timezone.utc
     today = now.astimezone(tz).date() if now.tzinfo else now.date()
-    text = query
-    terms: dict[str, float] = {}
-    found: list[tuple[int, int, Window]] = []  # (granularity: 0 day .. 3 year, position, window)
-
-    def add(window: Window, granularity: int, position: int, extra: tuple[str, ...] = ()) -> None:
-        for term in _window_terms(window):
-            terms[term] = max(terms.get(term, 0.0), 1.0)
-        for term in extra:
-            terms.setdefault(term, 0.5)
-        found.append((granularity, position, window))
-
-    def consume(match: re.Match[str]) -> None:
-        nonlocal text
-        a, b = match.span()
-        text = text[:a] + " " * (b - a) + text[b:]
-
+    f = _Found(query, tz, today)
     # Each pattern is tried only where the words it needs occur: a scan of a pattern of
-    # month names costs more than splitting the text into words once.
+    # month names costs more than splitting the text into words once. The order matters:
+    # what one finds, those after it do not read.
     lowered = query.lower()
     words = set(_WORD.findall(lowered))
     digits = _DIGIT.search(query) is not None
     months = not words.isdisjoint(_MONTH_ALIASES)
     units = not words.isdisjoint(_UNIT_WORDS)
     leads = units and not words.isdisjoint(("last", "this", "past", "previous"))
-    dated = (_ISO_DATE, _DAY_MONTH_YEAR, _MONTH_DAY_YEAR) if digits and months else (_ISO_DATE,)
-    for pattern in dated if digits else ():
-        for m in list(pattern.finditer(text)):
+    if digits:
+        _find_dates(f, months)
+    if months:
+        _find_months_alone(f)
+    if digits:
+        _find_years_alone(f)
+    if any(word in lowered for word in ("yesterday", "today", "tonight")):
+        _find_day_words(f)
+    if units and "ago" in words:
+        _find_ago(f)
+    if leads:
+        _find_past_n(f)
+        _find_relative(f)
+    if any(day in lowered for day in WEEKDAYS):
+        _find_weekdays(f)
+    found = f.found
+    window = min(found, key=lambda x: (x[0], x[1]))[2] if found else None
+    return f.terms, window
+
+
+class _Found:
+    """The time expressions of a query found so far (their terms, and each window with its
+    granularity, 0 day .. 3 year, and position), and the query's text with each blanked."""
+
+    __slots__ = ("found", "terms", "text", "today", "tz")
+
+    def __init__(self, query: str, tz: timezone, today: date) -> None:
+        self.text = query
+        self.tz = tz
+        self.today = today
+        self.terms: dict[str, float] = {}
+        self.found: list[tuple[int, int, Window]] = []
+
+    def add(
+        self, window: Window, granularity: int, position: int, extra: tuple[str, ...] = ()
+    ) -> None:
+        """Record ``window``, found at ``position``, with its terms and the ``extra`` ones."""
+        for term in _window_terms(window):
+            self.terms[term] = max(self.terms.get(term, 0.0), 1.0)
+        for term in extra:
+            self.terms.setdefault(term, 0.5)
+        self.found.append((granularity, position, window))
+
+    def consume(self, match: re.Match[str]) -> None:
+        """Blank the text of ``match``: no later pattern reads it again."""
+        a, b = match.span()
+        self.text = self.text[:a] + " " * (b - a) + self.text[b:]
+
+
+def _find_dates(f: _Found, months: bool) -> None:
+    """Days with their month (and year, or the latest such day), then months of a year."""
+    tz, today = f.tz, f.today
+    for pattern in (_ISO_DATE, _DAY_MONTH_YEAR, _MONTH_DAY_YEAR) if months else (_ISO_DATE,):
+        for m in list(pattern.finditer(f.text)):
             with suppress(*_OUT_OF_RANGE):
                 month = m.group("month")
                 month_n = int(month) if month.isdigit() else _MONTH_ALIASES[month.lower()]
                 d = _valid_date(int(m.group("year")), month_n, int(m.group("day")))
                 if d is not None:
-                    add(_days_window(d, 1, tz), 0, m.start())
-                    consume(m)
-    for m in list(_MONTH_YEAR.finditer(text)) if digits and months else ():
+                    f.add(_days_window(d, 1, tz), 0, m.start())
+                    f.consume(m)
+    if not months:
+        return
+    for m in list(_MONTH_YEAR.finditer(f.text)):
         with suppress(*_OUT_OF_RANGE):
-            add(
+            f.add(
                 _month_window(int(m.group("year")), _MONTH_ALIASES[m.group("month").lower()], tz),
                 2,
                 m.start(),
             )
-            consume(m)
-    for pattern in (_DAY_MONTH, _MONTH_DAY) if digits and months else ():
-        for m in list(pattern.finditer(text)):
+            f.consume(m)
+    for pattern in (_DAY_MONTH, _MONTH_DAY):
+        for m in list(pattern.finditer(f.text)):
             with suppress(*_OUT_OF_RANGE):
                 month_n = _MONTH_ALIASES[m.group("month").lower()]
                 d = _latest(month_n, int(m.group("day")), today)
                 if d is not None and 1 <= int(m.group("day")) <= 31:
-                    add(
+                    f.add(
                         _days_window(d, 1, tz),
                         0,
                         m.start(),
                         (f"{TIME_TERM_PREFIX}{MONTHS[month_n - 1]}",),
                     )
-                    consume(m)
-    for m in list(_MONTH_ALONE.finditer(text)) if months else ():
+                    f.consume(m)
+
+
+def _find_months_alone(f: _Found) -> None:
+    """Month names alone: the latest such month, or the next or last one."""
+    tz, today = f.tz, f.today
+    for m in list(_MONTH_ALONE.finditer(f.text)):
         with suppress(*_OUT_OF_RANGE):
             word = m.group("month").lower()
             if (word in ("may", "march") or len(word) <= 4) and not m.group("lead"):
@@ -466,61 +510,89 @@ def _time_expressions(query: str, now: datetime) -> tuple[dict[str, float], Wind
             else:
                 year = today.year - (month_n > today.month)
             month_window = _month_window(year, month_n, tz)
-            terms[f"{TIME_TERM_PREFIX}{MONTHS[month_n - 1]}"] = 1.0
-            found.append((2, m.start(), month_window))
-            consume(m)
-    for m in list(_YEAR_ALONE.finditer(text)) if digits else ():
+            f.terms[f"{TIME_TERM_PREFIX}{MONTHS[month_n - 1]}"] = 1.0
+            f.found.append((2, m.start(), month_window))
+            f.consume(m)
+
+
+def _find_years_alone(f: _Found) -> None:
+    """Years alone."""
+    tz = f.tz
+    for m in list(_YEAR_ALONE.finditer(f.text)):
         with suppress(*_OUT_OF_RANGE):
-            add(_year_window(int(m.group("year")), tz), 3, m.start())
-            consume(m)
-    day_words = any(word in lowered for word in ("yesterday", "today", "tonight"))
-    for m in list(_DAY_WORDS.finditer(text)) if day_words else ():
+            f.add(_year_window(int(m.group("year")), tz), 3, m.start())
+            f.consume(m)
+
+
+def _find_day_words(f: _Found) -> None:
+    """Today, tonight, yesterday and the day before it."""
+    tz, today = f.tz, f.today
+    for m in list(_DAY_WORDS.finditer(f.text)):
         with suppress(*_OUT_OF_RANGE):
             word = re.sub(r"\s+", " ", m.group("word").lower())
             back = {"today": 0, "tonight": 0, "yesterday": 1}.get(word, 2)
-            add(_days_window(today - timedelta(days=back), 1, tz), 0, m.start())
-            consume(m)
-    for m in list(_AGO.finditer(text)) if units and "ago" in words else ():
+            f.add(_days_window(today - timedelta(days=back), 1, tz), 0, m.start())
+            f.consume(m)
+
+
+def _find_ago(f: _Found) -> None:
+    """Days, weeks, months or years ago."""
+    tz, today = f.tz, f.today
+    for m in list(_AGO.finditer(f.text)):
         with suppress(*_OUT_OF_RANGE):
             n, unit = _number(m.group("n")), m.group("unit").lower()
             if unit == "day":
-                add(_days_window(today - timedelta(days=n), 1, tz), 0, m.start())
+                f.add(_days_window(today - timedelta(days=n), 1, tz), 0, m.start())
             elif unit == "week":
-                add(_days_window(today - timedelta(days=7 * n + 3), 7, tz), 1, m.start())
+                f.add(_days_window(today - timedelta(days=7 * n + 3), 7, tz), 1, m.start())
             elif unit == "month":
-                add(_month_window(*_shift_months(today, -n), tz), 2, m.start())
+                f.add(_month_window(*_shift_months(today, -n), tz), 2, m.start())
             else:
-                add(_year_window(today.year - n, tz), 3, m.start())
-            consume(m)
-    for m in list(_PAST_N.finditer(text)) if leads else ():
+                f.add(_year_window(today.year - n, tz), 3, m.start())
+            f.consume(m)
+
+
+def _find_past_n(f: _Found) -> None:
+    """The past (last, previous) n days, weeks, months or years."""
+    tz, today = f.tz, f.today
+    for m in list(_PAST_N.finditer(f.text)):
         with suppress(*_OUT_OF_RANGE):
             n, unit = _number(m.group("n")), m.group("unit").lower()
             days = {"day": n, "week": 7 * n, "month": 31 * n, "year": 366 * n}[unit]
-            add(
+            f.add(
                 _days_window(today - timedelta(days=days - 1), days, tz),
                 1 if days <= 7 else 2,
                 m.start(),
             )
-            consume(m)
-    for m in list(_RELATIVE.finditer(text)) if leads else ():
+            f.consume(m)
+
+
+def _find_relative(f: _Found) -> None:
+    """This or last week, weekend, month or year."""
+    tz, today = f.tz, f.today
+    for m in list(_RELATIVE.finditer(f.text)):
         with suppress(*_OUT_OF_RANGE):
             which, unit = m.group("which").lower(), m.group("unit").lower()
             this = which == "this"
             monday = today - timedelta(days=today.weekday())
             if unit == "week":
                 first = monday if this else monday - timedelta(days=7)
-                add(_days_window(first, 7, tz), 1, m.start())
+                f.add(_days_window(first, 7, tz), 1, m.start())
             elif unit == "weekend":
                 # "this weekend": the one of this week; "last weekend": the one before this week.
                 saturday = monday + timedelta(days=5 if this else -2)
-                add(_days_window(saturday, 2, tz), 1, m.start())
+                f.add(_days_window(saturday, 2, tz), 1, m.start())
             elif unit == "month":
-                add(_month_window(*_shift_months(today, 0 if this else -1), tz), 2, m.start())
+                f.add(_month_window(*_shift_months(today, 0 if this else -1), tz), 2, m.start())
             else:
-                add(_year_window(today.year - (0 if this else 1), tz), 3, m.start())
-            consume(m)
-    weekdays = any(day in lowered for day in WEEKDAYS)
-    for m in list(_WEEKDAY.finditer(text)) if weekdays else ():
+                f.add(_year_window(today.year - (0 if this else 1), tz), 3, m.start())
+            f.consume(m)
+
+
+def _find_weekdays(f: _Found) -> None:
+    """Weekdays: the latest such day (a week back after "last")."""
+    tz, today = f.tz, f.today
+    for m in list(_WEEKDAY.finditer(f.text)):
         with suppress(*_OUT_OF_RANGE):
             target = WEEKDAYS.index(m.group("weekday").lower())
             back = (today.weekday() - target) % 7
@@ -528,10 +600,10 @@ def _time_expressions(query: str, now: datetime) -> tuple[dict[str, float], Wind
             if back == 0 and lead in ("last", "past", "previous"):
                 back = 7
             day = today - timedelta(days=back)
-            add(_days_window(day, 1, tz), 0, m.start(), (f"{TIME_TERM_PREFIX}{WEEKDAYS[target]}",))
-            consume(m)
-    window = min(found, key=lambda f: (f[0], f[1]))[2] if found else None
-    return terms, window
+            f.add(
+                _days_window(day, 1, tz), 0, m.start(), (f"{TIME_TERM_PREFIX}{WEEKDAYS[target]}",)
+            )
+            f.consume(m)
 
 
 def window_fit(at: datetime, window: Window) -> float:
