@@ -247,11 +247,10 @@ def _budget_line(settings: Any) -> str:
 def run(args: argparse.Namespace) -> int:
     """The ``demo`` command."""
     from langmem_tiers.cli.main import open_store, print_json
-    from langmem_tiers.graph import build_tiered_chat_graph, consolidate_episodes
+    from langmem_tiers.graph import build_tiered_chat_graph
     from langmem_tiers.graph.models import resolve_chat_model
     from langmem_tiers.short_term.presets import get_preset
     from langmem_tiers.short_term.sql_log import SqlMessageLog
-    from langmem_tiers.tiers.tokens import count_message_tokens
 
     settings = _settings(args)
     window = args.window
@@ -263,8 +262,6 @@ def run(args: argparse.Namespace) -> int:
     scope = args.scope or f"{_SCOPE_PREFIX}{uuid.uuid4().hex[:8]}"
     out = _Run(quiet=args.quiet or args.json, out=sys.stdout, real_model=bool(model_name))
     started = time.perf_counter()
-    recorder = PromptRecorder()
-    stats: list[TurnStats] = []
     sessions = list(dict.fromkeys(t.session for t in turns))
 
     with open_store(args, settings) as store:
@@ -285,46 +282,7 @@ def run(args: argparse.Namespace) -> int:
             f"{_where_line(settings.url, scope)}\n"
         )
         out.say(_LEGEND)
-        raw_all: list[BaseMessage] = []
-        raw_session: list[BaseMessage] = []
-        current: str | None = None
-        for number, turn in enumerate(turns, start=1):
-            if turn.session != current:
-                if current is not None:
-                    _consolidate(store, scope, current, settings, out, consolidate_episodes)
-                current = turn.session
-                raw_session = []
-                out.say(
-                    f"\n== session {sessions.index(current) + 1}/{len(sessions)}: "
-                    f"{current} ({turn.at[:10]}) =="
-                )
-            question = HumanMessage(turn.content)
-            full = baseline_prompt(raw_all, question)
-            recent = baseline_prompt(raw_all, question, window)
-            result = graph.invoke(
-                {"messages": [question], "session_id": f"{scope}-{turn.session}", "user_id": scope},
-                config={"callbacks": [recorder]},
-            )
-            sizes, prompts = recorder.take()
-            answer = str(result.get("answer", ""))
-            stats.append(
-                TurnStats(
-                    number,
-                    turn.session,
-                    sizes[0] if sizes else 0,
-                    len(sizes),
-                    count_message_tokens([*raw_session, question]),
-                    count_message_tokens([*raw_all, question]),
-                    count_message_tokens(full),
-                    count_message_tokens(recent),
-                )
-            )
-            _report_turn(out, number, turn, answer, result, prompts, (full, recent))
-            reply = AIMessage(answer)
-            raw_session += [question, reply]
-            raw_all += [question, reply]
-        if current is not None:
-            _consolidate(store, scope, current, settings, out, consolidate_episodes)
+        stats = _play(graph, store, scope, turns, sessions, settings, window, out)
         holdings = _holdings(store, scope)
     elapsed = time.perf_counter() - started
 
@@ -351,14 +309,7 @@ def run(args: argparse.Namespace) -> int:
                     "budget": settings.context_token_limit,
                     "window": window,
                 },
-                "questions": len(out.questions),
-                "answered_with_expected_fact": sum(q.answered for q in out.questions),
-                "evidence_in_prompt": {
-                    "tiered": sum(q.evidence is not None for q in out.questions),
-                    "full_history": sum(q.in_full_history for q in out.questions),
-                    "window": sum(q.in_window for q in out.questions),
-                },
-                "question_details": [_question_json(q) for q in out.questions],
+                **_answers_json(out),
                 "targets": [t._asdict() for t in reached],
                 "events": out.events,
                 "tokens": [r._asdict() for r in stats],
@@ -369,6 +320,88 @@ def run(args: argparse.Namespace) -> int:
         return 0
     _print_summary(out, stats, window, reached, args.rows)
     _print_holdings(holdings)
+    _print_closing(args, out, scope, elapsed, plot_note)
+    return 0
+
+
+def _play(
+    graph: Any,
+    store: Any,
+    scope: str,
+    turns: Sequence[DemoTurn],
+    sessions: list[str],
+    settings: Any,
+    window: int,
+    out: _Run,
+) -> list[TurnStats]:
+    """Play the conversation through the graph, session by session, consolidating at the
+    end of each, and measure every turn's prompt against the two baselines."""
+    from langmem_tiers.graph import consolidate_episodes
+    from langmem_tiers.tiers.tokens import count_message_tokens
+
+    recorder = PromptRecorder()
+    stats: list[TurnStats] = []
+    raw_all: list[BaseMessage] = []
+    raw_session: list[BaseMessage] = []
+    current: str | None = None
+    for number, turn in enumerate(turns, start=1):
+        if turn.session != current:
+            if current is not None:
+                _consolidate(store, scope, current, settings, out, consolidate_episodes)
+            current = turn.session
+            raw_session = []
+            out.say(
+                f"\n== session {sessions.index(current) + 1}/{len(sessions)}: "
+                f"{current} ({turn.at[:10]}) =="
+            )
+        question = HumanMessage(turn.content)
+        full = baseline_prompt(raw_all, question)
+        recent = baseline_prompt(raw_all, question, window)
+        result = graph.invoke(
+            {"messages": [question], "session_id": f"{scope}-{turn.session}", "user_id": scope},
+            config={"callbacks": [recorder]},
+        )
+        sizes, prompts = recorder.take()
+        answer = str(result.get("answer", ""))
+        stats.append(
+            TurnStats(
+                number,
+                turn.session,
+                sizes[0] if sizes else 0,
+                len(sizes),
+                count_message_tokens([*raw_session, question]),
+                count_message_tokens([*raw_all, question]),
+                count_message_tokens(full),
+                count_message_tokens(recent),
+            )
+        )
+        _report_turn(out, number, turn, answer, result, prompts, (full, recent))
+        reply = AIMessage(answer)
+        raw_session += [question, reply]
+        raw_all += [question, reply]
+    if current is not None:
+        _consolidate(store, scope, current, settings, out, consolidate_episodes)
+    return stats
+
+
+def _answers_json(out: _Run) -> dict[str, Any]:
+    """How the questions were answered, and where their evidence was, for ``--json``."""
+    return {
+        "questions": len(out.questions),
+        "answered_with_expected_fact": sum(q.answered for q in out.questions),
+        "evidence_in_prompt": {
+            "tiered": sum(q.evidence is not None for q in out.questions),
+            "full_history": sum(q.in_full_history for q in out.questions),
+            "window": sum(q.in_window for q in out.questions),
+        },
+        "question_details": [_question_json(q) for q in out.questions],
+    }
+
+
+def _print_closing(
+    args: argparse.Namespace, out: _Run, scope: str, elapsed: float, plot_note: str | None
+) -> None:
+    """The score, the time, where the plot went, and a command to look around with."""
     answered = sum(q.answered for q in out.questions)
     print(
         f"\nanswers that hold the expected fact: {answered}/{len(out.questions)}"
@@ -380,7 +413,6 @@ def run(args: argparse.Namespace) -> int:
         f'look around: langmem-tiers search "launch date" --scope {scope}'
         + (f" --url {args.url}" if args.url else "")
     )
-    return 0
 
 
 def _question_json(q: QuestionStats) -> dict[str, Any]:

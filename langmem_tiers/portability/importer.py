@@ -44,7 +44,11 @@ from langmem_tiers.long_term.store.embedding import embed_matrix_flow
 from langmem_tiers.long_term.store.records import item_id, parse_timestamp, split_namespace
 from langmem_tiers.long_term.store.search import bm25
 from langmem_tiers.long_term.store.vectors import VectorRow, normalize_rows
-from langmem_tiers.long_term.store.writes import lock_scope_changes_flow, prepare_put
+from langmem_tiers.long_term.store.writes import (
+    PreparedPut,
+    lock_scope_changes_flow,
+    prepare_put,
+)
 from langmem_tiers.portability.exporter import (
     PAGE,
     embedder_name,
@@ -245,37 +249,65 @@ class _Scope:
         self.counts["unchanged"] += len(normal) - len(changed)
         if not changed:
             return
-        puts = {}
-        for i in changed:
-            n, _r = records[i]
-            rec = normal[i]
-            try:
-                puts[i] = prepare_put(
-                    PutOp(
-                        split_namespace(rec["prefix"]),
-                        rec["key"],
-                        rec["value"],
-                        index=None if rec["indexed"] else False,
-                    ),
-                    fields=core.fields,
-                    max_chars=core.settings.max_content_chars,
-                )
-            except ValidationError as err:
-                raise ValidationError(f"line {n}: item {i!r}: {err}") from err
+        puts = {i: self._prepared_put(records[i][0], i, normal[i]) for i in changed}
         lock = d.lock_items_sql()
         if lock:
             yield Sql(lock, [changed])
         yield from lock_scope_changes_flow(d, {normal[i]["prefix"] for i in changed})
         replaced = [i for i in changed if i in held]
         if replaced:
-            in_old, old_params = d.in_list("id", replaced)
-            yield Sql(f"DELETE FROM {ITEM_ACCESS} WHERE {in_old}", old_params)
-            in_mem, mem_params = d.in_list("memory_id", replaced)
-            yield Sql(f"DELETE FROM {VERSIONS} WHERE {in_mem}", mem_params)
-            if core.index.in_database:
-                in_vec, vec_params = d.in_list("item_id", replaced)
-                yield Sql(f"DELETE FROM {VECTORS} WHERE {in_vec}", vec_params)
-            yield Sql(f"DELETE FROM {ITEMS} WHERE {in_old}", old_params)
+            yield from self._delete_items_flow(replaced)
+        rows, access, versions = self._item_rows(changed, normal, puts)
+        yield InsertRows(ITEMS, _ROW_COLUMNS, rows)
+        if access:
+            yield InsertRows(ITEM_ACCESS, ("id", "access_count", "last_accessed_at"), access)
+        if versions:
+            yield InsertRows(VERSIONS, ("memory_id", *_VERSION_ROW), versions)
+        vector_rows = yield from self._vector_rows(
+            [(records[i][1], normal[i], puts[i]) for i in changed]
+        )
+        if core.index.in_database:
+            yield from core.index.write_requests(vector_rows, [])
+        else:
+            yield from core.index.write_flow(vector_rows, replaced)
+        self.counts["item"] += len(changed)
+
+    def _prepared_put(self, line: int, item_id: str, rec: dict[str, Any]) -> PreparedPut:
+        """The item checked and tokenised as a put would be, its errors naming the line."""
+        try:
+            return prepare_put(
+                PutOp(
+                    split_namespace(rec["prefix"]),
+                    rec["key"],
+                    rec["value"],
+                    index=None if rec["indexed"] else False,
+                ),
+                fields=self.core.fields,
+                max_chars=self.core.settings.max_content_chars,
+            )
+        except ValidationError as err:
+            raise ValidationError(f"line {line}: item {item_id!r}: {err}") from err
+
+    def _delete_items_flow(self, replaced: list[str]) -> Flow[None]:
+        """Delete the stored items an import replaces, with their access, versions and vectors."""
+        d = self.d
+        in_old, old_params = d.in_list("id", replaced)
+        yield Sql(f"DELETE FROM {ITEM_ACCESS} WHERE {in_old}", old_params)
+        in_mem, mem_params = d.in_list("memory_id", replaced)
+        yield Sql(f"DELETE FROM {VERSIONS} WHERE {in_mem}", mem_params)
+        if self.core.index.in_database:
+            in_vec, vec_params = d.in_list("item_id", replaced)
+            yield Sql(f"DELETE FROM {VECTORS} WHERE {in_vec}", vec_params)
+        yield Sql(f"DELETE FROM {ITEMS} WHERE {in_old}", old_params)
+
+    def _item_rows(
+        self,
+        changed: list[str],
+        normal: dict[str, dict[str, Any]],
+        puts: dict[str, PreparedPut],
+    ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+        """The rows to insert for the changed items: items, access counts and versions."""
+        d = self.d
         rows, access, versions = [], [], []
         for i in changed:
             rec, p = normal[i], puts[i]
@@ -314,19 +346,7 @@ class _Scope:
                         d.ts_param(parse_timestamp(v["created_at"], field="created_at")),
                     )
                 )
-        yield InsertRows(ITEMS, _ROW_COLUMNS, rows)
-        if access:
-            yield InsertRows(ITEM_ACCESS, ("id", "access_count", "last_accessed_at"), access)
-        if versions:
-            yield InsertRows(VERSIONS, ("memory_id", *_VERSION_ROW), versions)
-        vector_rows = yield from self._vector_rows(
-            [(records[i][1], normal[i], puts[i]) for i in changed]
-        )
-        if core.index.in_database:
-            yield from core.index.write_requests(vector_rows, [])
-        else:
-            yield from core.index.write_flow(vector_rows, replaced)
-        self.counts["item"] += len(changed)
+        return rows, access, versions
 
     def _vector_rows(
         self, items: list[tuple[dict[str, Any], dict[str, Any], Any]]

@@ -29,8 +29,8 @@ from __future__ import annotations
 import gc
 import json
 import os
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -170,16 +170,62 @@ def create_app(
     _check_counts(max_body_bytes=max_body_bytes, pool_size=pool_size)
     chat_model = _chat_model(model)
     state = ServerState()
+    url = _attach_or_url(state, store_or_url, engine, chat_model)
+    lifespan = _lifespan(
+        state,
+        url,
+        settings=settings,
+        pool_size=pool_size,
+        engine=engine,
+        chat_model=chat_model,
+        freeze_startup_heap=freeze_startup_heap,
+    )
+    app = FastAPI(
+        title=title,
+        version=_version(package_name),
+        description="Long-term memory (episodic, semantic, procedural) with hybrid "
+        "retrieval, versions, conflicts, decay, an event log and replay.",
+        lifespan=lifespan,
+    )
+    app.state.langmem_tiers = state
+    install_error_handlers(app)
+    app.add_middleware(BodyLimitAndErrorsMiddleware, max_body_bytes=max_body_bytes)
+    app.include_router(build_router(), prefix=API_PREFIX)
+    from langmem_tiers.server.inspector import build_inspector_router
+
+    app.include_router(build_inspector_router(), prefix=INSPECTOR_PREFIX)
+    return app
+
+
+def _attach_or_url(
+    state: ServerState,
+    store_or_url: object,
+    engine: MemoryEngine | None,
+    chat_model: BaseChatModel | None,
+) -> str | None:
+    """Attach a store the caller owns now, or answer the URL to open at start-up."""
     if isinstance(store_or_url, TieredMemoryStore):
         state.attach(store_or_url, engine, chat_model)
-        url: str | None = None
-    elif store_or_url is None or isinstance(store_or_url, str):
-        url = store_or_url
-    else:
-        raise ConfigurationError(
-            f"store_or_url must be a TieredMemoryStore, a URL or None, got "
-            f"{type(store_or_url).__name__}."
-        )
+        return None
+    if store_or_url is None or isinstance(store_or_url, str):
+        return store_or_url
+    raise ConfigurationError(
+        f"store_or_url must be a TieredMemoryStore, a URL or None, got "
+        f"{type(store_or_url).__name__}."
+    )
+
+
+def _lifespan(
+    state: ServerState,
+    url: str | None,
+    *,
+    settings: Settings | None,
+    pool_size: int,
+    engine: MemoryEngine | None,
+    chat_model: BaseChatModel | None,
+    freeze_startup_heap: bool,
+) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
+    """The app's lifespan: background consolidation, and the store when the app owns it."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -199,21 +245,7 @@ def create_app(
             finally:
                 state.store = state.engine = state.keys = None
 
-    app = FastAPI(
-        title=title,
-        version=_version(package_name),
-        description="Long-term memory (episodic, semantic, procedural) with hybrid "
-        "retrieval, versions, conflicts, decay, an event log and replay.",
-        lifespan=lifespan,
-    )
-    app.state.langmem_tiers = state
-    install_error_handlers(app)
-    app.add_middleware(BodyLimitAndErrorsMiddleware, max_body_bytes=max_body_bytes)
-    app.include_router(build_router(), prefix=API_PREFIX)
-    from langmem_tiers.server.inspector import build_inspector_router
-
-    app.include_router(build_inspector_router(), prefix=INSPECTOR_PREFIX)
-    return app
+    return lifespan
 
 
 def _started(freeze_heap: bool) -> None:

@@ -207,6 +207,84 @@ async def _engine_call(call: Awaitable[T]) -> T:
         raise ToolError(str(err)) from err
 
 
+# -- remember's steps --------------------------------------------------------------------------
+
+
+def _refuse_preference_fields(kind: KindName, *, key: str | None, value: Any) -> None:
+    """``key`` and ``value`` name a preference: refuse them with any other kind."""
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    for field, given in (("key", key), ("value", value)):
+        if given is not None:
+            raise ToolError(
+                f"{field} is only for kind 'preference', got kind {kind!r} "
+                f"with {field}={given!r}; leave {field} out or use kind 'preference'."
+            )
+
+
+async def _remember_fact(
+    engine: MemoryEngine,
+    where: str,
+    content: str,
+    *,
+    subject: str | None,
+    category: str | None,
+    confidence: float,
+    strategy: StrategyName | None,
+    budget: int,
+) -> dict[str, Any]:
+    """Add a fact, answering what happened to it and the conflicts it met, within budget."""
+    result = await _engine_call(
+        engine.aadd_semantic(
+            where,
+            content,
+            subject=subject,
+            category=category,
+            confidence=confidence,
+            strategy=strategy,
+        ),
+    )
+    conflicts: list[dict[str, Any]] = [
+        {
+            "memory_id": c.memory.id,
+            "content": c.memory.content,
+            "similarity": round(c.similarity, 6),
+            "conflict": c.conflict,
+            "confidence": round(c.confidence, 6),
+        }
+        for c in result.conflicts
+    ]
+    changed = [memory_entry(m) for m in result.changed]
+    share = share_of(budget, 1 + len(conflicts) + len(changed))
+    return {
+        "action": result.action,
+        "memory": clip(memory_entry(result.memory), share),
+        "reason": result.reason,
+        "conflicts": [clip(c, share, memory_id=str(c["memory_id"])) for c in conflicts],
+        "changed": [clip(m, share) for m in changed],
+    }
+
+
+async def _remember_preference(
+    engine: MemoryEngine, where: str, content: str, key: str | None, value: Any, *, budget: int
+) -> dict[str, Any]:
+    """Set a preference (``value`` defaults to the content); repeating one reinforces it."""
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    if key is None:
+        raise ToolError(
+            "key is required for kind 'preference': name the preference, "
+            "e.g. key='answer_language' with value='French'."
+        )
+    memory = await _engine_call(
+        engine.aset_procedural(
+            where, key, value if value is not None else content, content=content
+        ),
+    )
+    action = "reinforced" if memory.reinforcement_count > 1 else "created"
+    return {"action": action, "memory": clip(memory_entry(memory), budget)}
+
+
 # -- the server ------------------------------------------------------------------------------
 
 
@@ -313,55 +391,20 @@ def build_mcp_server(
         where = _scope_of_caller(scope)
         engine_kind = KIND_NAMES[kind]
         if engine_kind != "procedural":
-            for field, given in (("key", key), ("value", value)):
-                if given is not None:
-                    raise ToolError(
-                        f"{field} is only for kind 'preference', got kind {kind!r} "
-                        f"with {field}={given!r}; leave {field} out or use kind 'preference'."
-                    )
+            _refuse_preference_fields(kind, key=key, value=value)
         if engine_kind == "semantic":
-            result = await _engine_call(
-                engine.aadd_semantic(
-                    where,
-                    content,
-                    subject=subject,
-                    category=category,
-                    confidence=confidence,
-                    strategy=strategy,
-                ),
+            return await _remember_fact(
+                engine,
+                where,
+                content,
+                subject=subject,
+                category=category,
+                confidence=confidence,
+                strategy=strategy,
+                budget=budget,
             )
-            conflicts: list[dict[str, Any]] = [
-                {
-                    "memory_id": c.memory.id,
-                    "content": c.memory.content,
-                    "similarity": round(c.similarity, 6),
-                    "conflict": c.conflict,
-                    "confidence": round(c.confidence, 6),
-                }
-                for c in result.conflicts
-            ]
-            changed = [memory_entry(m) for m in result.changed]
-            share = share_of(budget, 1 + len(conflicts) + len(changed))
-            return {
-                "action": result.action,
-                "memory": clip(memory_entry(result.memory), share),
-                "reason": result.reason,
-                "conflicts": [clip(c, share, memory_id=str(c["memory_id"])) for c in conflicts],
-                "changed": [clip(m, share) for m in changed],
-            }
         if engine_kind == "procedural":
-            if key is None:
-                raise ToolError(
-                    "key is required for kind 'preference': name the preference, "
-                    "e.g. key='answer_language' with value='French'."
-                )
-            memory = await _engine_call(
-                engine.aset_procedural(
-                    where, key, value if value is not None else content, content=content
-                ),
-            )
-            action = "reinforced" if memory.reinforcement_count > 1 else "created"
-            return {"action": action, "memory": clip(memory_entry(memory), budget)}
+            return await _remember_preference(engine, where, content, key, value, budget=budget)
         memory = await _engine_call(engine.aadd_episodic(where, content, session_id=session_id))
         return {"action": "created", "memory": clip(memory_entry(memory), budget)}
 

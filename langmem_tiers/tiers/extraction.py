@@ -224,6 +224,87 @@ def _tokens(sentence: str) -> list[_Token]:
     return [(m[0], m.start(), m.end()) for m in WORD.finditer(sentence)]
 
 
+_NAME_PARTICLES = {"of", "the", "de", "da", "van", "von", "del", "la", "le"}
+"""Lower-case words a name can hold between capitalised ones ("Bank of England")."""
+
+
+def _run_end(sentence: str, tokens: list[_Token], i: int) -> int:
+    """Where the run of capitalised words starting at token ``i`` ends (exclusive): words
+    one space apart, through name particles, and not past a possessive."""
+    j = i + 1
+    while j < len(tokens):
+        gap = sentence[tokens[j - 1][2] : tokens[j][1]]
+        if gap != " " or tokens[j - 1][0].endswith("'s"):
+            break
+        nxt = tokens[j][0]
+        if _is_capitalised(nxt):
+            j += 1
+        elif (
+            nxt in _NAME_PARTICLES
+            and j + 1 < len(tokens)
+            and sentence[tokens[j][2] : tokens[j + 1][1]] == " "
+            and _is_capitalised(tokens[j + 1][0])
+        ):
+            j += 2
+        else:
+            break
+    return j
+
+
+def _trimmed_run(run: list[_Token], sentence_initial: bool) -> list[_Token]:
+    """The run without calendar words and common words at its ends ("Hey Mel" -> "Mel")."""
+    while run and (
+        _strip_possessive(run[0][0]).lower() in CALENDAR_WORDS
+        or (
+            (sentence_initial or _strip_possessive(run[0][0]).lower() in GREETINGS)
+            and _is_common(run[0][0])
+        )
+        or run[0][0].lower() in {"of", "the"}
+    ):
+        run = run[1:]
+        sentence_initial = False
+    while run and (
+        _strip_possessive(run[-1][0]).lower() in CALENDAR_WORDS or run[-1][0].lower() in STOP_WORDS
+    ):
+        run = run[:-1]
+    return run
+
+
+def _lone_opener_is_name(sentence: str, token: _Token, capitalised_elsewhere: set[str]) -> bool:
+    """A lone capitalised word opening a sentence is usually an ordinary word: a name only
+    when it is capitalised elsewhere too, addressed, unlike a common noun, or an acronym."""
+    word = token[0]
+    after_char = sentence[token[2] : token[2] + 1]
+    return not _is_common(word) and (
+        _strip_possessive(word) in capitalised_elsewhere
+        or (after_char in {",", "!", "?"} and not word.endswith(("ed", "ly")))
+        or not _looks_common_noun(word)
+        or (word.isupper() and len(word) > 1)
+    )
+
+
+def _entity(sentence: str, tokens: list[_Token], run: list[_Token], k: int) -> _Entity:
+    """The entity of ``run`` (starting at token ``k``), with its context."""
+    ent_start, ent_end = run[0][1], run[-1][2]
+    rest = sentence[ent_end:].strip(" ,.!?")
+    # "Hey Mel!", "Thanks, Gina.", "That's great, John!": someone addressed.
+    vocative = len(run) == 1 and (
+        (
+            all(t[0].lower() in GREETINGS for t in tokens[:k])
+            and sentence[ent_end : ent_end + 1] in {",", "!", "?", ".", ""}
+        )
+        or (sentence[max(0, ent_start - 2) : ent_start] == ", " and not rest)
+    )
+    return _Entity(
+        text=_strip_possessive(sentence[ent_start:ent_end]),
+        start=ent_start,
+        end=ent_end,
+        before=tuple(t[0].lower() for t in tokens[max(0, k - 3) : k]),
+        after=sentence[ent_end : ent_end + 24],
+        vocative=vocative,
+    )
+
+
 def _sentence_entities(
     sentence: str, capitalised_elsewhere: set[str], tokens: list[_Token] | None = None
 ) -> list[_Entity]:
@@ -240,75 +321,14 @@ def _sentence_entities(
         if not _is_capitalised(word) or word.isdigit():
             i += 1
             continue
-        j = i + 1
-        while j < len(tokens):
-            gap = sentence[tokens[j - 1][2] : tokens[j][1]]
-            if gap != " " or tokens[j - 1][0].endswith("'s"):
-                break
-            nxt = tokens[j][0]
-            if _is_capitalised(nxt):
-                j += 1
-            elif (
-                nxt in {"of", "the", "de", "da", "van", "von", "del", "la", "le"}
-                and j + 1 < len(tokens)
-                and sentence[tokens[j][2] : tokens[j + 1][1]] == " "
-                and _is_capitalised(tokens[j + 1][0])
-            ):
-                j += 2
-            else:
-                break
-        run = tokens[i:j]
-        sentence_initial = i == 0
-        # Drop calendar words and common words heading the run ("Hey Mel" -> "Mel").
-        while run and (
-            _strip_possessive(run[0][0]).lower() in CALENDAR_WORDS
-            or (
-                (sentence_initial or _strip_possessive(run[0][0]).lower() in GREETINGS)
-                and _is_common(run[0][0])
-            )
-            or run[0][0].lower() in {"of", "the"}
-        ):
-            run = run[1:]
-            sentence_initial = False
-        while run and (
-            _strip_possessive(run[-1][0]).lower() in CALENDAR_WORDS
-            or run[-1][0].lower() in STOP_WORDS
-        ):
-            run = run[:-1]
+        j = _run_end(sentence, tokens, i)
+        run = _trimmed_run(tokens[i:j], sentence_initial=i == 0)
         if run:
-            first_word = run[0][0]
             k = tokens.index(run[0])
-            keep = True
-            if k == 0 and len(run) == 1:
-                # A lone capitalised word opening a sentence is usually an ordinary word.
-                after_char = sentence[run[0][2] : run[0][2] + 1]
-                keep = not _is_common(first_word) and (
-                    _strip_possessive(first_word) in capitalised_elsewhere
-                    or (after_char in {",", "!", "?"} and not first_word.endswith(("ed", "ly")))
-                    or not _looks_common_noun(first_word)
-                    or (first_word.isupper() and len(first_word) > 1)
-                )
-            if keep:
-                ent_start, ent_end = run[0][1], run[-1][2]
-                rest = sentence[ent_end:].strip(" ,.!?")
-                # "Hey Mel!", "Thanks, Gina.", "That's great, John!": someone addressed.
-                vocative = len(run) == 1 and (
-                    (
-                        all(t[0].lower() in GREETINGS for t in tokens[:k])
-                        and sentence[ent_end : ent_end + 1] in {",", "!", "?", ".", ""}
-                    )
-                    or (sentence[max(0, ent_start - 2) : ent_start] == ", " and not rest)
-                )
-                entities.append(
-                    _Entity(
-                        text=_strip_possessive(sentence[ent_start:ent_end]),
-                        start=ent_start,
-                        end=ent_end,
-                        before=tuple(t[0].lower() for t in tokens[max(0, k - 3) : k]),
-                        after=sentence[ent_end : ent_end + 24],
-                        vocative=vocative,
-                    )
-                )
+            if not (k == 0 and len(run) == 1) or _lone_opener_is_name(
+                sentence, run[0], capitalised_elsewhere
+            ):
+                entities.append(_entity(sentence, tokens, run, k))
         i = max(j, i + 1)
     return entities
 

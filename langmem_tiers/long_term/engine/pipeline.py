@@ -39,7 +39,7 @@ from langgraph.store.base import PutOp
 
 from langmem_tiers.config import ConflictStrategy
 from langmem_tiers.errors import ValidationError
-from langmem_tiers.long_term.engine.conflicts import resolve
+from langmem_tiers.long_term.engine.conflicts import NearMemory, Resolution, resolve
 from langmem_tiers.long_term.engine.contradiction import Statement
 from langmem_tiers.long_term.engine.entities import record_entities_flow
 from langmem_tiers.long_term.engine.lifecycle import StaleDecisionError, memories_flow
@@ -269,28 +269,7 @@ def semantic_steps(
     probe = vectors[texts[0]] if texts else vectors[text]
     exempt = record.category in SUMMARY_CATEGORIES  # summaries are never refused or replaced
     for attempt in range(_RETRIES):
-        near = []
-        if not exempt:
-            near = yield Db(
-                near_flow(
-                    core,
-                    record.scope,
-                    probe,
-                    subject=record.subject,
-                    k=ops.conflict_candidates,
-                    threshold=ops.settings.conflict_similarity_threshold,
-                )
-            )
-            # Memories the relation slots tie to the new one, however far their vectors.
-            near += yield Db(
-                slot_related_flow(
-                    core,
-                    record.scope,
-                    text,
-                    subject=record.subject,
-                    seen={n.memory.id for n in near},
-                )
-            )
+        near = [] if exempt else (yield from _near_steps(ops, record, probe))
         verdicts = []
         if near:
             existing = [Statement(n.memory.content, n.memory.subject) for n in near]
@@ -304,13 +283,7 @@ def semantic_steps(
         )
         merged_text, write_vectors = None, vectors
         if resolution.action == "merged":
-            target = resolution.existing
-            assert target is not None
-            merged_text = checked_text("merged content", (yield Combine(target.content, text)))
-            merged_value = {**target.value, "content": merged_text}
-            merged_texts = index_texts(core, target.namespace, target.key, merged_value)
-            more = yield from ops.embed_steps(merged_texts)
-            write_vectors = {**vectors, **more}
+            merged_text, write_vectors = yield from _merged_steps(ops, resolution, text, vectors)
         try:
             result: WriteResult = yield Db(
                 write_semantic_flow(
@@ -341,6 +314,44 @@ def semantic_steps(
             continue
         return result
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _near_steps(ops: Operations, record: ItemRecord, probe: list[float]) -> Steps[list[NearMemory]]:
+    """The stored memories a new one may repeat or contradict: near by vector, and those
+    the relation slots tie to it however far their vectors."""
+    near: list[NearMemory] = yield Db(
+        near_flow(
+            ops.core,
+            record.scope,
+            probe,
+            subject=record.subject,
+            k=ops.conflict_candidates,
+            threshold=ops.settings.conflict_similarity_threshold,
+        )
+    )
+    near += yield Db(
+        slot_related_flow(
+            ops.core,
+            record.scope,
+            record.text,
+            subject=record.subject,
+            seen={n.memory.id for n in near},
+        )
+    )
+    return near
+
+
+def _merged_steps(
+    ops: Operations, resolution: Resolution, text: str, vectors: dict[str, list[float]]
+) -> Steps[tuple[str, dict[str, list[float]]]]:
+    """The merge target's text combined with the new one, and the vectors to write it with."""
+    target = resolution.existing
+    assert target is not None
+    merged_text = checked_text("merged content", (yield Combine(target.content, text)))
+    merged_value = {**target.value, "content": merged_text}
+    merged_texts = index_texts(ops.core, target.namespace, target.key, merged_value)
+    more = yield from ops.embed_steps(merged_texts)
+    return merged_text, {**vectors, **more}
 
 
 def _procedural_steps(ops: Operations, write: PreparedWrite) -> Steps[WriteResult]:

@@ -344,31 +344,11 @@ def _write_semantic(
     stamp = at.isoformat()
     others = contradicted
     if action == "merged":
-        target = resolution.existing
-        assert target is not None
         assert merged_text is not None
-        top = contradicted[0]
-        merged = dict(target.value)
-        merged["content"] = merged_text
-        merged["confidence"] = value.get("confidence", target.confidence)
-        merged["merged_from"] = [
-            *(target.value.get("merged_from") or []),
-            {"content": value.get("content"), "at": stamp, "explanation": top.explanation},
-        ]
-        merged = refreshed_value(target.value, merged)
-        yield from close_versions_flow(core, [target.id], at)
-        note = WriteNote(
-            MERGED, {**metadata, "merged": value.get("content")}, {"version": target.version + 1}
+        new_id, reason = yield from _merge_flow(
+            core, resolution, value, merged_text, vectors, at, metadata
         )
-        yield from core.batch_flow(
-            [PutOp(target.namespace, target.key, merged)],
-            notes={target.id: note},
-            vectors=vectors,
-            now=at,
-        )
-        new_id = target.id
         others = contradicted[1:]
-        reason = f"merged: {top.explanation}"
     else:
         new_id = item_id(namespace, key)
         fresh = dict(value)
@@ -386,6 +366,54 @@ def _write_semantic(
         reason = "created"
     snap = (yield from snapshot_flow(d, [new_id]))[new_id]
     yield from insert_version_flow(core, snap, reason, at)
+    changes = _contradicted_changes(action, others, new_id, stamp)
+    yield from change_flow(d, changes, at=at, max_chars=max_chars)
+    if action != "kept_both":
+        yield from close_versions_flow(core, [c.memory.id for c in others], at)
+    memory, *changed = yield from _read_flow(core, [new_id, *(c.memory.id for c in others)])
+    return WriteResult(action, memory, resolution.conflicts, None, changed)
+
+
+def _merge_flow(
+    core: StoreCore,
+    resolution: Resolution,
+    value: dict[str, Any],
+    merged_text: str,
+    vectors: dict[str, list[float]],
+    at: datetime,
+    metadata: dict[str, Any],
+) -> Flow[tuple[str, str]]:
+    """Write the merged text as the next version of the merge target, recording what was
+    merged into it; answers the target's id and the version's reason."""
+    target = resolution.existing
+    assert target is not None
+    top = resolution.contradicted[0]
+    merged = dict(target.value)
+    merged["content"] = merged_text
+    merged["confidence"] = value.get("confidence", target.confidence)
+    merged["merged_from"] = [
+        *(target.value.get("merged_from") or []),
+        {"content": value.get("content"), "at": at.isoformat(), "explanation": top.explanation},
+    ]
+    merged = refreshed_value(target.value, merged)
+    yield from close_versions_flow(core, [target.id], at)
+    note = WriteNote(
+        MERGED, {**metadata, "merged": value.get("content")}, {"version": target.version + 1}
+    )
+    yield from core.batch_flow(
+        [PutOp(target.namespace, target.key, merged)],
+        notes={target.id: note},
+        vectors=vectors,
+        now=at,
+    )
+    return target.id, f"merged: {top.explanation}"
+
+
+def _contradicted_changes(
+    action: str, others: Sequence[Conflict], new_id: str, stamp: str
+) -> list[Change]:
+    """What the new memory does to the others it contradicts: notes the conflict on each
+    (kept both), or marks each superseded by it."""
     changes: list[Change] = []
     for c in others:
         old = c.memory
@@ -398,11 +426,7 @@ def _write_semantic(
             gone = with_status(old.value, "superseded", superseded_by=new_id, valid_until=stamp)
             meta = {"superseded_by": new_id, **_link(c)}
             changes.append(Change(old.id, SUPERSEDED, value=gone, metadata=meta))
-    yield from change_flow(d, changes, at=at, max_chars=max_chars)
-    if action != "kept_both":
-        yield from close_versions_flow(core, [c.memory.id for c in others], at)
-    memory, *changed = yield from _read_flow(core, [new_id, *(c.memory.id for c in others)])
-    return WriteResult(action, memory, resolution.conflicts, None, changed)
+    return changes
 
 
 def update_semantic_flow(

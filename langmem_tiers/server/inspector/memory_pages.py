@@ -16,7 +16,8 @@ from typing import Any
 from fastapi import Request
 from fastapi.responses import Response
 
-from langmem_tiers.long_term.engine.models import Event
+from langmem_tiers.long_term.engine.engine import MemoryEngine
+from langmem_tiers.long_term.engine.models import Event, Memory
 from langmem_tiers.server.inspector.access import PageError, Viewer
 from langmem_tiers.server.inspector.frame import (
     SLIDER_JS,
@@ -85,35 +86,54 @@ async def memory_page(request: Request, viewer: Viewer) -> Response:
     if memory is None:
         raise PageError(404, f"This scope has no memory with id {memory_id!r}.")
     now = datetime.now(timezone.utc)
-    parts: list[str] = [
-        table(
-            ["field", "value"],
-            [
-                ["id", memory.id],
-                ["key", memory.key],
-                ["kind", memory.kind],
-                ["status", status_badge(memory)],
-                ["content", Raw(f"<pre>{esc(memory.content)}</pre>")],
-                ["version", memory.version],
-                ["confidence", f"{memory.confidence:.3f}"],
-                ["importance", f"{memory.importance:.3f}"],
-                [
-                    "valid",
-                    validity(memory),
-                ],
-                [
-                    "created / updated (UTC)",
-                    f"{fmt_time(memory.created_at)} / {fmt_time(memory.updated_at)}",
-                ],
-                [
-                    "used",
-                    f"{memory.access_count} times, last {fmt_time(memory.last_accessed_at) or 'never'}",
-                ],
-            ],
-            css="memory",
-        )
+    parts: list[str] = [_fields_table(memory), _provenance_section(memory, scope)]
+    events = await engine.atimeline(scope, memory_id=memory.id, limit=10_000)
+    if memory.kind == "semantic":
+        parts.append(await _versions_section(engine, scope, memory, now))
+    parts.append(_conflicts_section(scope, events))
+    parts.append('<h2 id="events">Events</h2>')
+    parts.append(_events_table(scope, events))
+    parts.append('<h2 id="value">Stored value</h2>')
+    parts.append(json_block(memory.value))
+    crumbs = [
+        *scope_crumbs(scope),
+        (query(f"{PREFIX}/memory", scope=scope, id=memory.id), memory.key),
     ]
-    # Provenance: what it came from and what it links to.
+    return html_response(page(f"Memory {memory.key}", "".join(map(str, parts)), crumbs=crumbs))
+
+
+def _fields_table(memory: Memory) -> str:
+    """The memory's own fields: identity, content, scores, validity and use."""
+    return table(
+        ["field", "value"],
+        [
+            ["id", memory.id],
+            ["key", memory.key],
+            ["kind", memory.kind],
+            ["status", status_badge(memory)],
+            ["content", Raw(f"<pre>{esc(memory.content)}</pre>")],
+            ["version", memory.version],
+            ["confidence", f"{memory.confidence:.3f}"],
+            ["importance", f"{memory.importance:.3f}"],
+            [
+                "valid",
+                validity(memory),
+            ],
+            [
+                "created / updated (UTC)",
+                f"{fmt_time(memory.created_at)} / {fmt_time(memory.updated_at)}",
+            ],
+            [
+                "used",
+                f"{memory.access_count} times, last {fmt_time(memory.last_accessed_at) or 'never'}",
+            ],
+        ],
+        css="memory",
+    )
+
+
+def _provenance_section(memory: Memory, scope: str) -> str:
+    """What the memory came from (session, messages, speaker) and the memories it links to."""
     prov: list[list[object]] = []
     for name in (
         "session_id",
@@ -137,78 +157,69 @@ async def memory_page(request: Request, viewer: Viewer) -> Response:
             links = ", ".join(str(memory_link(scope, i, i)) for i in ids[:200])
             more = f" and {len(ids) - 200} more" if len(ids) > 200 else ""
             prov.append([name, Raw(links + esc(more))])
-    parts.append('<h2 id="provenance">Provenance and links</h2>')
-    parts.append(
+    return '<h2 id="provenance">Provenance and links</h2>' + (
         str(table(["what", "value"], prov, css="provenance")) if prov else "<p>None recorded.</p>"
     )
-    # Versions on a time axis.
-    events = await engine.atimeline(scope, memory_id=memory.id, limit=10_000)
-    if memory.kind == "semantic":
-        versions = await engine.aevolution(scope, memory.id)
-        spans = [(f"v{v.version}", v.valid_from or v.created_at, v.valid_until) for v in versions]
-        parts.append('<h2 id="versions">Versions</h2>')
-        parts.append(intervals_chart("Validity of each version", spans, now=now))
-        parts.append(
-            table(
-                ["version", "valid from", "valid until", "why", "confidence", "content"],
-                (
-                    [
-                        v.version,
-                        fmt_time(v.valid_from),
-                        fmt_time(v.valid_until) or "open",
-                        v.reason or "",
-                        f"{v.confidence:.3f}",
-                        clip(v.content, 300),
-                    ]
-                    for v in versions
-                ),
-                css="versions",
-            )
+
+
+async def _versions_section(engine: MemoryEngine, scope: str, memory: Memory, now: datetime) -> str:
+    """A semantic memory's versions on a time axis, and as a table with why each changed."""
+    versions = await engine.aevolution(scope, memory.id)
+    spans = [(f"v{v.version}", v.valid_from or v.created_at, v.valid_until) for v in versions]
+    return (
+        '<h2 id="versions">Versions</h2>'
+        + intervals_chart("Validity of each version", spans, now=now)
+        + table(
+            ["version", "valid from", "valid until", "why", "confidence", "content"],
+            (
+                [
+                    v.version,
+                    fmt_time(v.valid_from),
+                    fmt_time(v.valid_until) or "open",
+                    v.reason or "",
+                    f"{v.confidence:.3f}",
+                    clip(v.content, 300),
+                ]
+                for v in versions
+            ),
+            css="versions",
         )
-    # What superseded what, and why (the conflict record of the events).
+    )
+
+
+def _conflicts_section(scope: str, events: list[Event]) -> str:
+    """What superseded or merged the memory and why (the conflict record of its events)."""
     conflicts = [
         e
         for e in events
         if e.type in ("memory.superseded", "memory.merged", "memory.conflict_noted")
     ]
-    parts.append('<h2 id="conflicts">Superseded, merged, conflicts</h2>')
-    if conflicts:
-        parts.append(
-            table(
-                ["when (UTC)", "event", "by / with", "why", "confidence"],
-                (
-                    [
-                        fmt_time(e.at),
-                        e.type,
-                        Raw(
-                            ", ".join(
-                                str(memory_link(scope, i, i))
-                                for i in _ids(
-                                    e.metadata.get("superseded_by")
-                                    or e.metadata.get("merged_into")
-                                    or e.metadata.get("with")
-                                )
-                            )
-                        ),
-                        e.metadata.get("explanation") or e.metadata.get("reason") or "",
-                        e.metadata.get("confidence", ""),
-                    ]
-                    for e in conflicts
+    head = '<h2 id="conflicts">Superseded, merged, conflicts</h2>'
+    if not conflicts:
+        return head + "<p>None.</p>"
+    return head + table(
+        ["when (UTC)", "event", "by / with", "why", "confidence"],
+        (
+            [
+                fmt_time(e.at),
+                e.type,
+                Raw(
+                    ", ".join(
+                        str(memory_link(scope, i, i))
+                        for i in _ids(
+                            e.metadata.get("superseded_by")
+                            or e.metadata.get("merged_into")
+                            or e.metadata.get("with")
+                        )
+                    )
                 ),
-                css="conflicts",
-            )
-        )
-    else:
-        parts.append("<p>None.</p>")
-    parts.append('<h2 id="events">Events</h2>')
-    parts.append(_events_table(scope, events))
-    parts.append('<h2 id="value">Stored value</h2>')
-    parts.append(json_block(memory.value))
-    crumbs = [
-        *scope_crumbs(scope),
-        (query(f"{PREFIX}/memory", scope=scope, id=memory.id), memory.key),
-    ]
-    return html_response(page(f"Memory {memory.key}", "".join(map(str, parts)), crumbs=crumbs))
+                e.metadata.get("explanation") or e.metadata.get("reason") or "",
+                e.metadata.get("confidence", ""),
+            ]
+            for e in conflicts
+        ),
+        css="conflicts",
+    )
 
 
 def _events_table(scope: str, events: list[Event], *, travel: bool = False) -> str:

@@ -21,14 +21,17 @@ How a browser passes its key: :mod:`~langmem_tiers.server.inspector.access`.
 
 from __future__ import annotations
 
+from datetime import datetime
 from urllib.parse import parse_qs
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
 from langmem_tiers.config import Settings
+from langmem_tiers.long_term.engine.engine import MemoryEngine
 from langmem_tiers.long_term.store.scope import MEMORY_KINDS
 from langmem_tiers.long_term.store.search.query import RankedItem
+from langmem_tiers.long_term.store.store import TieredMemoryStore
 from langmem_tiers.server.inspector import reads
 from langmem_tiers.server.inspector.access import COOKIE, PageError, Viewer, viewer_for
 from langmem_tiers.server.inspector.frame import (
@@ -119,9 +122,41 @@ async def _scope_page(request: Request, viewer: Viewer) -> Response:
     ranked_at = time_param(request, "now")
     limit = int(number_param(request, "limit", 1, 100) or 10)
     offset = int(number_param(request, "offset", 0, reads.MEMORY_CAP) or 0)
-    parts: list[str] = []
-    # Search.
+    parts: list[str] = [_search_form(scope, q, kind, min_score, limit, ranked_at)]
+    if q:
+        found = await reads.search(
+            store, engine, scope, q, kind=kind, limit=limit, min_score=min_score, now=ranked_at
+        )
+        parts.append(_results(scope, found, store.settings))
+    parts.append(await _growth_section(engine, scope))
+    parts.append(await _sessions_section(store, engine, scope))
     parts.append(
+        await _memories_section(
+            request,
+            engine,
+            scope,
+            kind=kind,
+            status=status,
+            since=since,
+            until=until,
+            offset=offset,
+        )
+    )
+    nav = link(query(f"{PREFIX}/timeline", scope=scope), "Timeline and time travel")
+    body = f"<p>{nav}</p>" + "".join(parts)
+    return html_response(page(f"Scope {scope}", body, crumbs=scope_crumbs(scope)))
+
+
+def _search_form(
+    scope: str,
+    q: str | None,
+    kind: str | None,
+    min_score: float | None,
+    limit: int,
+    ranked_at: datetime | None,
+) -> str:
+    """The search form, filled with the query the page was asked for."""
+    return (
         '<h2 id="search">Search</h2>'
         f'<form class="filters" method="get" action="{PREFIX}/scope" role="search">'
         f'<input type="hidden" name="scope" value="{attr(scope)}">'
@@ -136,27 +171,25 @@ async def _scope_page(request: Request, viewer: Viewer) -> Response:
         '<p class="muted">A search counts as a use of what it finds (the frequency '
         "component), as every retrieval does.</p>"
     )
-    if q:
-        found = await reads.search(
-            store, engine, scope, q, kind=kind, limit=limit, min_score=min_score, now=ranked_at
-        )
-        parts.append(_results(scope, found, store.settings))
-    # Growth and sessions.
+
+
+async def _growth_section(engine: MemoryEngine, scope: str) -> str:
+    """The scope's memories by kind over time, as a step chart."""
     series = await reads.growth(engine, scope)
-    parts.append(
-        '<h2 id="growth">Growth</h2>'
-        + line_chart(
-            "Memories by kind over time",
-            series,
-            x_label="time (UTC)",
-            y_label="memories",
-            x_format="time",
-            step=True,
-        )
+    return '<h2 id="growth">Growth</h2>' + line_chart(
+        "Memories by kind over time",
+        series,
+        x_label="time (UTC)",
+        y_label="memories",
+        x_format="time",
+        step=True,
     )
+
+
+async def _sessions_section(store: TieredMemoryStore, engine: MemoryEngine, scope: str) -> str:
+    """A link to each of the scope's sessions."""
     sessions = await reads.session_ids(store, engine, scope)
-    parts.append('<h2 id="sessions">Sessions</h2>')
-    parts.append(
+    return '<h2 id="sessions">Sessions</h2>' + (
         "<ul>"
         + "".join(
             f"<li>{link(query(f'{PREFIX}/session', scope=scope, id=s), s)}</li>" for s in sessions
@@ -165,7 +198,20 @@ async def _scope_page(request: Request, viewer: Viewer) -> Response:
         if sessions
         else "<p>No sessions.</p>"
     )
-    # Memories.
+
+
+async def _memories_section(
+    request: Request,
+    engine: MemoryEngine,
+    scope: str,
+    *,
+    kind: str | None,
+    status: str | None,
+    since: datetime | None,
+    until: datetime | None,
+    offset: int,
+) -> str:
+    """The filter form and one page of the scope's memories, with a link to the next page."""
     wanted_status = [status] if status else None
     listed = await engine.amemories(
         scope, kinds=kind, statuses=wanted_status, limit=reads.MEMORY_CAP
@@ -177,7 +223,7 @@ async def _scope_page(request: Request, viewer: Viewer) -> Response:
         if (since is None or m.created_at >= since) and (until is None or m.created_at <= until)
     ]
     shown = chosen[offset : offset + PAGE_SIZE]
-    parts.append(
+    parts = [
         '<h2 id="memories">Memories</h2>'
         f'<form class="filters" method="get" action="{PREFIX}/scope">'
         f'<input type="hidden" name="scope" value="{attr(scope)}">'
@@ -186,7 +232,7 @@ async def _scope_page(request: Request, viewer: Viewer) -> Response:
         + text_input("since", "created from (UTC)", local_time(since), "datetime-local", step="1")
         + text_input("until", "created until (UTC)", local_time(until), "datetime-local", step="1")
         + '<button type="submit">Filter</button></form>'
-    )
+    ]
     note = f"{len(chosen)} memories"
     if capped:
         note += f" (the first {reads.MEMORY_CAP:,} read)"
@@ -215,9 +261,7 @@ async def _scope_page(request: Request, viewer: Viewer) -> Response:
         more = dict(request.query_params)
         more["offset"] = str(offset + PAGE_SIZE)
         parts.append(str(link(query(f"{PREFIX}/scope", **more), "Next page")))
-    nav = link(query(f"{PREFIX}/timeline", scope=scope), "Timeline and time travel")
-    body = f"<p>{nav}</p>" + "".join(parts)
-    return html_response(page(f"Scope {scope}", body, crumbs=scope_crumbs(scope)))
+    return "".join(parts)
 
 
 def _effects(settings: Settings, item: RankedItem) -> Raw:

@@ -12,6 +12,7 @@ from fastapi import Request
 from fastapi.responses import Response
 
 from langmem_tiers.config import ContextPolicy
+from langmem_tiers.long_term.store.store import TieredMemoryStore
 from langmem_tiers.server.inspector import reads
 from langmem_tiers.server.inspector.access import PageError, Viewer
 from langmem_tiers.server.inspector.frame import (
@@ -66,8 +67,29 @@ async def session_page(request: Request, viewer: Viewer) -> Response:
         raise PageError(404, f"This scope has no session {session_id!r}.")
     turns = [row.record.id for row in view.rows if row.record.role == "human"]
     turn = param(request, "turn") or (turns[-1] if turns else None)
-    b = view.builder
     parts: list[str] = [
+        _context_form(view, scope, session_id, turns, turn),
+        _messages_section(request, view, scope, session_id, policy),
+    ]
+    chosen = await reads.turn_context(store, view, scope, turn) if turn else None
+    if chosen is not None:
+        parts.append(_context_section(chosen))
+    if view.summaries:
+        parts.append(_summaries_section(view, scope))
+    parts.append(await _tokens_section(store, view, scope, turns))
+    crumbs = [
+        *scope_crumbs(scope),
+        (query(f"{PREFIX}/session", scope=scope, id=session_id), session_id),
+    ]
+    return html_response(page(f"Session {session_id}", "".join(map(str, parts)), crumbs=crumbs))
+
+
+def _context_form(
+    view: reads.SessionView, scope: str, session_id: str, turns: list[str], turn: str | None
+) -> str:
+    """The form that picks a turn and the policy and budgets its context is rebuilt under."""
+    b = view.builder
+    return (
         f'<form class="filters" method="get" action="{PREFIX}/session#context">'
         f'<input type="hidden" name="scope" value="{attr(scope)}">'
         f'<input type="hidden" name="id" value="{attr(session_id)}">'
@@ -84,8 +106,13 @@ async def session_page(request: Request, viewer: Viewer) -> Response:
         '<p class="muted">The session does not record the budget it ran with: the defaults '
         "are the server's settings (LANGMEM_TIERS_CONTEXT_TOKEN_LIMIT, ..._CONTEXT_POLICY, "
         "..._CONTEXT_SOFT_BUDGET).</p>"
-    ]
-    # Messages at every tier.
+    )
+
+
+def _messages_section(
+    request: Request, view: reads.SessionView, scope: str, session_id: str, policy: str | None
+) -> str:
+    """Every message at tiers 1, 2 and 3 with token counts, and where it went."""
     rows = []
     for row in view.rows:
         r = row.record
@@ -123,60 +150,64 @@ async def session_page(request: Request, viewer: Viewer) -> Response:
                 archived,
             ]
         )
-    parts.append(
-        '<h2 id="messages">Messages at tiers 1, 2 and 3</h2>'
-        + table(
-            [
-                "id",
-                "role",
-                "at (UTC)",
-                "required tier",
-                "tier 1",
-                "tok",
-                "tier 2",
-                "tok",
-                "tier 3 (raw)",
-                "tok",
-                "where",
-            ],
-            rows,
-            css="messages",
-            row_ids=[f"msg-{row.record.id}" for row in view.rows],
-        )
+    return '<h2 id="messages">Messages at tiers 1, 2 and 3</h2>' + table(
+        [
+            "id",
+            "role",
+            "at (UTC)",
+            "required tier",
+            "tier 1",
+            "tok",
+            "tier 2",
+            "tok",
+            "tier 3 (raw)",
+            "tok",
+            "where",
+        ],
+        rows,
+        css="messages",
+        row_ids=[f"msg-{row.record.id}" for row in view.rows],
     )
-    chosen = await reads.turn_context(store, view, scope, turn) if turn else None
-    if chosen is not None:
-        parts.append(
-            f'<h2 id="context">Context given for turn {esc(chosen.turn)}</h2>'
-            f'<p><span id="context-tokens" data-tokens="{chosen.tokens}">{chosen.tokens:,}</span>'
-            f" prompt tokens (the raw history up to this turn: {chosen.raw_tokens:,}).</p>"
-            '<div class="context card">'
-            + "".join(
-                f'<div class="msg {attr(m.type)}"><div class="role">{esc(m.type)}'
-                f"{' · ' + esc(m.id) if m.id else ''}</div><pre>{esc(m.text)}</pre></div>"
-                for m in chosen.messages
-            )
-            + "</div>"
+
+
+def _context_section(chosen: reads.TurnContext) -> str:
+    """The prompt the chosen turn was given, message by message, with its token count."""
+    return (
+        f'<h2 id="context">Context given for turn {esc(chosen.turn)}</h2>'
+        f'<p><span id="context-tokens" data-tokens="{chosen.tokens}">{chosen.tokens:,}</span>'
+        f" prompt tokens (the raw history up to this turn: {chosen.raw_tokens:,}).</p>"
+        '<div class="context card">'
+        + "".join(
+            f'<div class="msg {attr(m.type)}"><div class="role">{esc(m.type)}'
+            f"{' · ' + esc(m.id) if m.id else ''}</div><pre>{esc(m.text)}</pre></div>"
+            for m in chosen.messages
         )
-    if view.summaries:
-        parts.append(
-            '<h2 id="summaries">Summaries made of this session</h2>'
-            + table(
-                ["memory", "status", "created (UTC)", "covers", "content"],
-                (
-                    [
-                        memory_link(scope, m.id, m.key),
-                        status_badge(m),
-                        fmt_time(m.created_at),
-                        f"{len(m.value.get('source_message_ids') or [])} messages",
-                        clip(m.content, 300),
-                    ]
-                    for m in view.summaries
-                ),
-                css="summaries",
-            )
-        )
-    # Prompt tokens per turn against the raw history.
+        + "</div>"
+    )
+
+
+def _summaries_section(view: reads.SessionView, scope: str) -> str:
+    """The summary memories made of this session."""
+    return '<h2 id="summaries">Summaries made of this session</h2>' + table(
+        ["memory", "status", "created (UTC)", "covers", "content"],
+        (
+            [
+                memory_link(scope, m.id, m.key),
+                status_badge(m),
+                fmt_time(m.created_at),
+                f"{len(m.value.get('source_message_ids') or [])} messages",
+                clip(m.content, 300),
+            ]
+            for m in view.summaries
+        ),
+        css="summaries",
+    )
+
+
+async def _tokens_section(
+    store: TieredMemoryStore, view: reads.SessionView, scope: str, turns: list[str]
+) -> str:
+    """Prompt tokens per turn against the raw history, as a chart."""
     prompt: list[tuple[float, float]] = []
     raw: list[tuple[float, float]] = []
     for n, t in enumerate(turns[:300], 1):
@@ -184,7 +215,7 @@ async def session_page(request: Request, viewer: Viewer) -> Response:
         if ctx is not None:
             prompt.append((float(n), float(ctx.tokens)))
             raw.append((float(n), float(ctx.raw_tokens)))
-    parts.append(
+    return (
         '<h2 id="tokens">Prompt tokens per turn</h2>'
         + line_chart(
             "Window tokens per turn against the raw history",
@@ -195,8 +226,3 @@ async def session_page(request: Request, viewer: Viewer) -> Response:
         + '<p class="muted">The window part of each prompt (without long-term memories) '
         "under the policy and budget above.</p>"
     )
-    crumbs = [
-        *scope_crumbs(scope),
-        (query(f"{PREFIX}/session", scope=scope, id=session_id), session_id),
-    ]
-    return html_response(page(f"Session {session_id}", "".join(map(str, parts)), crumbs=crumbs))

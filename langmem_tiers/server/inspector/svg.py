@@ -15,6 +15,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from langmem_tiers.server.inspector.html import Raw, attr, esc
@@ -64,6 +65,88 @@ def _ticks(low: float, high: float, n: int = 4) -> list[float]:
     return [low + i * step for i in range(n + 1)]
 
 
+@dataclass(frozen=True)
+class _Plot:
+    """Where a line chart's plot area sits, and the data range it maps onto it."""
+
+    left: int
+    top: int
+    width: int
+    height: int
+    x0: float
+    x1: float
+    y1: float
+
+    def sx(self, x: float) -> float:
+        return self.left + (x - self.x0) / ((self.x1 - self.x0) or 1.0) * self.width
+
+    def sy(self, y: float) -> float:
+        return self.top + self.height - y / self.y1 * self.height
+
+
+def _axes(plot: _Plot, *, x_format: str, x_label: str, y_label: str, height: int) -> list[str]:
+    """The two axes, their ticks and gridlines, and the axis labels."""
+    left, top, plot_w, plot_h = plot.left, plot.top, plot.width, plot.height
+    out = [
+        f'<line x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" y2="{top + plot_h}" '
+        'stroke="#5b6575"/>'
+        f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + plot_h}" stroke="#5b6575"/>'
+    ]
+    for y in _ticks(0.0, plot.y1):
+        out.append(
+            f'<text x="{left - 6}" y="{plot.sy(y) + 4:.1f}" font-size="11" text-anchor="end">'
+            f"{y:,.0f}</text>"
+            f'<line x1="{left}" x2="{left + plot_w}" y1="{plot.sy(y):.1f}" y2="{plot.sy(y):.1f}" '
+            'stroke="#eef2f7"/>'
+        )
+    for x in _ticks(plot.x0, plot.x1, 3):
+        text = (
+            datetime.fromtimestamp(x, tz=timezone.utc).strftime("%m-%d %H:%M")
+            if x_format == "time"
+            else f"{x:,.0f}"
+        )
+        out.append(
+            f'<text x="{plot.sx(x):.1f}" y="{top + plot_h + 15}" font-size="11" '
+            f'text-anchor="middle">{esc(text)}</text>'
+        )
+    if x_label:
+        out.append(
+            f'<text x="{left + plot_w / 2:.0f}" y="{height - 6}" font-size="11" '
+            f'text-anchor="middle">{esc(x_label)}</text>'
+        )
+    if y_label:
+        out.append(
+            f'<text x="12" y="{top + plot_h / 2:.0f}" font-size="11" text-anchor="middle" '
+            f'transform="rotate(-90 12 {top + plot_h / 2:.0f})">{esc(y_label)}</text>'
+        )
+    return out
+
+
+def _series_line(
+    plot: _Plot, i: int, name: str, pts: Sequence[tuple[float, float]], *, step: bool
+) -> str:
+    """Series ``i`` as a polyline, plus its legend entry (a sample stroke and the last value)."""
+    color, dash = COLORS[i % len(COLORS)], _DASHES[i % len(_DASHES)]
+    coords: list[str] = []
+    for j, (x, y) in enumerate(pts):
+        if step and j:
+            coords.append(f"{plot.sx(x):.1f},{plot.sy(pts[j - 1][1]):.1f}")
+        coords.append(f"{plot.sx(x):.1f},{plot.sy(y):.1f}")
+    dash_attr = f' stroke-dasharray="{dash}"' if dash else ""
+    legend_x = plot.left + plot.width
+    ly = plot.top + 8 + i * 18
+    last = pts[-1][1] if pts else 0
+    return (
+        f'<polyline class="series" data-series="{attr(name)}" data-points="{len(pts)}" '
+        f'fill="none" stroke="{color}" stroke-width="1.8"{dash_attr} '
+        f'points="{" ".join(coords)}"><title>{esc(name)}</title></polyline>'
+        f'<line x1="{legend_x + 12}" x2="{legend_x + 34}" y1="{ly}" y2="{ly}" '
+        f'stroke="{color}" stroke-width="2"{dash_attr}/>'
+        f'<text x="{legend_x + 38}" y="{ly + 4}" font-size="11">{esc(name)} '
+        f"({last:,.0f})</text>"
+    )
+
+
 def line_chart(
     title: str,
     series: Mapping[str, Sequence[tuple[float, float]]],
@@ -82,7 +165,6 @@ def line_chart(
     """
     points = [p for pts in series.values() for p in pts]
     left, right, top, bottom = 56, 150, 26, 38
-    plot_w, plot_h = width - left - right, height - top - bottom
     out = [
         f'<svg role="img" aria-label="{attr(title)}" viewBox="0 0 {width} {height}" '
         f'width="{width}" height="{height}" class="chart"><title>{esc(title)}</title>'
@@ -91,69 +173,18 @@ def line_chart(
     if not points:
         out.append(f'<text x="{left}" y="{top + 30}" font-size="12">nothing to plot</text></svg>')
         return Raw("".join(out))
-    x0, x1 = min(p[0] for p in points), max(p[0] for p in points)
-    y1 = max(max(p[1] for p in points), 1.0)
-    span_x = (x1 - x0) or 1.0
-
-    def sx(x: float) -> float:
-        return left + (x - x0) / span_x * plot_w
-
-    def sy(y: float) -> float:
-        return top + plot_h - y / y1 * plot_h
-
-    out.append(
-        f'<line x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" y2="{top + plot_h}" '
-        'stroke="#5b6575"/>'
-        f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + plot_h}" stroke="#5b6575"/>'
+    plot = _Plot(
+        left=left,
+        top=top,
+        width=width - left - right,
+        height=height - top - bottom,
+        x0=min(p[0] for p in points),
+        x1=max(p[0] for p in points),
+        y1=max(max(p[1] for p in points), 1.0),
     )
-    for y in _ticks(0.0, y1):
-        out.append(
-            f'<text x="{left - 6}" y="{sy(y) + 4:.1f}" font-size="11" text-anchor="end">'
-            f"{y:,.0f}</text>"
-            f'<line x1="{left}" x2="{left + plot_w}" y1="{sy(y):.1f}" y2="{sy(y):.1f}" '
-            'stroke="#eef2f7"/>'
-        )
-    for x in _ticks(x0, x1, 3):
-        text = (
-            datetime.fromtimestamp(x, tz=timezone.utc).strftime("%m-%d %H:%M")
-            if x_format == "time"
-            else f"{x:,.0f}"
-        )
-        out.append(
-            f'<text x="{sx(x):.1f}" y="{top + plot_h + 15}" font-size="11" '
-            f'text-anchor="middle">{esc(text)}</text>'
-        )
-    if x_label:
-        out.append(
-            f'<text x="{left + plot_w / 2:.0f}" y="{height - 6}" font-size="11" '
-            f'text-anchor="middle">{esc(x_label)}</text>'
-        )
-    if y_label:
-        out.append(
-            f'<text x="12" y="{top + plot_h / 2:.0f}" font-size="11" text-anchor="middle" '
-            f'transform="rotate(-90 12 {top + plot_h / 2:.0f})">{esc(y_label)}</text>'
-        )
+    out += _axes(plot, x_format=x_format, x_label=x_label, y_label=y_label, height=height)
     for i, (name, pts) in enumerate(series.items()):
-        color, dash = COLORS[i % len(COLORS)], _DASHES[i % len(_DASHES)]
-        coords: list[str] = []
-        for j, (x, y) in enumerate(pts):
-            if step and j:
-                coords.append(f"{sx(x):.1f},{sy(pts[j - 1][1]):.1f}")
-            coords.append(f"{sx(x):.1f},{sy(y):.1f}")
-        dash_attr = f' stroke-dasharray="{dash}"' if dash else ""
-        out.append(
-            f'<polyline class="series" data-series="{attr(name)}" data-points="{len(pts)}" '
-            f'fill="none" stroke="{color}" stroke-width="1.8"{dash_attr} '
-            f'points="{" ".join(coords)}"><title>{esc(name)}</title></polyline>'
-        )
-        ly = top + 8 + i * 18
-        last = pts[-1][1] if pts else 0
-        out.append(
-            f'<line x1="{left + plot_w + 12}" x2="{left + plot_w + 34}" y1="{ly}" y2="{ly}" '
-            f'stroke="{color}" stroke-width="2"{dash_attr}/>'
-            f'<text x="{left + plot_w + 38}" y="{ly + 4}" font-size="11">{esc(name)} '
-            f"({last:,.0f})</text>"
-        )
+        out.append(_series_line(plot, i, name, pts, step=step))
     out.append("</svg>")
     return Raw("".join(out))
 
