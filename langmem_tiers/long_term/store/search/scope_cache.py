@@ -56,27 +56,30 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple
 
-import numpy as np
-
-from langmem_tiers.long_term.store.search.neighbours import NEIGHBOUR_KIND
+from langmem_tiers.long_term.store.search.scope_cache_sql import (
+    changes_request,
+    changes_sql,
+    counters_sql,
+    horizon_sql,
+    items_sql,
+    under_sql,
+    vector_matrix,
+    vectors_sql,
+)
 from langmem_tiers.long_term.store.search.scope_data import (
     MAX_CHANGED_NAMESPACES,
-    NO_VECTORS,
     TOO_MANY,
     Members,
+    ReadRows,
     RememberedMembers,
     ScopeData,
     read_rows,
 )
 from langmem_tiers.long_term.store.search.scope_seeds import Seed, take_own_write
 from langmem_tiers.sql.dialect import (
-    CHANGES_KEPT,
-    ITEM_CHANGES,
     ITEMS,
-    SCOPE_CHANGES,
-    VECTORS,
     Dialect,
 )
 from langmem_tiers.sql.flow import Flow, Latch, Sql, WaitFor
@@ -131,6 +134,32 @@ class Guess(NamedTuple):
     members: Members
     check: str
     params: list[Any]
+
+
+class _Search(NamedTuple):
+    """The search :meth:`ScopeCache.members_flow` reads members for."""
+
+    prefix: str
+    where: str
+    params: Sequence[Any]
+    key: tuple[Any, ...]
+    instants: tuple[datetime, datetime] | None
+
+
+class _State(NamedTuple):
+    """What a members statement reads besides the members: the counters' sum, the
+    moves and the next time of an item (``text`` bound to ``params``), and the first two
+    alone (``light_text``), for a read whose next time is that of the changed items."""
+
+    text: str
+    params: list[Any]
+    light_text: str
+    light_params: list[Any]
+
+
+#: What a step of :meth:`ScopeCache.members_flow` answers when the entry it holds is
+#: behind the database and the namespace must be read whole.
+_STALE: Final = object()
 
 
 class ScopeCache:
@@ -308,8 +337,8 @@ class ScopeCache:
             data = self._seeded(prefix)
         if data is None:
             return None
-        under, under_params = self._under("prefix", prefix)
-        changes = f"(SELECT {self._changes_sql(under)}) = ?"
+        under, under_params = under_sql(self.dialect, "prefix", prefix)
+        changes = f"(SELECT {changes_sql(under)}) = ?"
         if remembered is None and (not where or len(data.ids) > COUNTED_GUESS_MAX):
             return None
         self._touch(prefix, data)
@@ -364,21 +393,10 @@ class ScopeCache:
         entry: at the entry's version the prefix holds exactly its items, and the members
         are some of them, so as many members as items are all of them (the usual case: a
         search of a namespace's current memories), and a large namespace costs no list.
-
-        Where each statement reads its own snapshot (PostgreSQL's READ COMMITTED), a load
-        may see changes committed after the members were read: it reads the members again,
-        with the items, the vectors and the counter, in its own snapshot. The members of a
-        search are kept with the entry (:meth:`guess`), and remembered where membership
-        changes are counted, only when read at the entry's own version.
-
-        One load per prefix at a time: a search that would read a namespace another
-        search of this cache is reading waits for that load (``may_wait``; at most
-        :data:`LOAD_WAIT_SECONDS`) and then checks the entry it left like any other, so
-        eight clients meeting a cold namespace cost one load, not eight competing ones.
         """
         remembers = instants is not None and self.dialect.counts_membership_changes
-        under, under_params = self._under("prefix", prefix)
-        changes = f"(SELECT {self._changes_sql(under)})"
+        under, under_params = under_sql(self.dialect, "prefix", prefix)
+        changes = f"(SELECT {changes_sql(under)})"
         moves, moves_params = "0", list[Any]()
         if remembers:
             moves, moves_params = self.dialect.moves_sql(under, under_params)
@@ -397,61 +415,109 @@ class ScopeCache:
                     return known, remembered.members
         horizon, horizon_params = "NULL", list[Any]()
         if instants is not None and remembers:
-            horizon, horizon_params = self._horizon(prefix, min(instants))
-        state = f"{changes}, {moves}, {horizon}"
-        state_params = [*under_params, *moves_params, *horizon_params]
-        if known is not None and (
-            not self.dialect.logs_item_changes
-            or known.counters is None
-            or len(known.counters) > MAX_CHANGED_NAMESPACES
-        ):
-            size = len(known.ids)
-            # The ids only when the cache may use them: a namespace too large to keep would
-            # send every id at every search for nothing.
-            rows = yield Sql(
-                f"SELECT m.ids, m.n, {state} FROM"
-                f" (SELECT CASE WHEN count(*) <= ? AND count(*) <> ?"
-                f" THEN {self.dialect.packed_sql('i.id')} END AS ids,"
-                f" count(*) AS n FROM {ITEMS} i WHERE {where}) m",
-                [*state_params, self.max_items, size, *params],
+            horizon, horizon_params = horizon_sql(self.dialect, prefix, min(instants))
+        state = _State(
+            f"{changes}, {moves}, {horizon}",
+            [*under_params, *moves_params, *horizon_params],
+            f"{changes}, {moves}",
+            [*under_params, *moves_params],
+        )
+        search = _Search(prefix, where, params, key, instants)
+        if known is not None:
+            found = yield from (
+                self._counted_flow(search, known, state)
+                if not self.dialect.logs_item_changes
+                or known.counters is None
+                or len(known.counters) > MAX_CHANGED_NAMESPACES
+                else self._updated_flow(search, known, state, remembers=remembers)
             )
-            packed, count, version, moved, next_time = rows[0]
-            if count > self.max_items:
-                return None
-            if known.version == int(version):
-                members = known.listed(packed, count, size)
-                self._confirmed(prefix, known)
-                self._note(known, key, instants, members, moved, next_time)
-                return known, members
-        elif known is not None:
-            light: tuple[RememberedMembers, str, list[Any]] | None = None
-            if remembers and instants is not None:
-                with self._lock:
-                    remembered = known.remembered(key, instants)
-                if remembered is not None:
-                    # The remembered members stay but for the changed items: the next
-                    # time among those alone.
-                    next_changed, next_params = self._horizon(
-                        prefix, min(instants), " AND i.id IN (SELECT l.item_id FROM l)"
-                    )
-                    light = (
-                        remembered,
-                        f"{changes}, {moves}, {next_changed}",
-                        [*under_params, *moves_params, *next_params],
-                    )
-            updated = yield from self._changes_flow(
-                prefix, known, where, params, state, state_params, light
-            )
-            if updated == TOO_MANY:
-                return None
-            if updated is not None:
-                data, members, moved, next_time = updated
-                if data is known:
-                    self._confirmed(prefix, known)
-                else:
-                    self._keep(prefix, data, replacing=known)
-                self._note(data, key, instants, members, moved, next_time)
-                return data, members
+            if found is not _STALE:
+                return found  # type: ignore[return-value]
+        return (yield from self._loaded_flow(search, state, columns, member_rows, may_wait))
+
+    def _counted_flow(
+        self, search: _Search, known: ScopeData, state: _State
+    ) -> Flow[tuple[ScopeData, Members] | object | None]:
+        """``known`` and the search's members when the database counts no change since
+        (the members' ids read only when the cache may use them); :data:`_STALE` when
+        the entry is behind; None when the members are more than the cache may keep."""
+        size = len(known.ids)
+        # The ids only when the cache may use them: a namespace too large to keep would
+        # send every id at every search for nothing.
+        rows = yield Sql(
+            f"SELECT m.ids, m.n, {state.text} FROM"
+            f" (SELECT CASE WHEN count(*) <= ? AND count(*) <> ?"
+            f" THEN {self.dialect.packed_sql('i.id')} END AS ids,"
+            f" count(*) AS n FROM {ITEMS} i WHERE {search.where}) m",
+            [*state.params, self.max_items, size, *search.params],
+        )
+        packed, count, version, moved, next_time = rows[0]
+        if count > self.max_items:
+            return None
+        if known.version != int(version):
+            return _STALE
+        members = known.listed(packed, count, size)
+        self._confirmed(search.prefix, known)
+        self._note(known, search.key, search.instants, members, moved, next_time)
+        return known, members
+
+    def _updated_flow(
+        self, search: _Search, known: ScopeData, state: _State, *, remembers: bool
+    ) -> Flow[tuple[ScopeData, Members] | object | None]:
+        """``known`` brought up to date from the change log, and the search's members
+        (:meth:`_changes_flow`); :data:`_STALE` when the log cannot bring it up to date;
+        None when the members are more than the cache may keep."""
+        prefix, instants = search.prefix, search.instants
+        light: tuple[RememberedMembers, str, list[Any]] | None = None
+        if remembers and instants is not None:
+            with self._lock:
+                remembered = known.remembered(search.key, instants)
+            if remembered is not None:
+                # The remembered members stay but for the changed items: the next
+                # time among those alone.
+                next_changed, next_params = horizon_sql(
+                    self.dialect, prefix, min(instants), " AND i.id IN (SELECT l.item_id FROM l)"
+                )
+                light = (
+                    remembered,
+                    f"{state.light_text}, {next_changed}",
+                    [*state.light_params, *next_params],
+                )
+        updated = yield from self._changes_flow(
+            prefix, known, search.where, search.params, state.text, state.params, light
+        )
+        if updated == TOO_MANY:
+            return None
+        if updated is None:
+            return _STALE
+        data, members, moved, next_time = updated
+        if data is known:
+            self._confirmed(prefix, known)
+        else:
+            self._keep(prefix, data, replacing=known)
+        self._note(data, search.key, instants, members, moved, next_time)
+        return data, members
+
+    def _loaded_flow(
+        self,
+        search: _Search,
+        state: _State,
+        columns: Sequence[str],
+        member_rows: dict[str, Sequence[Any]] | None,
+        may_wait: bool,
+    ) -> Flow[tuple[ScopeData, Members] | None]:
+        """The namespace read whole (:meth:`_load_flow`), one load per prefix at a time: a
+        search that would read a namespace another search of this cache is reading waits
+        for that load (``may_wait``; at most :data:`LOAD_WAIT_SECONDS`) and then checks
+        the entry it left like any other, so eight clients meeting a cold namespace cost
+        one load, not eight competing ones.
+
+        Where each statement reads its own snapshot (PostgreSQL's READ COMMITTED), a load
+        may see changes committed after the members were read: it reads the members again,
+        with the items, the vectors and the counter, in its own snapshot. The members of a
+        search are kept with the entry (:meth:`guess`), and remembered where membership
+        changes are counted, only when read at the entry's own version."""
+        prefix = search.prefix
         with self._lock:
             latch = self._loads.get(prefix)
             mine = latch is None
@@ -466,10 +532,10 @@ class ScopeCache:
             return (
                 yield from self.members_flow(
                     prefix,
-                    where,
-                    params,
-                    key=key,
-                    instants=instants,
+                    search.where,
+                    search.params,
+                    key=search.key,
+                    instants=search.instants,
                     columns=columns,
                     member_rows=member_rows,
                     may_wait=False,
@@ -477,13 +543,13 @@ class ScopeCache:
             )
         try:
             loaded = yield from self._load_flow(
-                prefix, where, params, state, state_params, columns, member_rows
+                prefix, search.where, search.params, state.text, state.params, columns, member_rows
             )
             if loaded is None:
                 return None
             data, members, moved, next_time = loaded
             self._keep(prefix, data)
-            self._note(data, key, instants, members, moved, next_time)
+            self._note(data, search.key, search.instants, members, moved, next_time)
             return data, members
         finally:
             if mine:
@@ -548,25 +614,6 @@ class ScopeCache:
             if self._entries.get(prefix) is data:
                 self._entries.move_to_end(prefix)
 
-    @staticmethod
-    def _changes_sql(under: str) -> str:
-        """The sum of the change counters of the namespaces matching ``under``."""
-        return f"CAST(coalesce(sum(changes), 0) AS BIGINT) FROM {SCOPE_CHANGES} WHERE {under}"
-
-    def _horizon(self, prefix: str, since: datetime, among: str = "") -> tuple[str, list[Any]]:
-        """A subquery: the earliest time of an item under ``prefix`` after ``since`` (NULL
-        when none), the instant until which the members of a search may change only
-        through a write the counters see; ``among`` (a condition on ``i``) narrows the
-        items."""
-        under, under_params = self._under("i.prefix", prefix)
-        return self.dialect.next_time_sql(
-            f"{under}{among}", under_params, self.dialect.ts_param(since)
-        )
-
-    def _under(self, column: str, prefix: str) -> tuple[str, list[str]]:
-        """Rows whose namespace ``column`` is ``prefix`` or below it (all rows for ``""``)."""
-        return self.dialect.under_namespace_sql(column, prefix) if prefix else ("1 = 1", [])
-
     def _load_flow(
         self,
         prefix: str,
@@ -591,15 +638,15 @@ class ScopeCache:
         last row with the state and the members' number. Nothing but the last rows when the
         members are too many: the items are then not read at all.
         """
-        under, under_params = self._under("i.prefix", prefix)
+        under, under_params = under_sql(self.dialect, "i.prefix", prefix)
         fits = "(SELECT m.n FROM m) <= ?"
         few = f"(SELECT m.n FROM m) <= {MEMBER_ROWS_MAX}"
         wanted = [f"CASE WHEN {few} THEN {c} END" for c in columns]
         rows = yield Sql(
             f"WITH m AS MATERIALIZED (SELECT count(*) AS n FROM {ITEMS} i WHERE {where})"
-            f" {self._items_sql(where, wanted, f'{under} AND {fits}')} UNION ALL"
-            f" {self._vectors_sql(prefix, fits, len(columns))} UNION ALL"
-            f" {self._counters_sql(prefix, '0', len(columns))}"
+            f" {items_sql(self.dialect, where, wanted, f'{under} AND {fits}')} UNION ALL"
+            f" {vectors_sql(self.dialect, prefix, fits, len(columns))} UNION ALL"
+            f" {counters_sql(self.dialect, prefix, '0', len(columns))}"
             f" UNION ALL SELECT 's', NULL, m.n, NULL, 0, 0, {state}, NULL"
             f"{', NULL' * len(columns)} FROM m",
             [
@@ -607,9 +654,9 @@ class ScopeCache:
                 *params,
                 *under_params,
                 self.max_items,
-                *self._under("v.prefix", prefix)[1],
+                *under_sql(self.dialect, "v.prefix", prefix)[1],
                 self.max_items,
-                *self._under("s.prefix", prefix)[1],
+                *under_sql(self.dialect, "s.prefix", prefix)[1],
                 *state_params,
             ],
             binary=True,
@@ -625,7 +672,7 @@ class ScopeCache:
             {i: length for i, (length, _, _) in read.items.items()},
             {i: packed for i, (_, packed, _) in read.items.items() if packed},
             read.vector_ids,
-            self._matrix(read.vectors),
+            vector_matrix(self.dialect, read.vectors),
             {i for i, (_, _, episodic) in read.items.items() if episodic},
             read.counters,
         )
@@ -657,76 +704,26 @@ class ScopeCache:
         A write of one item to a namespace of 20,000 makes the next search read that item,
         not 20,000 items and their vectors, nor build their inverted index again.
         """
-        assert known.counters is not None
-        d = self.dialect
-        sum_under, count_params = self._under("prefix", prefix)
-        log_under, log_params = self._under("x.prefix", prefix)
-        under, under_params = self._under("i.prefix", prefix)
-        known_rows = (
-            " UNION ALL ".join(
-                "SELECT CAST(? AS TEXT) AS prefix, CAST(? AS BIGINT) AS n" for _ in known.counters
-            )
-            or "SELECT CAST(NULL AS TEXT) AS prefix, CAST(NULL AS BIGINT) AS n WHERE 1 = 0"
-        )
-        changed = "(SELECT l.item_id FROM l)"
-        if light is None:
-            members_sql = f"SELECT count(*) AS n FROM {ITEMS} i WHERE {where}"
-            members_params = list(params)
-            # Read only when sent (a CASE evaluates its subquery only on that branch): a
-            # search of current memories has every item as a member, and its ids cost the
-            # statement a third more for nothing.
-            ids_sql = f"(SELECT {d.packed_sql('i.id')} FROM {ITEMS} i WHERE {where})"
-            ids_params = list(params)
-            items_sql = (
-                "SELECT CASE WHEN EXISTS (SELECT 1 FROM l)"
-                f" THEN (SELECT count(*) FROM {ITEMS} i WHERE {under}) ELSE ? END AS n"
-            )
-            items_params = [*under_params, len(known.ids)]
-        else:
-            members_sql, members_params = "SELECT 0 AS n", []
-            ids_sql, ids_params = "CAST(NULL AS TEXT)", []
-            items_sql, items_params = "SELECT 0 AS n", []
-            state, state_params = light[1], light[2]
-        rows = yield Sql(
-            f"WITH k AS MATERIALIZED ({known_rows}),"
-            f" l AS MATERIALIZED (SELECT x.prefix, x.item_id FROM {ITEM_CHANGES} x"
-            " LEFT JOIN k ON k.prefix = x.prefix"
-            f" WHERE {log_under} AND x.changes > coalesce(k.n, 0) AND (SELECT"
-            f" {self._changes_sql(sum_under)}) - ? <= ?),"
-            f" m AS MATERIALIZED ({members_sql}),"
-            # The items' number only after a change (else the entry's): as many members
-            # as items are every item, and their ids are then not sent.
-            f" t AS MATERIALIZED ({items_sql})"
-            f" {self._items_sql(where, (), f'i.id IN {changed} AND {under}')} UNION ALL"
-            f" {self._vectors_sql(prefix, f'v.item_id IN {changed}', 0)} UNION ALL"
-            " SELECT 'c', l.item_id, NULL, NULL, 0, 0, NULL, NULL, NULL, NULL FROM l UNION ALL"
-            f" {self._counters_sql(prefix, '(SELECT count(*) FROM l WHERE l.prefix = s.prefix)', 0)}"
-            f" UNION ALL SELECT 's', CASE WHEN m.n <> t.n AND m.n <= ? THEN {ids_sql} END, m.n,"
-            f" NULL, t.n, 0, {state}, NULL FROM m, t",
-            [
-                *(v for counted in known.counters.items() for v in counted),
-                *log_params,
-                *count_params,
-                known.version,
-                CHANGES_KEPT,
-                *members_params,
-                *items_params,
-                *params,
-                *under_params,
-                *self._under("v.prefix", prefix)[1],
-                *count_params,
-                self.max_items,
-                *ids_params,
-                *state_params,
-            ],
-            binary=True,
+        rows = yield changes_request(
+            self.dialect, self.max_items, prefix, known, where, params, state, state_params, light
         )
         read = read_rows(rows, None)
-        count, packed, total, version, moves, next_time = read.state
+        moves = read.state[4]
         if light is not None and int(moves) != light[0].moves:
             return (
                 yield from self._changes_flow(prefix, known, where, params, state, state_params)
             )
+        return self._taken_changes(known, read, light)
+
+    def _taken_changes(
+        self,
+        known: ScopeData,
+        read: ReadRows,
+        light: tuple[RememberedMembers, str, list[Any]] | None,
+    ) -> tuple[ScopeData, Members, Any, Any] | Literal["too many"] | None:
+        """What :meth:`_changes_flow` answers from the rows its statement ``read``."""
+        assert known.counters is not None
+        count, packed, total, version, moves, next_time = read.state
         if count > self.max_items:
             return TOO_MANY
         if int(version) == known.version:
@@ -744,7 +741,7 @@ class ScopeCache:
             read.changed,
             read.items,
             read.vector_ids,
-            self._matrix(read.vectors),
+            vector_matrix(self.dialect, read.vectors),
         )
         if light is not None:
             remembered = light[0]
@@ -755,44 +752,3 @@ class ScopeCache:
         if len(data.ids) != int(total):
             return None  # not what the database holds: read it all
         return data, data.listed(packed, count, total), moves, next_time
-
-    def _items_sql(self, where: str, columns: Sequence[str], condition: str) -> str:
-        """The rows of the items matching ``condition``: ``'i'``, id, length, packed terms,
-        whether a member (matches ``where``), whether it may have neighbours, four NULLs,
-        and its ``columns``. Bound to ``where``'s parameters, then ``condition``'s."""
-        extra = "".join(f", {c}" for c in columns)
-        # The items first, so that PostgreSQL, which resolves a UNION's types from the
-        # left, knows the type of every column before it meets a branch's NULLs.
-        return (
-            f"SELECT 'i', i.id, i.doc_len, i.terms, CASE WHEN {where} THEN 1 ELSE 0 END,"
-            f" CASE WHEN i.kind = '{NEIGHBOUR_KIND}' THEN 1 ELSE 0 END, CAST(NULL AS BIGINT),"
-            f" CAST(NULL AS BIGINT), CAST(NULL AS {self.dialect.ts_type}), NULL{extra}"
-            f" FROM {ITEMS} i WHERE {condition}"
-        )
-
-    def _vectors_sql(self, prefix: str, condition: str, extra: int) -> str:
-        """The rows of the vectors under ``prefix`` matching ``condition`` (alias ``v``):
-        ``'v'``, the item, the bytes of the vector in the tenth column, ``extra`` NULLs."""
-        under, _ = self._under("v.prefix", prefix)
-        return (
-            f"SELECT 'v', v.item_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL,"
-            f" {self.dialect.vector_bytes_sql('v.embedding')}{', NULL' * extra}"
-            f" FROM {VECTORS} v WHERE {under} AND {condition}"
-        )
-
-    def _counters_sql(self, prefix: str, logged: str, extra: int) -> str:
-        """The rows of the namespaces under ``prefix``: ``'n'``, the namespace, its count,
-        NULL, ``logged`` (an expression on ``s``), NULLs to the tenth column, ``extra``
-        NULLs."""
-        under, _ = self._under("s.prefix", prefix)
-        return (
-            f"SELECT 'n', s.prefix, s.changes, NULL, {logged}, 0, NULL, NULL, NULL,"
-            f" NULL{', NULL' * extra} FROM {SCOPE_CHANGES} s WHERE {under}"
-        )
-
-    def _matrix(self, vectors: list[bytes]) -> np.ndarray:
-        """Unit float32 rows from the bytes of :meth:`Dialect.vector_bytes_sql`."""
-        if not vectors:
-            return NO_VECTORS
-        matrix = np.frombuffer(b"".join(vectors), dtype=self.dialect.vector_dtype)
-        return matrix.astype(np.float32, copy=False).reshape(len(vectors), -1)
